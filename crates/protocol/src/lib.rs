@@ -1,0 +1,35 @@
+//! The vocabulary of agenthost: the words every other crate speaks, and nothing else.
+//!
+//! **Central design decision: vocabulary only — no logic, no I/O, no async.** This crate holds
+//! the AHP wire types (re-exported from Microsoft's generated `ahp-types`, never forked or
+//! redefined), validated URI newtypes for the channels the host serves, the keys the host
+//! indexes pending work by, and the signals provider adapters send to the host. Every function
+//! here is a pure constructor, accessor, parser or formatter. Behaviour (reducing, dispatching,
+//! persistence, transports) lives in higher crates, so this crate stays small, stable and cheap
+//! to depend on.
+//!
+//! Parsers never panic on input: hostile strings give a [`UriError`] whose message names the
+//! problem and shows (a truncated copy of) the offending input.
+
+#![deny(missing_docs)]
+
+pub mod error_info;
+pub mod ids;
+pub mod signal;
+pub mod uri;
+
+/// The AHP 1.0 wire types, unchanged. Prefer the re-exports below for everyday use.
+pub use ahp_types;
+pub use ahp_types::{ActionEnvelope, ActionOrigin, ActionType, StateAction};
+pub use ahp_types::{
+    AhpErrorCode, JsonRpcErrorCode, PROTOCOL_VERSION, ROOT_RESOURCE_URI,
+    SUPPORTED_PROTOCOL_VERSIONS, StringOrMarkdown, Uri, negotiate_protocol_version,
+};
+pub use ahp_types::{actions, commands, common, errors, messages, notifications, state, version};
+
+pub use ids::{InputKey, ToolCallKey};
+pub use signal::{
+    ActionSignal, AgentSignal, ModelCallCompleted, PendingConfirmation, PermissionKind,
+    SteeringConsumed, SubagentCompleted, SubagentStarted,
+};
+pub use uri::{Channel, ChatUri, SafeId, SessionUri, UriError};

@@ -1,0 +1,28 @@
+//! Build tooling for the agenthost workspace (rust-analyzer's xtask pattern).
+//!
+//! `cargo xtask lint` enforces the architecture rules of ARCHITECTURE.md, `cargo xtask ci` is
+//! the gate CI runs, `cargo xtask bench` runs the benchmarks and checks their report lines.
+//! Every rule is a pure function over parsed inputs, so tests can feed it fixtures; the lint
+//! also runs as a test over the real workspace, so `cargo test --workspace` enforces it.
+
+pub mod architecture;
+pub mod bench;
+pub mod ci;
+pub mod error;
+pub mod layers;
+pub mod lint;
+pub mod metadata;
+pub mod snapshots;
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root: the parent of the xtask package directory.
+pub fn project_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// The cargo that runs us (`$CARGO`, set by `cargo run`), or `cargo` from `PATH`.
+pub fn cargo() -> PathBuf {
+    std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from)
+}

@@ -1,0 +1,54 @@
+//! `cargo xtask <command>`: see `cargo xtask help`.
+
+use std::process::ExitCode;
+
+use xtask::error::{Error, Result};
+use xtask::{bench, cargo, ci, lint, project_root};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  lint           check the architecture rules of ARCHITECTURE.md (layering, pending snapshots)
+  ci             fmt --check, clippy -D warnings, lint, cargo deny (bans licenses sources)
+  bench [NAME…]  run the [[bench]] targets (all without NAME) and summarise their bench lines
+  help           print this message";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let root = project_root();
+    let cargo = cargo();
+    let Some((command, rest)) = args.split_first() else {
+        return Err(Error::new(format!("missing command\n\n{USAGE}")));
+    };
+    match (command.as_str(), rest) {
+        ("lint", []) => {
+            lint::lint_workspace(&cargo, &root)?;
+            eprintln!("lint: all {} checks passed", lint::CHECKS.len());
+            Ok(())
+        }
+        ("ci", []) => ci::ci(&cargo, &root),
+        ("bench", names) => bench::bench(&cargo, &root, names),
+        ("help" | "--help" | "-h", _) => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        ("lint" | "ci", extra) => Err(Error::new(format!(
+            "`{command}` takes no arguments, got `{}`\n\n{USAGE}",
+            extra.join(" ")
+        ))),
+        _ => Err(Error::new(format!(
+            "unknown command `{command}`\n\n{USAGE}"
+        ))),
+    }
+}
