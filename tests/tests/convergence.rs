@@ -3,6 +3,9 @@
 //! the host's state byte for byte; rejected envelopes reach the dispatching client only as echoes
 //! with a `rejectionReason` and never change either side.
 
+// Test helpers outside `#[test]` functions: a panic here is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use agenthost_protocol::ahp_types::state::{
     ChatState, RootState, SessionState, Snapshot, SnapshotState,
 };
