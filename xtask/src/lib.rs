@@ -17,9 +17,15 @@ pub mod snapshots;
 use std::path::{Path, PathBuf};
 
 /// The workspace root: the parent of the xtask package directory.
+///
+/// Read at run time first (`cargo run` and `cargo test` set `CARGO_MANIFEST_DIR`): a binary
+/// reused from a shared target directory may have been compiled in another checkout.
 pub fn project_root() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest_dir
+        .parent()
+        .map_or_else(|| manifest_dir.clone(), Path::to_path_buf)
 }
 
 /// The cargo that runs us (`$CARGO`, set by `cargo run`), or `cargo` from `PATH`.
