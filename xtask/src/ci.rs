@@ -13,7 +13,8 @@ use crate::lint;
 enum Action {
     /// `cargo` with these arguments.
     Cargo(&'static [&'static str]),
-    /// The architecture lint, in-process.
+    /// The static checks of the architecture lint, in-process (the snapshot verification of
+    /// `cargo xtask lint` is left to `cargo test --workspace`, which `.ci/run` runs before).
     Lint,
 }
 
@@ -55,7 +56,7 @@ pub fn ci(cargo: &Path, root: &Path) -> Result<()> {
     for (index, step) in STEPS.iter().enumerate() {
         let description = match step.action {
             Action::Cargo(args) => format!("cargo {}", args.join(" ")),
-            Action::Lint => "cargo xtask lint".to_owned(),
+            Action::Lint => "static checks of cargo xtask lint".to_owned(),
         };
         eprintln!(
             "==> ci [{}/{}] {}: {description}",

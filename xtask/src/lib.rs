@@ -1,9 +1,10 @@
 //! Build tooling for the agenthost workspace (rust-analyzer's xtask pattern).
 //!
-//! `cargo xtask lint` enforces the architecture rules of ARCHITECTURE.md, `cargo xtask ci` is
-//! the gate CI runs, `cargo xtask bench` runs the benchmarks and checks their report lines.
-//! Every rule is a pure function over parsed inputs, so tests can feed it fixtures; the lint
-//! also runs as a test over the real workspace, so `cargo test --workspace` enforces it.
+//! `cargo xtask lint` enforces the architecture rules of ARCHITECTURE.md (static checks, then
+//! snapshot verification), `cargo xtask ci` is the gate CI runs, `cargo xtask bench` runs the
+//! benchmarks and checks their report lines. Every static check is a pure function over parsed
+//! inputs, so tests can feed it fixtures; the static checks also run as a test over the real
+//! workspace, so `cargo test --workspace` enforces them.
 
 pub mod architecture;
 pub mod bench;
@@ -12,6 +13,7 @@ pub mod error;
 pub mod layers;
 pub mod lint;
 pub mod metadata;
+pub mod pins;
 pub mod snapshots;
 
 use std::path::{Path, PathBuf};

@@ -1,14 +1,22 @@
 //! `cargo xtask lint`: every architecture rule, run over the workspace, all violations reported.
 //!
-//! A rule is a [`Check`] in [`CHECKS`]: a name and a function from the [`Workspace`] to the
-//! list of its violations. To add a rule, write the function in its own module and append it.
+//! Two parts:
+//!
+//! - the **static checks**, [`CHECKS`]: each a [`Check`], a name and a function from the
+//!   [`Workspace`] to the list of its violations, reading files and `cargo metadata` only. To add
+//!   a rule, write the function in its own module and append it. [`lint_workspace`] runs them;
+//!   so does the `#[test]` in `tests/tidy.rs`, and `cargo xtask ci`.
+//! - the **snapshot verification** ([`snapshots::verify`]): `cargo test` of every package with
+//!   insta snapshots, failing on a changed snapshot. It runs cargo, so only the command
+//!   `cargo xtask lint` ([`lint_command`]) runs it: `cargo test` inside the `#[test]` would
+//!   deadlock on the build directory lock.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::{architecture, snapshots};
+use crate::{architecture, pins, snapshots};
 
 /// What the checks look at: the workspace root and its `cargo metadata`.
 #[derive(Debug, Clone)]
@@ -37,7 +45,7 @@ pub struct Check {
     pub run: fn(&Workspace) -> Result<Vec<String>>,
 }
 
-/// Every rule `cargo xtask lint` enforces, in report order.
+/// Every static check, in report order.
 pub const CHECKS: &[Check] = &[
     Check {
         name: "layering",
@@ -47,7 +55,14 @@ pub const CHECKS: &[Check] = &[
         name: "pending-snapshots",
         run: |workspace| snapshots::check(&workspace.root),
     },
+    Check {
+        name: "contract-pins",
+        run: |workspace| pins::check(&workspace.root, &workspace.metadata),
+    },
 ];
+
+/// The report name of the snapshot verification step of [`lint_command`].
+pub const SNAPSHOT_STEP: &str = "snapshots";
 
 /// The violations found by each check that failed, in [`CHECKS`] order.
 #[derive(Debug, Default)]
@@ -78,6 +93,19 @@ impl Report {
         }
         text
     }
+
+    /// `Ok` when clean, otherwise an error listing every violation.
+    pub fn into_result(self) -> Result<()> {
+        if self.is_clean() {
+            return Ok(());
+        }
+        Err(Error::new(format!(
+            "architecture lint failed with {} violation(s) (rules: ARCHITECTURE.md, \"Rules the \
+             xtask enforces\"):\n{}",
+            self.violation_count(),
+            self.render().trim_end()
+        )))
+    }
 }
 
 /// Runs every check of [`CHECKS`] on `workspace`; a check that cannot run is an error.
@@ -93,19 +121,34 @@ pub fn run(workspace: &Workspace) -> Result<Report> {
     Ok(report)
 }
 
-/// Loads the workspace at `root` and runs the lint; any violation is an error listing them all.
+/// Loads the workspace at `root` and runs the static checks ([`CHECKS`]); any violation is an
+/// error listing them all. The `#[test]` lint and `cargo xtask ci` use this.
 pub fn lint_workspace(cargo: &Path, root: &Path) -> Result<()> {
     let workspace = Workspace::load(cargo, root)?;
-    let report = run(&workspace)?;
+    run(&workspace)?.into_result()
+}
+
+/// `cargo xtask lint`: the static checks, then the snapshot verification (which runs
+/// `cargo test` for every package with insta snapshots); every violation of both is reported
+/// in one error.
+pub fn lint_command(cargo: &Path, root: &Path) -> Result<()> {
+    let workspace = Workspace::load(cargo, root)?;
+    let mut report = run(&workspace)?;
     if report.is_clean() {
-        return Ok(());
+        eprintln!("lint: static checks: all {} passed", CHECKS.len());
+    } else {
+        eprintln!(
+            "lint: static checks: {} of {} failed (listed at the end)",
+            report.failures.len(),
+            CHECKS.len()
+        );
     }
-    Err(Error::new(format!(
-        "architecture lint failed with {} violation(s) (rules: ARCHITECTURE.md, \"Rules the xtask \
-         enforces\"):\n{}",
-        report.violation_count(),
-        report.render().trim_end()
-    )))
+    let violations = snapshots::verify(cargo, &workspace.root, &workspace.metadata)
+        .map_err(|error| error.context("lint step `snapshots` could not run"))?;
+    if !violations.is_empty() {
+        report.failures.push((SNAPSHOT_STEP, violations));
+    }
+    report.into_result()
 }
 
 #[cfg(test)]

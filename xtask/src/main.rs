@@ -9,8 +9,13 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  lint           check the architecture rules of ARCHITECTURE.md (layering, pending snapshots)
-  ci             fmt --check, clippy -D warnings, lint, cargo deny (bans licenses sources)
+  lint           static checks + snapshot verification:
+                 1. the static checks of ARCHITECTURE.md's rules (layering, pending snapshots,
+                    contract pins) — the #[test] in xtask/tests/tidy.rs runs these only;
+                 2. `cargo test -p <pkg> --quiet` with INSTA_UPDATE=no INSTA_FORCE_PASS=0 CI=true
+                    for every package with insta snapshots, so a changed snapshot fails
+  ci             fmt --check, clippy -D warnings, lint static checks, cargo deny (bans licenses
+                 sources); tests and snapshots are `cargo test --workspace`'s, run before it
   bench [NAME…]  run the [[bench]] targets (all without NAME) and summarise their bench lines
   help           print this message";
 
@@ -33,8 +38,11 @@ fn run(args: &[String]) -> Result<()> {
     };
     match (command.as_str(), rest) {
         ("lint", []) => {
-            lint::lint_workspace(&cargo, &root)?;
-            eprintln!("lint: all {} checks passed", lint::CHECKS.len());
+            lint::lint_command(&cargo, &root)?;
+            eprintln!(
+                "lint: all {} static checks and the snapshot verification passed",
+                lint::CHECKS.len()
+            );
             Ok(())
         }
         ("ci", []) => ci::ci(&cargo, &root),

@@ -36,6 +36,10 @@ pub struct Package {
     /// Build targets (lib, bin, test, bench, …).
     #[serde(default)]
     pub targets: Vec<Target>,
+    /// The package's `Cargo.toml` (absolute in real output; fixtures may give it relative to the
+    /// workspace root, or leave it out).
+    #[serde(default)]
+    pub manifest_path: PathBuf,
 }
 
 /// One declared dependency of a package.

@@ -1,5 +1,9 @@
-//! The architecture lint over the real workspace, so `cargo test --workspace` enforces it
-//! (rust-analyzer's tidy pattern). `cargo xtask lint` prints the same report.
+//! The static checks of the architecture lint over the real workspace, so
+//! `cargo test --workspace` enforces them (rust-analyzer's tidy pattern).
+//!
+//! Static checks only: the snapshot verification of `cargo xtask lint` runs `cargo test`, which
+//! inside this `cargo test` would wait forever on the build directory lock. `cargo xtask lint`
+//! prints the same report, then verifies the snapshots.
 
 use std::path::Path;
 
