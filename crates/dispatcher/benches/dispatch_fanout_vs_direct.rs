@@ -105,14 +105,23 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dispatcher = Dispatcher::new(ServiceRegistry::new());
-    let hooks = HookSet::of(&[Hook::TurnEnd, Hook::DidApplyClientAction, Hook::DidDispatchAction]);
+    let hooks = HookSet::of(&[
+        Hook::TurnEnd,
+        Hook::DidApplyClientAction,
+        Hook::DidDispatchAction,
+    ]);
     let mut registrations = Vec::new();
     for (i, id) in IDS.iter().enumerate() {
-        let descriptor = Descriptor { id, order: (i as i32 % 5) * 100, hooks };
+        let descriptor = Descriptor {
+            id,
+            order: (i as i32 % 5) * 100,
+            hooks,
+        };
         registrations.push(dispatcher.register_with(descriptor, |_, _| Ok(Arc::new(NoOp)))?);
     }
-    let direct: Vec<Box<dyn ChatContribution>> =
-        (0..CONTRIBUTIONS).map(|_| Box::new(NoOp) as Box<dyn ChatContribution>).collect();
+    let direct: Vec<Box<dyn ChatContribution>> = (0..CONTRIBUTIONS)
+        .map(|_| Box::new(NoOp) as Box<dyn ChatContribution>)
+        .collect();
     let action: StateAction = serde_json::from_str(r#"{"type":"chat/draftChanged"}"#)?;
     let payloads = Payloads {
         turn_end: TurnEnd {

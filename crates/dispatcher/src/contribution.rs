@@ -54,7 +54,10 @@ pub trait ChatContribution: Send + Sync {
     }
 
     /// A turn is about to be sent: add instructions, or replace the message text.
-    fn on_outgoing_turn<'a>(&'a self, turn: &'a OutgoingTurn) -> HookFuture<'a, Option<SendContribution>> {
+    fn on_outgoing_turn<'a>(
+        &'a self,
+        turn: &'a OutgoingTurn,
+    ) -> HookFuture<'a, Option<SendContribution>> {
         let _ = turn;
         Box::pin(async { Ok(None) })
     }
@@ -92,8 +95,10 @@ pub trait Contribution: ChatContribution + Sized + 'static {
 
     /// Builds the contribution: the context first, then the services it resolves from the
     /// registry. A missing service fails the registration, naming the service.
-    fn create(context: ContributionContext, services: &ServiceRegistry)
-    -> Result<Self, MissingService>;
+    fn create(
+        context: ContributionContext,
+        services: &ServiceRegistry,
+    ) -> Result<Self, MissingService>;
 }
 
 /// A contribution's identity as the dispatcher records it.

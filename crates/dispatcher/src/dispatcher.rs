@@ -139,7 +139,9 @@ impl fmt::Debug for Dispatcher {
             .iter()
             .map(|r| r.descriptor.id)
             .collect();
-        f.debug_struct("Dispatcher").field("contributions", &ids).finish()
+        f.debug_struct("Dispatcher")
+            .field("contributions", &ids)
+            .finish()
     }
 }
 
@@ -154,7 +156,9 @@ pub struct Registration {
 
 impl fmt::Debug for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registration").field("id", &self.id).finish()
+        f.debug_struct("Registration")
+            .field("id", &self.id)
+            .finish()
     }
 }
 
@@ -393,12 +397,16 @@ impl Dispatcher {
 
     /// `onDidApplyClientAction`, isolated per contribution.
     pub fn did_apply_client_action(&self, action: &AppliedClientAction<'_>) {
-        self.observe(Hook::DidApplyClientAction, |c| c.on_did_apply_client_action(action));
+        self.observe(Hook::DidApplyClientAction, |c| {
+            c.on_did_apply_client_action(action)
+        });
     }
 
     /// `onDidDispatchAction`, isolated per contribution.
     pub fn did_dispatch_action(&self, action: &DispatchedAction<'_>) {
-        self.observe(Hook::DidDispatchAction, |c| c.on_did_dispatch_action(action));
+        self.observe(Hook::DidDispatchAction, |c| {
+            c.on_did_dispatch_action(action)
+        });
     }
 
     /// Observer fan-out. Allocation-free: the snapshot is loaded, not copied. One `catch_unwind`
@@ -517,9 +525,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a non-string panic payload".to_owned())
 }
 
-fn flatten<T>(
-    outcome: std::thread::Result<Result<T, ContributionError>>,
-) -> Result<T, Failure> {
+fn flatten<T>(outcome: std::thread::Result<Result<T, ContributionError>>) -> Result<T, Failure> {
     match outcome {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(Failure::Error(error)),

@@ -28,8 +28,8 @@
 mod context;
 mod contribution;
 mod dispatcher;
-mod host;
 mod hooks;
+mod host;
 mod memento;
 mod ordering;
 mod payload;

@@ -137,7 +137,13 @@ struct Entry {
 }
 
 impl Entry {
-    fn matches(&self, scope: &Scope, debug_name: &str, type_id: TypeId, extra: &[KeySegment]) -> bool {
+    fn matches(
+        &self,
+        scope: &Scope,
+        debug_name: &str,
+        type_id: TypeId,
+        extra: &[KeySegment],
+    ) -> bool {
         self.debug_name == debug_name
             && self.type_id == type_id
             && self.scope == *scope
@@ -264,10 +270,5 @@ impl MementoStore {
         self.lock().retain(|e| match &e.scope {
             Scope::Chat { session: s, .. } | Scope::Session { session: s } => s != session,
         });
-    }
-
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
     }
 }
