@@ -1,0 +1,291 @@
+//! The provider contract: what every agent adapter (Claude Code, Codex, Copilot CLI, the scripted
+//! provider) implements, and how it talks back to the host.
+//!
+//! The central decision: **a provider never touches host state.** It receives turns through
+//! [`ProviderSession::send_turn`] and reports everything that happens as [`AgentSignal`]s on its
+//! [`SignalSink`]; the host routes each signal to its chat (or subagent chat), reduces it and
+//! broadcasts it. Permission answers come back through
+//! [`ProviderSession::respond_to_permission`]. The host owns turn history (its store keeps every
+//! completed turn); a provider is asked for its own history only when resuming its conversation
+//! ([`ProviderSession::fetch_turns`]).
+//!
+//! Deliberately absent: process management, SDK event formats, AHP routing — they live in the
+//! provider crates and the host.
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agenthost_protocol::ahp_types::state::{
+    AgentInfo, ErrorInfo, MessageAttachment, ModelSelection, Turn,
+};
+use agenthost_protocol::error_info::{PROVIDER_EXITED, error_info};
+use agenthost_protocol::{AgentSignal, ChatUri, SessionUri};
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+/// Why a provider operation failed. Messages are written for the person reading the chat error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// The agent could not be started (binary missing, bad arguments, start timeout).
+    #[error("the agent could not be started: {message}")]
+    StartFailed {
+        /// What went wrong.
+        message: String,
+    },
+    /// The agent process exited while the host still needed it.
+    #[error("the agent exited unexpectedly ({status}){}", tail_suffix(.stderr_tail))]
+    Exited {
+        /// The exit status as text.
+        status: String,
+        /// The last lines the agent wrote to stderr.
+        stderr_tail: String,
+    },
+    /// The agent sent something the adapter could not understand.
+    #[error("the agent sent an unreadable message: {message}")]
+    Protocol {
+        /// What was wrong.
+        message: String,
+    },
+    /// The operation needs a running turn or session that is not there.
+    #[error("{message}")]
+    NotRunning {
+        /// What is missing.
+        message: String,
+    },
+    /// The provider does not support the operation.
+    #[error("the agent does not support {operation}")]
+    Unsupported {
+        /// The operation.
+        operation: &'static str,
+    },
+}
+
+fn tail_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!(": {}", tail.trim())
+    }
+}
+
+impl ProviderError {
+    /// The `ErrorInfo` a chat error carries for this failure.
+    pub fn to_error_info(&self) -> ErrorInfo {
+        let error_type = match self {
+            ProviderError::StartFailed { .. } => "providerStartFailed",
+            ProviderError::Exited { .. } => PROVIDER_EXITED,
+            ProviderError::Protocol { .. } => "providerProtocol",
+            ProviderError::NotRunning { .. } => "providerNotRunning",
+            ProviderError::Unsupported { .. } => "providerUnsupported",
+        };
+        error_info(error_type, self.to_string())
+    }
+}
+
+/// A provider signal tagged with the chat whose provider session produced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutedSignal {
+    /// The chat the producing provider session belongs to.
+    pub chat: String,
+    /// The signal.
+    pub signal: AgentSignal,
+}
+
+/// The host has stopped listening (it is shutting the session down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the host no longer receives signals for this chat")]
+pub struct SinkClosed;
+
+/// Where a provider session sends its signals. Bounded: a provider producing faster than the host
+/// reduces waits, it never grows memory without limit.
+#[derive(Debug, Clone)]
+pub struct SignalSink {
+    chat: String,
+    tx: mpsc::Sender<RoutedSignal>,
+}
+
+impl SignalSink {
+    /// A sink tagging every signal with `chat`.
+    pub fn new(chat: impl Into<String>, tx: mpsc::Sender<RoutedSignal>) -> Self {
+        Self {
+            chat: chat.into(),
+            tx,
+        }
+    }
+
+    /// The chat this sink reports for.
+    pub fn chat(&self) -> &str {
+        &self.chat
+    }
+
+    /// Sends one signal, waiting while the host's queue is full.
+    pub async fn send(&self, signal: impl Into<AgentSignal>) -> Result<(), SinkClosed> {
+        self.tx
+            .send(RoutedSignal {
+                chat: self.chat.clone(),
+                signal: signal.into(),
+            })
+            .await
+            .map_err(|_| SinkClosed)
+    }
+}
+
+/// The channel signals travel on: the host keeps the receiver, providers get [`SignalSink`]s.
+pub fn signal_channel(
+    capacity: usize,
+) -> (mpsc::Sender<RoutedSignal>, mpsc::Receiver<RoutedSignal>) {
+    mpsc::channel(capacity.max(1))
+}
+
+/// What a provider needs to start a conversation for one chat.
+#[derive(Debug, Clone)]
+pub struct StartSession {
+    /// The session the chat belongs to.
+    pub session: SessionUri,
+    /// The chat this provider session serves.
+    pub chat: ChatUri,
+    /// Where the agent works.
+    pub working_directory: PathBuf,
+    /// The model the client selected, if any.
+    pub model: Option<ModelSelection>,
+    /// Where to send signals.
+    pub signals: SignalSink,
+}
+
+/// What a provider needs to resume an earlier conversation.
+#[derive(Debug, Clone)]
+pub struct RestoreSession {
+    /// As for a new session.
+    pub start: StartSession,
+    /// The handle [`ProviderSession::resume_handle`] returned before the host restarted.
+    pub resume_handle: serde_json::Value,
+}
+
+/// One turn to run: the final text after the outgoing-turn contributions, their instructions,
+/// and the original attachments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRequest {
+    /// The turn id the client chose.
+    pub turn_id: String,
+    /// The message text to send.
+    pub text: String,
+    /// Host instructions added by contributions (empty when none).
+    pub instructions: Vec<String>,
+    /// The message's attachments.
+    pub attachments: Vec<MessageAttachment>,
+    /// The model selected for this turn, if any.
+    pub model: Option<ModelSelection>,
+}
+
+/// The host's answer to a pending confirmation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionDecision {
+    /// Run the tool.
+    Approve,
+    /// Do not run it.
+    Deny {
+        /// Why, for the agent (a user suggestion or a policy reason).
+        reason: Option<String>,
+    },
+}
+
+/// A running conversation of one chat with an agent.
+pub trait ProviderSession: Send + Sync {
+    /// Starts a turn. Returns once the agent has accepted it; everything the turn produces
+    /// arrives as signals, ending with `chat/turnComplete`, `chat/turnCancelled` or `chat/error`.
+    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>>;
+
+    /// Answers the pending confirmation of `tool_call_id`.
+    fn respond_to_permission<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        decision: PermissionDecision,
+    ) -> BoxFuture<'a, Result<(), ProviderError>>;
+
+    /// Cancels the running turn `turn_id`; the agent reports `chat/turnCancelled`.
+    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>>;
+
+    /// The agent's own history of this conversation — asked only when resuming it.
+    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>>;
+
+    /// What the host persists to resume this conversation after a restart; `None` when the
+    /// agent cannot resume.
+    fn resume_handle(&self) -> Option<serde_json::Value>;
+
+    /// Stops the conversation and releases its resources (processes are terminated and reaped).
+    fn dispose(&self) -> BoxFuture<'_, ()>;
+}
+
+/// An agent backend: advertises itself and starts conversations.
+pub trait Provider: Send + Sync {
+    /// The provider id (`scripted`, `claude`, `codex`, `copilot`); never contains `-`.
+    fn id(&self) -> &str;
+
+    /// What the root state advertises (display name, description, a non-empty model list).
+    fn agent_info(&self) -> AgentInfo;
+
+    /// Starts a new conversation for a chat.
+    fn start_session(
+        &self,
+        request: StartSession,
+    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>>;
+
+    /// Resumes a conversation from a persisted handle.
+    fn restore_session(
+        &self,
+        request: RestoreSession,
+    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>>;
+}
+
+impl fmt::Debug for dyn Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider").field("id", &self.id()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn sinks_tag_signals_with_their_chat_and_report_a_closed_host() {
+        let (tx, mut rx) = signal_channel(4);
+        let session = SessionUri::parse("ahp-session:/s1").unwrap();
+        let sink = SignalSink::new("ahp-chat:/c1", tx);
+        let signal = AgentSignal::SteeringConsumed(agenthost_protocol::SteeringConsumed {
+            session: session.clone(),
+            id: "m1".into(),
+        });
+        sink.send(signal.clone()).await.unwrap();
+        let routed = rx.recv().await.unwrap();
+        assert_eq!(routed.chat, "ahp-chat:/c1");
+        assert_eq!(routed.signal, signal);
+        drop(rx);
+        assert_eq!(sink.send(signal).await, Err(SinkClosed));
+    }
+
+    #[test]
+    fn errors_map_to_chat_error_infos_with_the_stderr_tail() {
+        let error = ProviderError::Exited {
+            status: "exit status: 1".into(),
+            stderr_tail: "boom\n".into(),
+        };
+        let info = error.to_error_info();
+        assert_eq!(info.error_type, PROVIDER_EXITED);
+        assert_eq!(
+            info.message,
+            "the agent exited unexpectedly (exit status: 1): boom"
+        );
+        let quiet = ProviderError::Exited {
+            status: "signal 9".into(),
+            stderr_tail: " ".into(),
+        };
+        assert_eq!(
+            quiet.to_string(),
+            "the agent exited unexpectedly (signal 9)"
+        );
+    }
+}

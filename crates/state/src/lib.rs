@@ -1,0 +1,24 @@
+//! The state manager: the host's authoritative AHP state and everything that orders and
+//! delivers its changes.
+//!
+//! The central decision: **one lock orders everything.** Reducing an action, assigning its
+//! `serverSeq`, appending it to the replay log and handing its frame to every subscriber happen
+//! under one short critical section, so the order of application equals the order of numbers and
+//! a snapshot plus the envelopes after it never miss or repeat an action. Nothing inside the
+//! section blocks: each envelope is serialized once and offered to each subscriber's bounded
+//! outbox with a non-blocking push; a subscriber whose outbox is full is dropped (its connection
+//! reconnects and gets a replay or a snapshot) instead of stalling the host.
+//!
+//! Envelope observers (the orchestrator's bridge to `onDidDispatchAction`) run after the section,
+//! outside the lock, for accepted and rejected envelopes alike, so they may dispatch further
+//! actions.
+#![deny(missing_docs)]
+
+mod manager;
+mod outbox;
+
+pub use manager::{
+    ClientDispatch, EnvelopeObserver, ObservedEnvelope, ReconnectOutcome, StateConfig, StateError,
+    StateManager,
+};
+pub use outbox::{Outbox, SubscriberId, action_frame, notification_frame};

@@ -1,0 +1,511 @@
+//! [`StateManager`]: reduce, sequence, log, fan out, observe.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
+use agenthost_protocol::ahp_types::state::{
+    ChatState, RootState, SessionState, Snapshot, SnapshotState,
+};
+use agenthost_protocol::{ActionEnvelope, ActionOrigin, StateAction};
+use agenthost_reducers::{ApplyError, ChannelState, HostState, Reduced, StateError as HostError};
+
+use crate::outbox::{Outbox, SubscriberId, action_frame};
+
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Tunables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateConfig {
+    /// How many accepted envelopes the replay log keeps for `reconnect`.
+    pub replay_capacity: usize,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        Self {
+            replay_capacity: 10_000,
+        }
+    }
+}
+
+/// Errors of the structural and subscription operations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// The channel does not exist.
+    #[error("no such channel: {0}")]
+    UnknownChannel(String),
+    /// The subscriber is not registered (its connection closed).
+    #[error("unknown subscriber {0:?}")]
+    UnknownSubscriber(SubscriberId),
+    /// Inserting or removing a channel failed.
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+/// The outcome of a client dispatch (AHP §6.1).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientDispatch {
+    /// Reduced and broadcast with its origin.
+    Accepted(Arc<ActionEnvelope>),
+    /// Refused: the echo (with a fresh `serverSeq` and `rejectionReason`) for the dispatching
+    /// connection only; it is not broadcast and not in the replay log.
+    Rejected(ActionEnvelope),
+    /// The channel does not exist: ignore silently, no echo.
+    Ignored,
+}
+
+/// What an envelope observer sees: every envelope, accepted or rejected, with the session that
+/// owns its channel.
+#[derive(Debug, Clone, Copy)]
+pub struct ObservedEnvelope<'a> {
+    /// The envelope (with `rejection_reason` set when it was refused).
+    pub envelope: &'a ActionEnvelope,
+    /// The owning session of the channel (the channel itself for a session), when there is one.
+    pub session: Option<&'a str>,
+    /// Whether the reducer changed state (`false` for no-ops and rejections).
+    pub applied: bool,
+}
+
+/// Sees every envelope after it was sequenced, outside the state lock.
+pub trait EnvelopeObserver: Send + Sync {
+    /// Called once per envelope.
+    fn on_envelope(&self, observed: &ObservedEnvelope<'_>);
+}
+
+/// The answer to a `reconnect`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReconnectOutcome {
+    /// Every envelope after the watermark is still in the log.
+    Replay {
+        /// Those envelopes, in order, for the requested channels.
+        actions: Vec<ActionEnvelope>,
+        /// Requested channels that no longer exist.
+        missing: Vec<String>,
+    },
+    /// The gap is too old (or the watermark is ahead: the host restarted): fresh snapshots of
+    /// the requested channels that still exist.
+    Snapshot {
+        /// One per existing requested channel.
+        snapshots: Vec<Snapshot>,
+    },
+}
+
+struct Subscriber {
+    outbox: Arc<dyn Outbox>,
+    channels: HashSet<String>,
+}
+
+struct Inner {
+    host: HostState,
+    server_seq: u64,
+    replay: VecDeque<Arc<ActionEnvelope>>,
+    replay_capacity: usize,
+    /// Every accepted envelope numbered above this is in `replay` (the sequence number of the
+    /// last envelope evicted from the log).
+    replay_floor: u64,
+    subscribers: Map<SubscriberId, Subscriber>,
+    channel_subscribers: Map<String, Vec<SubscriberId>>,
+    next_subscriber: u64,
+}
+
+impl Inner {
+    fn next_seq(&mut self) -> u64 {
+        self.server_seq += 1;
+        self.server_seq
+    }
+
+    fn session_of(&self, channel: &str) -> Option<String> {
+        if self.host.session(channel).is_some() {
+            return Some(channel.to_owned());
+        }
+        self.host.chat_session(channel).map(str::to_owned)
+    }
+
+    /// Hands a frame to every subscriber of `channel`; drops the ones that cannot take it.
+    fn fan_out(&mut self, channel: &str, frame: &Arc<str>) {
+        let Some(ids) = self.channel_subscribers.get(channel) else {
+            return;
+        };
+        let lagged: Vec<SubscriberId> = ids
+            .iter()
+            .filter(|id| {
+                self.subscribers
+                    .get(id)
+                    .is_some_and(|s| !s.outbox.push(Arc::clone(frame)))
+            })
+            .copied()
+            .collect();
+        for id in lagged {
+            tracing::warn!(
+                subscriber = id.0,
+                "dropping a subscriber that cannot keep up"
+            );
+            self.drop_subscriber(id);
+        }
+    }
+
+    fn drop_subscriber(&mut self, id: SubscriberId) {
+        if let Some(subscriber) = self.subscribers.remove(&id) {
+            for channel in subscriber.channels {
+                self.detach(&channel, id);
+            }
+        }
+    }
+
+    fn detach(&mut self, channel: &str, id: SubscriberId) {
+        if let Some(ids) = self.channel_subscribers.get_mut(channel) {
+            ids.retain(|s| *s != id);
+            if ids.is_empty() {
+                self.channel_subscribers.remove(channel);
+            }
+        }
+    }
+
+    fn attach(&mut self, channel: &str, id: SubscriberId) -> Result<(), StateError> {
+        let subscriber = self
+            .subscribers
+            .get_mut(&id)
+            .ok_or(StateError::UnknownSubscriber(id))?;
+        if subscriber.channels.insert(channel.to_owned()) {
+            self.channel_subscribers
+                .entry(channel.to_owned())
+                .or_default()
+                .push(id);
+        }
+        Ok(())
+    }
+
+    /// Forgets every subscription to channels that no longer exist.
+    fn detach_channel(&mut self, channel: &str) {
+        if let Some(ids) = self.channel_subscribers.remove(channel) {
+            for id in ids {
+                if let Some(s) = self.subscribers.get_mut(&id) {
+                    s.channels.remove(channel);
+                }
+            }
+        }
+    }
+
+    fn snapshot(&self, channel: &str) -> Option<Snapshot> {
+        let state = if channel == ROOT_RESOURCE_URI {
+            SnapshotState::Root(Box::new(self.host.root().clone()))
+        } else {
+            match self.host.channel(channel)?.clone() {
+                ChannelState::Session(s) => SnapshotState::Session(s),
+                ChannelState::Chat(c) => SnapshotState::Chat(c),
+                ChannelState::Terminal(t) => SnapshotState::Terminal(t),
+                ChannelState::Changeset(c) => SnapshotState::Changeset(c),
+                ChannelState::Annotations(a) => SnapshotState::Annotations(a),
+                ChannelState::ResourceWatch(r) => SnapshotState::ResourceWatch(r),
+                ChannelState::Canvas(c) => SnapshotState::Canvas(c),
+                ChannelState::Automation(a) => SnapshotState::Automations(a),
+                ChannelState::AutomationRun(r) => SnapshotState::AutomationRun(r),
+            }
+        };
+        Some(Snapshot {
+            resource: channel.to_owned(),
+            state,
+            from_seq: i64::try_from(self.server_seq).unwrap_or(i64::MAX),
+        })
+    }
+
+    /// Sequences an accepted envelope: number, log, fan out.
+    fn commit(
+        &mut self,
+        channel: &str,
+        action: StateAction,
+        origin: Option<ActionOrigin>,
+    ) -> Arc<ActionEnvelope> {
+        let envelope = Arc::new(ActionEnvelope {
+            channel: channel.to_owned(),
+            action,
+            server_seq: self.next_seq(),
+            origin,
+            rejection_reason: None,
+        });
+        if self.replay_capacity == 0 {
+            self.replay_floor = envelope.server_seq;
+        } else {
+            if self.replay.len() == self.replay_capacity
+                && let Some(evicted) = self.replay.pop_front()
+            {
+                self.replay_floor = evicted.server_seq;
+            }
+            self.replay.push_back(Arc::clone(&envelope));
+        }
+        if self.channel_subscribers.contains_key(channel) {
+            let frame = action_frame(&envelope);
+            self.fan_out(channel, &frame);
+        }
+        envelope
+    }
+}
+
+/// The authoritative state of the host. Cheap to share behind an `Arc`.
+pub struct StateManager {
+    inner: Mutex<Inner>,
+    observers: RwLock<Vec<Arc<dyn EnvelopeObserver>>>,
+}
+
+impl fmt::Debug for StateManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateManager")
+            .field("server_seq", &self.server_seq())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StateManager {
+    /// A state manager holding only `root`.
+    pub fn new(root: RootState, config: StateConfig) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                host: HostState::new(root),
+                server_seq: 0,
+                replay: VecDeque::with_capacity(config.replay_capacity.min(1024)),
+                replay_capacity: config.replay_capacity,
+                replay_floor: 0,
+                subscribers: Map::default(),
+                channel_subscribers: Map::default(),
+                next_subscriber: 1,
+            }),
+            observers: RwLock::new(Vec::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Every critical section leaves `Inner` consistent before it can panic (the reducers
+        // are panic-free on input), so a poisoned lock still guards valid state.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds an envelope observer.
+    pub fn add_observer(&self, observer: Arc<dyn EnvelopeObserver>) {
+        self.observers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(observer);
+    }
+
+    fn observe(&self, envelope: &ActionEnvelope, session: Option<&str>, applied: bool) {
+        let observers = self
+            .observers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let observed = ObservedEnvelope {
+            envelope,
+            session,
+            applied,
+        };
+        for observer in observers {
+            observer.on_envelope(&observed);
+        }
+    }
+
+    /// The last `serverSeq` assigned.
+    pub fn server_seq(&self) -> u64 {
+        self.lock().server_seq
+    }
+
+    /// Reads the host state.
+    pub fn read<R>(&self, f: impl FnOnce(&HostState) -> R) -> R {
+        f(&self.lock().host)
+    }
+
+    /// Dispatches an action of the host itself: reduce, number, log, broadcast, observe.
+    pub fn dispatch_server(
+        &self,
+        channel: &str,
+        action: StateAction,
+    ) -> Result<Arc<ActionEnvelope>, ApplyError> {
+        let (envelope, session, applied) = {
+            let mut inner = self.lock();
+            let reduced = inner.host.apply_server_action(channel, &action)?;
+            let session = inner.session_of(channel);
+            (
+                inner.commit(channel, action, None),
+                session,
+                reduced == Reduced::Applied,
+            )
+        };
+        self.observe(&envelope, session.as_deref(), applied);
+        Ok(envelope)
+    }
+
+    /// Dispatches a client action (AHP §6.1): validate and reduce, then broadcast with its origin;
+    /// a refused action comes back as an echo for the dispatcher alone.
+    pub fn dispatch_client(
+        &self,
+        channel: &str,
+        action: StateAction,
+        origin: ActionOrigin,
+    ) -> ClientDispatch {
+        let (outcome, session, applied) = {
+            let mut inner = self.lock();
+            match inner
+                .host
+                .apply_client_action(channel, &action, &origin.client_id)
+            {
+                Ok(reduced) => {
+                    let session = inner.session_of(channel);
+                    let envelope = inner.commit(channel, action, Some(origin));
+                    (
+                        ClientDispatch::Accepted(envelope),
+                        session,
+                        reduced == Reduced::Applied,
+                    )
+                }
+                Err(ApplyError::UnknownChannel(_)) => return ClientDispatch::Ignored,
+                Err(ApplyError::Rejected(rejection)) => {
+                    let session = inner.session_of(channel);
+                    let echo = ActionEnvelope {
+                        channel: channel.to_owned(),
+                        action,
+                        server_seq: inner.next_seq(),
+                        origin: Some(origin),
+                        rejection_reason: Some(rejection.to_string()),
+                    };
+                    (ClientDispatch::Rejected(echo), session, false)
+                }
+            }
+        };
+        match &outcome {
+            ClientDispatch::Accepted(envelope) => {
+                self.observe(envelope, session.as_deref(), applied)
+            }
+            ClientDispatch::Rejected(echo) => self.observe(echo, session.as_deref(), false),
+            ClientDispatch::Ignored => {}
+        }
+        outcome
+    }
+
+    /// Adds a session.
+    pub fn insert_session(&self, uri: &str, state: SessionState) -> Result<(), StateError> {
+        Ok(self.lock().host.insert_session(uri, state)?)
+    }
+
+    /// Adds a chat to a session.
+    pub fn insert_chat(&self, session: &str, state: ChatState) -> Result<(), StateError> {
+        Ok(self.lock().host.insert_chat(session, state)?)
+    }
+
+    /// Removes a session and its chats; their subscriptions end.
+    pub fn remove_session(&self, uri: &str) -> Option<(SessionState, Vec<ChatState>)> {
+        let mut inner = self.lock();
+        let removed = inner.host.remove_session(uri)?;
+        inner.detach_channel(uri);
+        for chat in &removed.1 {
+            inner.detach_channel(&chat.resource);
+        }
+        Some(removed)
+    }
+
+    /// Removes a chat; its subscriptions end.
+    pub fn remove_chat(&self, uri: &str) -> Option<ChatState> {
+        let mut inner = self.lock();
+        let removed = inner.host.remove_chat(uri)?;
+        inner.detach_channel(uri);
+        Some(removed)
+    }
+
+    /// Registers a subscriber (a connection) and its outbox.
+    pub fn register_subscriber(&self, outbox: Arc<dyn Outbox>) -> SubscriberId {
+        let mut inner = self.lock();
+        let id = SubscriberId(inner.next_subscriber);
+        inner.next_subscriber += 1;
+        inner.subscribers.insert(
+            id,
+            Subscriber {
+                outbox,
+                channels: HashSet::new(),
+            },
+        );
+        id
+    }
+
+    /// Forgets a subscriber and all its subscriptions.
+    pub fn remove_subscriber(&self, id: SubscriberId) {
+        self.lock().drop_subscriber(id);
+    }
+
+    /// Whether a subscriber is still registered (it is dropped when it cannot keep up).
+    pub fn has_subscriber(&self, id: SubscriberId) -> bool {
+        self.lock().subscribers.contains_key(&id)
+    }
+
+    /// Subscribes to a channel: the snapshot is taken and the subscription added in one critical
+    /// section, so every later envelope of the channel has a higher `serverSeq` and none is
+    /// missed.
+    pub fn subscribe(&self, id: SubscriberId, channel: &str) -> Result<Snapshot, StateError> {
+        let mut inner = self.lock();
+        let snapshot = inner
+            .snapshot(channel)
+            .ok_or_else(|| StateError::UnknownChannel(channel.to_owned()))?;
+        inner.attach(channel, id)?;
+        Ok(snapshot)
+    }
+
+    /// Ends one subscription.
+    pub fn unsubscribe(&self, id: SubscriberId, channel: &str) {
+        let mut inner = self.lock();
+        if let Some(s) = inner.subscribers.get_mut(&id) {
+            s.channels.remove(channel);
+        }
+        inner.detach(channel, id);
+    }
+
+    /// The current snapshot of a channel.
+    pub fn snapshot(&self, channel: &str) -> Option<Snapshot> {
+        self.lock().snapshot(channel)
+    }
+
+    /// Sends an ephemeral notification frame (never replayed) to a channel's subscribers.
+    pub fn notify(&self, channel: &str, frame: &Arc<str>) {
+        self.lock().fan_out(channel, frame);
+    }
+
+    /// AHP §8.5: replay when every envelope after `last_seen` is still logged, else snapshots.
+    /// Either way the subscriber is subscribed to the requested channels that exist.
+    pub fn reconnect(
+        &self,
+        id: SubscriberId,
+        last_seen: i64,
+        channels: &[String],
+    ) -> Result<ReconnectOutcome, StateError> {
+        let mut inner = self.lock();
+        let (existing, missing): (Vec<&String>, Vec<&String>) =
+            channels.iter().partition(|c| inner.snapshot(c).is_some());
+        let replayable = u64::try_from(last_seen)
+            .ok()
+            .is_some_and(|seen| inner.replay_floor <= seen && seen <= inner.server_seq);
+        let outcome = if replayable {
+            let seen = u64::try_from(last_seen).unwrap_or(0);
+            let wanted: HashSet<&str> = existing.iter().map(|c| c.as_str()).collect();
+            let actions = inner
+                .replay
+                .iter()
+                .filter(|e| e.server_seq > seen && wanted.contains(e.channel.as_str()))
+                .map(|e| (**e).clone())
+                .collect();
+            ReconnectOutcome::Replay {
+                actions,
+                missing: missing.into_iter().cloned().collect(),
+            }
+        } else {
+            ReconnectOutcome::Snapshot {
+                snapshots: existing.iter().filter_map(|c| inner.snapshot(c)).collect(),
+            }
+        };
+        for channel in existing {
+            inner.attach(channel, id)?;
+        }
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+#[path = "manager_tests.rs"]
+mod tests;
