@@ -51,7 +51,7 @@ pub enum ClientDispatch {
     Accepted(Arc<ActionEnvelope>),
     /// Refused: the echo (with a fresh `serverSeq` and `rejectionReason`) for the dispatching
     /// connection only; it is not broadcast and not in the replay log.
-    Rejected(ActionEnvelope),
+    Rejected(Box<ActionEnvelope>),
     /// The channel does not exist: ignore silently, no echo.
     Ignored,
 }
@@ -368,7 +368,7 @@ impl StateManager {
                         origin: Some(origin),
                         rejection_reason: Some(rejection.to_string()),
                     };
-                    (ClientDispatch::Rejected(echo), session, false)
+                    (ClientDispatch::Rejected(Box::new(echo)), session, false)
                 }
             }
         };

@@ -173,7 +173,8 @@ fn accepted_client_actions_carry_their_origin() {
     assert!(state.read(|h| h.chat(CHAT).unwrap().active_turn.is_some()));
 }
 
-struct Recorder(Mutex<Vec<(u64, Option<String>, Option<String>, bool)>>);
+type Seen = (u64, Option<String>, Option<String>, bool);
+struct Recorder(Mutex<Vec<Seen>>);
 impl EnvelopeObserver for Recorder {
     fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
         self.0.lock().unwrap().push((
