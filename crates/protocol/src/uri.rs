@@ -32,12 +32,14 @@ mod channel;
 mod chat;
 mod encoding;
 mod error;
+mod file;
 mod id;
 mod session;
 
 pub use channel::Channel;
 pub use chat::{CHAT_SCHEME, ChatUri};
 pub use error::UriError;
+pub use file::{file_uri_to_path, path_to_file_uri};
 pub use id::SafeId;
 pub use session::{MAX_PROVIDER_SCHEME_LEN, SESSION_SCHEME, SessionUri};
 

@@ -94,6 +94,12 @@ pub enum UriError {
         /// The input, truncated.
         input: String,
     },
+    /// Not a local `file://` URI with an absolute path.
+    #[error("{input:?} is not a local file URI; expected `file:///absolute/path`")]
+    NotAFileUri {
+        /// The input, truncated.
+        input: String,
+    },
     /// A `%` is not followed by two hexadecimal digits.
     #[error("{input:?} has a `%` not followed by two hex digits; write a literal `%` as `%25`")]
     InvalidPercentEncoding {

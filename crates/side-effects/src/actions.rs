@@ -1,0 +1,149 @@
+//! Constructors of the server actions the orchestrator dispatches.
+
+use agenthost_protocol::StateAction;
+use agenthost_protocol::actions::{
+    ChatErrorAction, ChatPendingMessageRemovedAction, ChatResponsePartAction,
+    ChatToolCallReadyAction, ChatTurnCompleteAction, ChatTurnStartedAction, SessionChatAddedAction,
+};
+use agenthost_protocol::ahp_types::state::{
+    ChatOrigin, ChatState, ErrorInfo, Message, MessageKind, MessageOrigin, PendingMessageKind,
+    ResponsePart, SessionStatus, SystemNotificationResponsePart, ToolCallPendingConfirmationState,
+};
+use agenthost_protocol::error_info::error_part;
+
+/// `chat/error` ending `turn_id`.
+pub(crate) fn chat_error(
+    turn_id: &str,
+    duration_ms: i64,
+    error: ErrorInfo,
+    resumable: bool,
+) -> StateAction {
+    StateAction::ChatError(ChatErrorAction {
+        turn_id: turn_id.to_owned(),
+        duration: duration_ms,
+        part: error_part(error, resumable),
+        meta: None,
+    })
+}
+
+/// `chat/turnComplete`.
+pub(crate) fn turn_complete(turn_id: &str, duration_ms: i64) -> StateAction {
+    StateAction::ChatTurnComplete(ChatTurnCompleteAction {
+        turn_id: turn_id.to_owned(),
+        duration: duration_ms,
+        meta: None,
+    })
+}
+
+/// `chat/toolCallReady` without `confirmed`: the call waits for a confirmation.
+pub(crate) fn tool_call_ready(
+    turn_id: &str,
+    state: ToolCallPendingConfirmationState,
+) -> StateAction {
+    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
+        turn_id: turn_id.to_owned(),
+        tool_call_id: state.tool_call_id,
+        meta: state.meta,
+        contributor: state.contributor,
+        intention: state.intention,
+        invocation_message: state.invocation_message,
+        tool_input: state.tool_input,
+        confirmation_title: state.confirmation_title,
+        risk_assessment: state.risk_assessment,
+        edits: state.edits,
+        editable: state.editable,
+        confirmed: None,
+        options: state.options,
+    })
+}
+
+/// A system notice appended to a turn.
+pub(crate) fn system_notice(turn_id: &str, text: String) -> StateAction {
+    StateAction::ChatResponsePart(ChatResponsePartAction {
+        turn_id: turn_id.to_owned(),
+        part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
+            content: text.into(),
+            meta: None,
+        }),
+        meta: None,
+    })
+}
+
+/// `chat/pendingMessageRemoved` for a consumed steering message.
+pub(crate) fn steering_consumed(id: &str) -> StateAction {
+    StateAction::ChatPendingMessageRemoved(ChatPendingMessageRemovedAction {
+        kind: PendingMessageKind::Steering,
+        id: id.to_owned(),
+    })
+}
+
+/// The first turn of a subagent chat, started by the host with the task prompt.
+pub(crate) fn subagent_turn_started(
+    turn_id: &str,
+    started_at: &str,
+    prompt: String,
+) -> StateAction {
+    StateAction::ChatTurnStarted(ChatTurnStartedAction {
+        turn_id: turn_id.to_owned(),
+        started_at: started_at.to_owned(),
+        message: Message {
+            text: prompt,
+            origin: MessageOrigin {
+                kind: MessageKind::Tool,
+            },
+            attachments: None,
+            model: None,
+            agent: None,
+            meta: None,
+        },
+        queued_message_id: None,
+        meta: None,
+    })
+}
+
+/// The state of a new subagent chat, owned by the tool call that spawned it.
+pub(crate) fn subagent_chat(
+    uri: &str,
+    title: String,
+    parent_chat: &str,
+    tool_call_id: &str,
+    now: &str,
+) -> ChatState {
+    ChatState {
+        resource: uri.to_owned(),
+        title,
+        status: SessionStatus::Idle.bits(),
+        activity: None,
+        modified_at: now.to_owned(),
+        changes: None,
+        origin: Some(ChatOrigin::Tool {
+            chat: parent_chat.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+        }),
+        movable: None,
+        interactivity: None,
+        working_directories: None,
+        changesets: None,
+        background_work: None,
+        canvases: None,
+        turns: Vec::new(),
+        turns_next_cursor: None,
+        active_turn: None,
+        steering_message: None,
+        queued_messages: None,
+        draft: None,
+        meta: None,
+    }
+}
+
+/// `session/chatAdded` for a chat.
+pub(crate) fn chat_added(chat: &ChatState) -> StateAction {
+    StateAction::SessionChatAdded(SessionChatAddedAction {
+        summary: agenthost_reducers::projection::chat_summary(chat),
+    })
+}
+
+/// The current time as the wire writes timestamps (ISO-8601, UTC, milliseconds).
+pub(crate) fn now_iso() -> String {
+    format!("{:.3}", jiff::Timestamp::now())
+}

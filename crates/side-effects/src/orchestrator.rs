@@ -1,0 +1,412 @@
+//! The orchestrator: shared state, lifecycle of provider sessions, and client-action handling.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use agenthost_dispatcher::{
+    AppliedClientAction, ClientContext, DispatchedAction, Dispatcher, HostBridge, HostRegistration,
+    LaunchKind, RequestSource, SendTurnMessageOptions, TurnEnd, TurnEndReason,
+};
+use agenthost_protocol::ahp_types::state::ErrorInfo;
+use agenthost_protocol::{ActionEnvelope, StateAction};
+use agenthost_provider_api::{
+    PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
+};
+use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::routing::SubagentBuffer;
+
+/// Tunables; every timeout is configurable so tests can make it short.
+#[derive(Debug, Clone)]
+pub struct OrchestratorConfig {
+    /// How the host process was launched (fallback client context).
+    pub launch_kind: LaunchKind,
+    /// Where agents work when a session names no working directory.
+    pub default_directory: PathBuf,
+    /// Capacity of the provider signal queue (providers wait when it is full).
+    pub signal_queue: usize,
+    /// Most signals buffered for subagents that have not started yet, over all of them.
+    pub subagent_buffer_limit: usize,
+    /// How long buffered subagent signals wait for their subagent to start.
+    pub subagent_start_timeout: Duration,
+    /// How many failed subagent routes are remembered (their late signals are dropped).
+    pub failed_route_memory: usize,
+}
+
+impl Default for OrchestratorConfig {
+    fn default() -> Self {
+        Self {
+            launch_kind: LaunchKind::Serve,
+            default_directory: PathBuf::from("."),
+            signal_queue: 1024,
+            subagent_buffer_limit: 1000,
+            subagent_start_timeout: Duration::from_secs(30),
+            failed_route_memory: 256,
+        }
+    }
+}
+
+/// Errors of the orchestrator's set-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrchestratorError {
+    /// Another host bridge is registered with the dispatcher.
+    HostAlreadyRegistered,
+}
+
+impl fmt::Display for OrchestratorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OrchestratorError::HostAlreadyRegistered => {
+                f.write_str("another orchestrator is registered with the contribution dispatcher")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OrchestratorError {}
+
+/// The provider conversation serving a chat (subagent chats share their parent's).
+#[derive(Clone)]
+pub(crate) struct ChatRuntime {
+    pub(crate) provider: Arc<dyn ProviderSession>,
+}
+
+/// A turn the orchestrator tracks: when it started and who started it.
+#[derive(Clone)]
+pub(crate) struct TrackedTurn {
+    pub(crate) turn_id: String,
+    pub(crate) started: Instant,
+    pub(crate) client_context: Option<ClientContext>,
+}
+
+#[derive(Default)]
+pub(crate) struct Runtime {
+    pub(crate) chats: HashMap<String, ChatRuntime>,
+    pub(crate) turns: HashMap<String, TrackedTurn>,
+    /// Turns a client cancelled: a provider terminal signal for them reports no second turn end.
+    pub(crate) cancelled: HashSet<(String, String)>,
+    pub(crate) subagents: SubagentBuffer,
+}
+
+pub(crate) struct Shared {
+    pub(crate) state: Arc<StateManager>,
+    pub(crate) dispatcher: Dispatcher,
+    pub(crate) providers: HashMap<String, Arc<dyn Provider>>,
+    pub(crate) config: OrchestratorConfig,
+    pub(crate) signals: mpsc::Sender<RoutedSignal>,
+    pub(crate) runtime: Mutex<Runtime>,
+}
+
+impl Shared {
+    pub(crate) fn runtime(&self) -> MutexGuard<'_, Runtime> {
+        // Runtime updates are single insertions/removals; a poisoned lock holds consistent maps.
+        self.runtime.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Dispatches a server action, logging (not propagating) a refusal: the host's own actions
+    /// are refused only when their chat vanished meanwhile.
+    pub(crate) fn dispatch(&self, channel: &str, action: StateAction) -> bool {
+        match self.state.dispatch_server(channel, action) {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::debug!(channel, %error, "host action not applied");
+                false
+            }
+        }
+    }
+
+    pub(crate) fn elapsed_ms(&self, chat: &str) -> i64 {
+        self.runtime().turns.get(chat).map_or(0, |t| {
+            i64::try_from(t.started.elapsed().as_millis()).unwrap_or(i64::MAX)
+        })
+    }
+
+    pub(crate) fn session_of(&self, chat: &str) -> Option<String> {
+        self.state.read(|h| h.chat_session(chat).map(str::to_owned))
+    }
+
+    pub(crate) fn active_turn_id(&self, chat: &str) -> Option<String> {
+        self.state.read(|h| {
+            h.chat(chat)
+                .and_then(|c| c.active_turn.as_ref().map(|t| t.id.clone()))
+        })
+    }
+
+    /// `onTurnEnd` with the reason of the call-site table.
+    pub(crate) fn turn_end(&self, chat: &str, turn_id: Option<&str>, reason: TurnEndReason) {
+        let Some(session) = self.session_of(chat) else {
+            return;
+        };
+        let client_context = {
+            let mut runtime = self.runtime();
+            let tracked = runtime
+                .turns
+                .get(chat)
+                .filter(|t| Some(t.turn_id.as_str()) == turn_id);
+            let context = tracked.and_then(|t| t.client_context.clone());
+            if tracked.is_some() {
+                runtime.turns.remove(chat);
+            }
+            context
+        };
+        self.dispatcher.turn_end(&TurnEnd {
+            session,
+            channel: chat.to_owned(),
+            turn_id: turn_id.map(str::to_owned),
+            reason,
+            client_context,
+        });
+    }
+}
+
+/// The orchestrator. Create it with [`Orchestrator::start`] inside a tokio runtime.
+#[derive(Clone)]
+pub struct Orchestrator {
+    shared: Arc<Shared>,
+    _host: Arc<HostRegistration>,
+}
+
+impl fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Orchestrator").finish_non_exhaustive()
+    }
+}
+
+/// The host bridge handed to contributions: a weak link back to the orchestrator.
+struct Bridge {
+    shared: Weak<Shared>,
+    launch_kind: LaunchKind,
+}
+
+impl HostBridge for Bridge {
+    fn launch_kind(&self) -> LaunchKind {
+        self.launch_kind.clone()
+    }
+
+    fn send_turn_message(&self, options: SendTurnMessageOptions) {
+        if let Some(shared) = self.shared.upgrade() {
+            tokio::spawn(crate::turns::send_tail(shared, options));
+        }
+    }
+}
+
+/// Bridges every envelope to `onDidDispatchAction`.
+struct DispatchObserver {
+    dispatcher: Dispatcher,
+}
+
+impl EnvelopeObserver for DispatchObserver {
+    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
+        let envelope = observed.envelope;
+        self.dispatcher.did_dispatch_action(&DispatchedAction {
+            channel: &envelope.channel,
+            session: observed.session.unwrap_or(&envelope.channel),
+            action: &envelope.action,
+            origin: envelope.origin.as_ref(),
+            rejection_reason: envelope.rejection_reason.as_deref(),
+        });
+    }
+}
+
+impl Orchestrator {
+    /// Wires the orchestrator: registers it as the dispatcher's host bridge, observes every
+    /// envelope for `onDidDispatchAction`, and spawns the signal router.
+    pub fn start(
+        state: Arc<StateManager>,
+        dispatcher: Dispatcher,
+        providers: Vec<Arc<dyn Provider>>,
+        config: OrchestratorConfig,
+    ) -> Result<Self, OrchestratorError> {
+        let (signals, receiver) = signal_channel(config.signal_queue);
+        let providers = providers
+            .into_iter()
+            .map(|p| (p.id().to_owned(), p))
+            .collect();
+        let subagents =
+            SubagentBuffer::new(config.subagent_buffer_limit, config.failed_route_memory);
+        let shared = Arc::new(Shared {
+            state: Arc::clone(&state),
+            dispatcher: dispatcher.clone(),
+            providers,
+            config,
+            signals,
+            runtime: Mutex::new(Runtime {
+                subagents,
+                ..Runtime::default()
+            }),
+        });
+        let bridge = Arc::new(Bridge {
+            shared: Arc::downgrade(&shared),
+            launch_kind: shared.config.launch_kind.clone(),
+        });
+        let host = dispatcher
+            .register_host(bridge)
+            .map_err(|_| OrchestratorError::HostAlreadyRegistered)?;
+        state.add_observer(Arc::new(DispatchObserver { dispatcher }));
+        tokio::spawn(crate::routing::route_signals(
+            Arc::downgrade(&shared),
+            receiver,
+        ));
+        Ok(Self {
+            shared,
+            _host: Arc::new(host),
+        })
+    }
+
+    /// The provider ids the host can start, in no particular order.
+    pub fn provider_ids(&self) -> impl Iterator<Item = &str> {
+        self.shared.providers.keys().map(String::as_str)
+    }
+
+    /// The host's side of an accepted client action (AHP §7): start the provider turn, answer a
+    /// permission, abort a cancelled turn — then `onDidApplyClientAction`, always.
+    pub fn after_client_action(&self, envelope: &ActionEnvelope, client_context: &ClientContext) {
+        let shared = &self.shared;
+        let chat = envelope.channel.as_str();
+        match &envelope.action {
+            StateAction::ChatTurnStarted(a) => {
+                shared.runtime().turns.insert(
+                    chat.to_owned(),
+                    TrackedTurn {
+                        turn_id: a.turn_id.clone(),
+                        started: Instant::now(),
+                        client_context: Some(client_context.clone()),
+                    },
+                );
+                let request = crate::turns::TurnStart {
+                    chat: chat.to_owned(),
+                    turn_id: a.turn_id.clone(),
+                    message: a.message.clone(),
+                    source: RequestSource::Direct,
+                    client_id: envelope.origin.as_ref().map(|o| o.client_id.clone()),
+                    client_context: client_context.clone(),
+                };
+                tokio::spawn(crate::turns::start_turn(Arc::clone(shared), request));
+            }
+            StateAction::ChatToolCallConfirmed(a) => {
+                let decision =
+                    if a.approved {
+                        PermissionDecision::Approve
+                    } else {
+                        PermissionDecision::Deny {
+                            reason: a.user_suggestion.as_ref().map(|m| m.text.clone()).or_else(
+                                || a.reason_message.as_ref().map(|r| r.as_text().to_owned()),
+                            ),
+                        }
+                    };
+                self.answer_permission(chat, a.tool_call_id.clone(), decision);
+            }
+            StateAction::ChatTurnCancelled(a) => {
+                shared
+                    .runtime()
+                    .cancelled
+                    .insert((chat.to_owned(), a.turn_id.clone()));
+                if let Some(runtime) = shared.runtime().chats.get(chat).cloned() {
+                    let turn_id = a.turn_id.clone();
+                    tokio::spawn(async move {
+                        if let Err(error) = runtime.provider.cancel(&turn_id).await {
+                            tracing::warn!(%error, "the agent could not cancel the turn");
+                        }
+                    });
+                }
+                shared.turn_end(chat, Some(&a.turn_id), TurnEndReason::Cancelled);
+            }
+            _ => {}
+        }
+        let session = shared.session_of(chat).unwrap_or_else(|| chat.to_owned());
+        shared
+            .dispatcher
+            .did_apply_client_action(&AppliedClientAction {
+                channel: chat,
+                session: &session,
+                action: &envelope.action,
+                client_id: envelope.origin.as_ref().map(|o| o.client_id.as_str()),
+                client_context,
+            });
+    }
+
+    fn answer_permission(&self, chat: &str, tool_call_id: String, decision: PermissionDecision) {
+        let Some(runtime) = self.shared.runtime().chats.get(chat).cloned() else {
+            tracing::warn!(chat, "a confirmation for a chat without an agent");
+            return;
+        };
+        tokio::spawn(async move {
+            if let Err(error) = runtime
+                .provider
+                .respond_to_permission(&tool_call_id, decision)
+                .await
+            {
+                tracing::warn!(%error, tool_call_id, "the agent did not take the confirmation");
+            }
+        });
+    }
+
+    /// Starts a turn the host itself authored (a server `chat/turnStarted` already dispatched),
+    /// through the same turn starter as a client's.
+    pub fn start_host_turn(
+        &self,
+        chat: &str,
+        turn_id: &str,
+        message: agenthost_protocol::ahp_types::state::Message,
+        source: RequestSource,
+    ) {
+        let client_context = ClientContext::unknown(self.shared.config.launch_kind.clone());
+        self.shared.runtime().turns.insert(
+            chat.to_owned(),
+            TrackedTurn {
+                turn_id: turn_id.to_owned(),
+                started: Instant::now(),
+                client_context: Some(client_context.clone()),
+            },
+        );
+        let request = crate::turns::TurnStart {
+            chat: chat.to_owned(),
+            turn_id: turn_id.to_owned(),
+            message,
+            source,
+            client_id: None,
+            client_context,
+        };
+        tokio::spawn(crate::turns::start_turn(Arc::clone(&self.shared), request));
+    }
+
+    /// Disposes a chat's provider conversation and evicts its mementos. Subagent chats share
+    /// their parent's conversation and only drop their link to it.
+    pub async fn dispose_chat(&self, chat: &str) {
+        let runtime = {
+            let mut runtime = self.shared.runtime();
+            runtime.turns.remove(chat);
+            runtime.chats.remove(chat)
+        };
+        let is_subagent = agenthost_protocol::ChatUri::parse(chat)
+            .ok()
+            .and_then(|c| c.subagent_parent().ok().flatten())
+            .is_some();
+        if let Some(runtime) = runtime
+            && !is_subagent
+        {
+            runtime.provider.dispose().await;
+        }
+        self.shared.dispatcher.evict_chat(chat);
+    }
+
+    /// Disposes every chat of a session (the caller lists them from the chat → session index)
+    /// and evicts the session's mementos.
+    pub async fn dispose_session(&self, session: &str, chats: &[String]) {
+        for chat in chats {
+            self.dispose_chat(chat).await;
+        }
+        self.shared.dispatcher.evict_session(session);
+    }
+
+    /// Ends a turn with an error the host detected (used when a request fails outside the
+    /// provider, e.g. a working directory that vanished).
+    pub fn fail_turn(&self, chat: &str, turn_id: &str, error: ErrorInfo) {
+        crate::turns::fail_started_turn(&self.shared, chat, turn_id, error);
+    }
+}

@@ -1,0 +1,203 @@
+//! The turn starter (shared by direct and queued turns) and the send tail.
+
+use std::sync::Arc;
+
+use agenthost_dispatcher::{
+    ClientContext, Disposition, IncomingRequest, OutgoingTurn, RequestSource,
+    SendTurnMessageOptions, TurnEndReason,
+};
+use agenthost_protocol::ahp_types::state::{ErrorInfo, Message};
+use agenthost_protocol::error_info::{NO_AGENT, error_info};
+use agenthost_protocol::uri::file_uri_to_path;
+use agenthost_protocol::{ChatUri, SessionUri};
+use agenthost_provider_api::{ProviderError, SignalSink, StartSession, TurnRequest};
+
+use crate::actions::chat_error;
+use crate::orchestrator::{ChatRuntime, Shared};
+
+/// A turn about to be admitted.
+pub(crate) struct TurnStart {
+    pub(crate) chat: String,
+    pub(crate) turn_id: String,
+    pub(crate) message: Message,
+    pub(crate) source: RequestSource,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_context: ClientContext,
+}
+
+/// The turn starter: gate, provider lookup, then the send tail. Refusals end the started turn
+/// with `chat/error` and report `onTurnEnd(rejected)`.
+pub(crate) async fn start_turn(shared: Arc<Shared>, start: TurnStart) {
+    let Some(session) = shared.session_of(&start.chat) else {
+        return;
+    };
+    let disposition = shared.dispatcher.incoming_request(&IncomingRequest {
+        session: session.clone(),
+        chat: start.chat.clone(),
+        turn_channel: start.chat.clone(),
+        message: start.message.clone(),
+        turn_id: start.turn_id.clone(),
+        source: start.source,
+        client_id: start.client_id.clone(),
+        client_context: start.client_context.clone(),
+    });
+    match disposition {
+        Disposition::Accept => {}
+        Disposition::Handled => return,
+        Disposition::Reject { error, .. } => {
+            reject_turn(&shared, &start.chat, &start.turn_id, error);
+            return;
+        }
+    }
+    let provider = shared
+        .state
+        .read(|h| h.session(&session).map(|s| s.provider.clone()))
+        .filter(|id| shared.providers.contains_key(id));
+    let Some(agent) = provider else {
+        let error = error_info(NO_AGENT, "No agent found for session");
+        reject_turn(&shared, &start.chat, &start.turn_id, error);
+        return;
+    };
+    send_tail(
+        shared,
+        SendTurnMessageOptions {
+            agent,
+            session_channel: session,
+            turn_channel: start.chat.clone(),
+            chat: start.chat,
+            message: start.message,
+            turn_id: start.turn_id,
+            sender_client_id: start.client_id,
+            client_context: start.client_context,
+            turn_stopwatch: std::time::Instant::now(),
+        },
+    )
+    .await;
+}
+
+/// A request refused before it reached a provider: `chat/error`, then `onTurnEnd(rejected)`.
+fn reject_turn(shared: &Shared, chat: &str, turn_id: &str, error: ErrorInfo) {
+    let duration = shared.elapsed_ms(chat);
+    shared.dispatch(chat, chat_error(turn_id, duration, error.clone(), false));
+    shared.turn_end(chat, Some(turn_id), TurnEndReason::Rejected { error });
+}
+
+/// A started turn failed outside the agent: end it with `chat/error` — only if it is still the
+/// active turn (it may have been cancelled meanwhile) — and report `onTurnEnd(error)`.
+pub(crate) fn fail_started_turn(shared: &Shared, chat: &str, turn_id: &str, error: ErrorInfo) {
+    if shared.active_turn_id(chat).as_deref() != Some(turn_id) {
+        return;
+    }
+    let duration = shared.elapsed_ms(chat);
+    if shared.dispatch(chat, chat_error(turn_id, duration, error.clone(), false)) {
+        shared.turn_end(
+            chat,
+            Some(turn_id),
+            TurnEndReason::Error {
+                error,
+                resumable: false,
+            },
+        );
+    }
+}
+
+/// The send tail: the chat's provider conversation (started on first use), the outgoing-turn
+/// contributions, a cancellation check, the provider call with the final text.
+pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptions) {
+    let chat = options.chat.clone();
+    let turn_id = options.turn_id.clone();
+    let runtime = match provider_session(&shared, &options).await {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            fail_started_turn(&shared, &chat, &turn_id, error.to_error_info());
+            return;
+        }
+    };
+    let outgoing = shared
+        .dispatcher
+        .outgoing_turn(&OutgoingTurn {
+            session: options.session_channel.clone(),
+            chat: chat.clone(),
+            message: options.message.clone(),
+            turn_id: turn_id.clone(),
+        })
+        .await;
+    if shared.active_turn_id(&chat).as_deref() != Some(turn_id.as_str()) {
+        // Cancelled (or replaced) while the contributions ran: nothing to send.
+        return;
+    }
+    let request = TurnRequest {
+        turn_id: turn_id.clone(),
+        text: outgoing.message.text,
+        instructions: outgoing.instructions.unwrap_or_default(),
+        attachments: options.message.attachments.unwrap_or_default(),
+        model: options.message.model,
+    };
+    if let Err(error) = runtime.provider.send_turn(request).await {
+        fail_started_turn(&shared, &chat, &turn_id, error.to_error_info());
+    }
+}
+
+/// The chat's provider conversation, started on first use in the session's first working
+/// directory (or the configured default).
+async fn provider_session(
+    shared: &Arc<Shared>,
+    options: &SendTurnMessageOptions,
+) -> Result<ChatRuntime, ProviderError> {
+    if let Some(runtime) = shared.runtime().chats.get(&options.chat).cloned() {
+        return Ok(runtime);
+    }
+    let invalid = |what: &str, error: &dyn std::fmt::Display| ProviderError::StartFailed {
+        message: format!("{what}: {error}"),
+    };
+    let provider = shared
+        .providers
+        .get(&options.agent)
+        .cloned()
+        .ok_or_else(|| ProviderError::StartFailed {
+            message: format!("no provider named {:?}", options.agent),
+        })?;
+    let session = SessionUri::parse(&options.session_channel)
+        .map_err(|e| invalid("the session URI cannot name a conversation", &e))?;
+    let chat = ChatUri::parse(&options.chat).map_err(|e| invalid("the chat URI is invalid", &e))?;
+    let first_directory = shared.state.read(|h| {
+        h.session(&options.session_channel)
+            .and_then(|s| s.working_directories.as_ref())
+            .and_then(|dirs| dirs.first().cloned())
+    });
+    let working_directory = match first_directory {
+        Some(uri) => file_uri_to_path(&uri)
+            .map_err(|e| invalid("the session's working directory is not a local path", &e))?,
+        None => shared.config.default_directory.clone(),
+    };
+    let conversation = provider
+        .start_session(StartSession {
+            session,
+            chat,
+            working_directory,
+            model: options.message.model.clone(),
+            signals: SignalSink::new(options.chat.clone(), shared.signals.clone()),
+        })
+        .await?;
+    let runtime = ChatRuntime {
+        provider: conversation,
+    };
+    let existing = {
+        let mut chats = shared.runtime();
+        match chats.chats.get(&options.chat) {
+            Some(existing) => Some(existing.clone()),
+            None => {
+                chats.chats.insert(options.chat.clone(), runtime.clone());
+                None
+            }
+        }
+    };
+    match existing {
+        // Another turn started the conversation first: keep that one.
+        Some(existing) => {
+            runtime.provider.dispose().await;
+            Ok(existing)
+        }
+        None => Ok(runtime),
+    }
+}
