@@ -1,1 +1,14 @@
-//! Session lifecycle (in progress).
+//! Session lifecycle: create, dispose, list, client-action intake.
+//!
+//! The central decision: **lifecycle only.** This crate turns protocol commands into state
+//! changes (sessions with their default chat at VS Code's derived URI, chats, disposal) and
+//! validates every client dispatch through the reducers; it starts no provider turn and runs no
+//! feature — the orchestrator (`agenthost-side-effects`) and the contributions do. `cargo xtask
+//! lint` keeps an allowlist of every function here with its reason.
+#![deny(missing_docs)]
+
+mod error;
+mod sessions;
+
+pub use error::ServiceError;
+pub use sessions::{ServiceConfig, SessionService, root_state};

@@ -1,0 +1,161 @@
+use std::sync::Arc;
+
+use agenthost_dispatcher::{Dispatcher, ServiceRegistry};
+use agenthost_protocol::ahp_types::state::{AgentInfo, SessionLifecycle};
+use agenthost_protocol::commands::{CreateChatParams, CreateSessionParams};
+use agenthost_protocol::uri::path_to_file_uri;
+use agenthost_state::{StateConfig, StateManager};
+use serde_json::json;
+
+use super::*;
+
+fn agent(provider: &str) -> AgentInfo {
+    serde_json::from_value(json!({
+        "provider": provider, "displayName": provider, "description": "test",
+        "models": [{ "id": "m1", "provider": provider, "name": "M1" }]
+    }))
+    .unwrap()
+}
+
+fn service(root: &std::path::Path) -> (Arc<StateManager>, SessionService) {
+    let state = Arc::new(StateManager::new(
+        root_state(vec![agent("scripted"), agent("claude")]),
+        StateConfig::default(),
+    ));
+    let service = SessionService::new(
+        Arc::clone(&state),
+        Dispatcher::new(ServiceRegistry::new()),
+        ServiceConfig {
+            roots: vec![root.to_path_buf()],
+        },
+    )
+    .unwrap();
+    (state, service)
+}
+
+fn create(channel: &str) -> CreateSessionParams {
+    serde_json::from_value(json!({ "channel": channel })).unwrap()
+}
+
+#[test]
+fn a_session_gets_its_default_chat_at_the_derived_uri_and_becomes_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let (state, service) = service(dir.path());
+    let summary = service.create_session(create("claude:/s1"), "c").unwrap();
+    assert_eq!(
+        summary.provider, "claude",
+        "the provider comes from the scheme"
+    );
+    let default_chat =
+        ChatUri::default_for(&SessionUri::parse("claude:/s1").unwrap()).into_string();
+    assert_eq!(summary.default_chat.as_deref(), Some(default_chat.as_str()));
+    let session = state.read(|h| h.session("claude:/s1").cloned()).unwrap();
+    assert_eq!(session.lifecycle, SessionLifecycle::Ready);
+    assert_eq!(session.chats[0].resource, default_chat);
+    let root = path_to_file_uri(&dir.path().canonicalize().unwrap()).unwrap();
+    assert_eq!(session.working_directories, Some(vec![root]));
+    assert_eq!(service.resolve_chat(&default_chat), default_chat);
+}
+
+#[test]
+fn provider_and_existence_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, service) = service(dir.path());
+    let error = service
+        .create_session(create("codex:/s1"), "c")
+        .unwrap_err();
+    assert_eq!(error.code(), -32002);
+    assert!(error.to_string().contains("scripted, claude"), "{error}");
+    // A canonical URI with two advertised providers needs the provider named.
+    assert_eq!(
+        service
+            .create_session(create("ahp-session:/s2"), "c")
+            .unwrap_err()
+            .code(),
+        -32002
+    );
+    let mut params = create("ahp-session:/s2");
+    params.provider = Some("scripted".into());
+    service.create_session(params.clone(), "c").unwrap();
+    assert_eq!(
+        service.create_session(params, "c").unwrap_err().code(),
+        -32003
+    );
+    assert_eq!(
+        service
+            .create_session(create("ahp-session:/.."), "c")
+            .unwrap_err()
+            .code(),
+        -32602
+    );
+}
+
+#[test]
+fn working_directories_must_lie_in_a_root() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("repo")).unwrap();
+    let (_, service) = service(root.path());
+    let mut params = create("scripted:/s1");
+    params.working_directories = Some(vec![path_to_file_uri(outside.path()).unwrap()]);
+    let error = service.create_session(params.clone(), "c").unwrap_err();
+    assert!(
+        matches!(error, ServiceError::OutsideRoots { .. }),
+        "{error}"
+    );
+    // `..` cannot climb out either.
+    let sneaky = format!("{}/repo/../../", path_to_file_uri(root.path()).unwrap());
+    params.working_directories = Some(vec![sneaky]);
+    assert!(service.create_session(params.clone(), "c").is_err());
+    params.working_directories = Some(vec![path_to_file_uri(&root.path().join("repo")).unwrap()]);
+    service.create_session(params, "c").unwrap();
+}
+
+#[test]
+fn the_active_client_must_be_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, service) = service(dir.path());
+    let mut params = create("scripted:/s1");
+    params.active_client =
+        Some(serde_json::from_value(json!({ "clientId": "other", "tools": [] })).unwrap());
+    assert_eq!(
+        service.create_session(params, "me").unwrap_err().code(),
+        -32602
+    );
+}
+
+#[test]
+fn chats_are_created_listed_and_disposed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (state, service) = service(dir.path());
+    service.create_session(create("scripted:/s1"), "c").unwrap();
+    let chat: CreateChatParams =
+        serde_json::from_value(json!({ "channel": "scripted:/s1", "chat": "ahp-chat:/peer" }))
+            .unwrap();
+    service.create_chat(&chat).unwrap();
+    assert_eq!(service.create_chat(&chat).unwrap_err().code(), -32010);
+    let orphan: CreateChatParams =
+        serde_json::from_value(json!({ "channel": "scripted:/none", "chat": "ahp-chat:/x" }))
+            .unwrap();
+    assert_eq!(service.create_chat(&orphan).unwrap_err().code(), -32001);
+    let list = service.list_sessions();
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].chats.as_ref().unwrap().len(), 2);
+
+    assert_eq!(
+        service.dispose_chat("ahp-chat:/peer").unwrap(),
+        "scripted:/s1"
+    );
+    assert!(state.read(|h| h.chat("ahp-chat:/peer").is_none()));
+    assert_eq!(
+        state.read(|h| h.session("scripted:/s1").unwrap().chats.len()),
+        1
+    );
+    let chats = service.dispose_session("scripted:/s1").unwrap();
+    assert_eq!(chats.len(), 1);
+    assert_eq!(
+        service.dispose_session("scripted:/s1").unwrap_err().code(),
+        -32001
+    );
+    assert!(service.list_sessions().items.is_empty());
+}
