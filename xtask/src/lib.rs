@@ -13,8 +13,10 @@ pub mod error;
 pub mod layers;
 pub mod lint;
 pub mod metadata;
+pub mod orchestration;
 pub mod pins;
 pub mod snapshots;
+pub mod thin_orchestration;
 
 use std::path::{Path, PathBuf};
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::{architecture, pins, snapshots};
+use crate::{architecture, pins, snapshots, thin_orchestration};
 
 /// What the checks look at: the workspace root and its `cargo metadata`.
 #[derive(Debug, Clone)]
@@ -58,6 +58,10 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "contract-pins",
         run: |workspace| pins::check(&workspace.root, &workspace.metadata),
+    },
+    Check {
+        name: "thin-orchestration",
+        run: |workspace| thin_orchestration::check(&workspace.root, &workspace.metadata),
     },
 ];
 

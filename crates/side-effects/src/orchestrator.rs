@@ -10,7 +10,6 @@ use agenthost_dispatcher::{
     AppliedClientAction, ClientContext, DispatchedAction, Dispatcher, HostBridge, HostRegistration,
     LaunchKind, RequestSource, SendTurnMessageOptions, TurnEnd, TurnEndReason,
 };
-use agenthost_protocol::ahp_types::state::ErrorInfo;
 use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_provider_api::{
     PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
@@ -346,35 +345,6 @@ impl Orchestrator {
         });
     }
 
-    /// Starts a turn the host itself authored (a server `chat/turnStarted` already dispatched),
-    /// through the same turn starter as a client's.
-    pub fn start_host_turn(
-        &self,
-        chat: &str,
-        turn_id: &str,
-        message: agenthost_protocol::ahp_types::state::Message,
-        source: RequestSource,
-    ) {
-        let client_context = ClientContext::unknown(self.shared.config.launch_kind.clone());
-        self.shared.runtime().turns.insert(
-            chat.to_owned(),
-            TrackedTurn {
-                turn_id: turn_id.to_owned(),
-                started: Instant::now(),
-                client_context: Some(client_context.clone()),
-            },
-        );
-        let request = crate::turns::TurnStart {
-            chat: chat.to_owned(),
-            turn_id: turn_id.to_owned(),
-            message,
-            source,
-            client_id: None,
-            client_context,
-        };
-        tokio::spawn(crate::turns::start_turn(Arc::clone(&self.shared), request));
-    }
-
     /// Disposes a chat's provider conversation and evicts its mementos. Subagent chats share
     /// their parent's conversation and only drop their link to it.
     pub async fn dispose_chat(&self, chat: &str) {
@@ -402,11 +372,5 @@ impl Orchestrator {
             self.dispose_chat(chat).await;
         }
         self.shared.dispatcher.evict_session(session);
-    }
-
-    /// Ends a turn with an error the host detected (used when a request fails outside the
-    /// provider, e.g. a working directory that vanished).
-    pub fn fail_turn(&self, chat: &str, turn_id: &str, error: ErrorInfo) {
-        crate::turns::fail_started_turn(&self.shared, chat, turn_id, error);
     }
 }

@@ -1,0 +1,898 @@
+//! Rule 2 of ARCHITECTURE.md, "thin orchestration": every function of the orchestration crates
+//! ([`CRATES`]) is listed, with one reason, in the allowlist of `src/orchestration.rs`, and each
+//! crate stays within its line budget.
+//!
+//! # Function paths
+//!
+//! Each `.rs` file under the crate's `src/` is parsed with `syn`; every `fn` with a body gets the
+//! path `<package>::<module path>::<scope>::<fn>`, segments joined by `::`, empty ones left out:
+//!
+//! - **module path**: the file's path under `src/` without `.rs` (`src/session/registry.rs` →
+//!   `session::registry`; `lib.rs` and `main.rs` directly in `src/` are the crate root, a
+//!   `mod.rs` is its directory), then the inline `mod` blocks around the item (`#[path]` is not
+//!   followed: the file decides);
+//! - **scope**: for an inherent method, the Self type's last path segment without generic
+//!   arguments (`impl<S> SessionService<S>` → `SessionService`; a reference stays one:
+//!   `&Foo`); for a trait impl method, `<Type as Trait>` with the trait's last path segment and
+//!   its generic arguments (`impl From<io::Error> for Error` → `<Error as From<io::Error>>`); for
+//!   a default method of a trait, the trait's name; for a free function, nothing;
+//! - a `fn` declared inside another function's body adds that function's name to the scope
+//!   (`session::SessionService::create_session::validate`).
+//!
+//! Examples: `agenthost-service::start` (a free fn in `lib.rs`),
+//! `agenthost-service::session::SessionService::create_session`,
+//! `agenthost-service::session::<SessionService as Drop>::drop`,
+//! `agenthost-side-effects::routing::Router::route` (a default method of trait `Router`).
+//! Functions sharing a path (e.g. `#[cfg]` alternatives) share their entry.
+//!
+//! Not counted: trait methods without a body, `extern` block declarations, functions produced by
+//! macros, and tests: files named `tests.rs` or `*_tests.rs`, any `tests/` directory, a file with
+//! `#![cfg(test)]`, and every `mod`, `fn`, `impl` or `trait` marked `#[cfg(test)]` (also inside
+//! `cfg(all(..))`) or `#[test]` (`#[tokio::test]` too).
+//!
+//! # Line budget
+//!
+//! The production lines of a crate are the lines of those files holding a token other than a
+//! comment — doc comments included among comments, test items excluded as above. Over its budget
+//! (`LINE_BUDGETS`), a crate fails with both numbers. A budget may rise only together with new
+//! allowlist entries for its crate: [`check_budget_rise`] compares the allowlist file with its
+//! `HEAD` version (`git show`), read as text in the greppable format its header documents.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use syn::punctuated::Punctuated;
+use syn::visit::{self, Visit};
+
+use crate::error::{Error, Result};
+use crate::metadata::Metadata;
+use crate::orchestration::{ALLOWLIST, LINE_BUDGETS, Reason};
+
+/// The orchestration crates: package name and directory relative to the workspace root (used
+/// when `cargo metadata` does not list the package).
+pub const CRATES: &[(&str, &str)] = &[
+    ("agenthost-side-effects", "crates/side-effects"),
+    ("agenthost-service", "crates/service"),
+];
+
+/// The allowlist file, relative to the workspace root; messages name it.
+pub const ALLOWLIST_FILE: &str = "xtask/src/orchestration.rs";
+
+/// The allowlist and budgets a check runs against.
+#[derive(Debug, Clone, Copy)]
+pub struct Allowlist<'a> {
+    /// `(function path, reason)`, one per allowed function.
+    pub entries: &'a [(&'a str, Reason)],
+    /// `(package, lines)`: the line budget of each crate; a crate missing here has budget 0.
+    pub budgets: &'a [(&'a str, usize)],
+}
+
+impl Allowlist<'static> {
+    /// The allowlist of `src/orchestration.rs`.
+    pub const WORKSPACE: Self = Self {
+        entries: ALLOWLIST,
+        budgets: LINE_BUDGETS,
+    };
+}
+
+/// One source file of a crate.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Relative to the crate directory, `/`-separated: `src/session.rs`.
+    pub path: String,
+    /// The file's text.
+    pub text: String,
+}
+
+/// The sources of one orchestration crate that exists.
+#[derive(Debug, Clone)]
+pub struct CrateSources {
+    /// The package name, first segment of its function paths: `agenthost-service`.
+    pub package: String,
+    /// The crate directory relative to the workspace root, for messages: `crates/service`.
+    pub dir: String,
+    /// Every `.rs` file under `src/` (test files included: the check skips them itself).
+    pub files: Vec<SourceFile>,
+}
+
+/// One counted function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Function {
+    /// Its path in the scheme of the module documentation.
+    pub path: String,
+    /// The line of its name.
+    pub line: usize,
+}
+
+/// What one file contributes to its crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileScan {
+    /// The counted functions, in source order.
+    pub functions: Vec<Function>,
+    /// Its production lines (non-blank, non-comment, test items excluded).
+    pub lines: usize,
+}
+
+/// The reasons, comma-separated, for messages.
+fn reason_list() -> String {
+    Reason::ALL.map(Reason::name).join(", ")
+}
+
+/// Whether `path` (relative to the crate directory) is a test file: a `tests/` directory on the
+/// way, or a file named `tests.rs` or `*_tests.rs`.
+pub fn is_test_file(path: &str) -> bool {
+    let mut components = path.split('/').rev();
+    let name = components.next().unwrap_or_default();
+    name == "tests.rs" || name.ends_with("_tests.rs") || components.any(|dir| dir == "tests")
+}
+
+/// The module path of a file relative to the crate directory (`src/a/b.rs` → `["a", "b"]`).
+pub fn module_path(path: &str) -> Vec<String> {
+    let inner = path.strip_prefix("src/").unwrap_or(path);
+    let mut segments: Vec<&str> = inner.split('/').collect();
+    if let Some(last) = segments.pop() {
+        let stem = last.strip_suffix(".rs").unwrap_or(last);
+        let root_file = segments.is_empty() && (stem == "lib" || stem == "main");
+        if !root_file && stem != "mod" {
+            segments.push(stem);
+        }
+    }
+    segments.into_iter().map(str::to_owned).collect()
+}
+
+/// The functions and production lines of one file of `package`; `display` is the file's path in
+/// messages. A parse error is returned as its violation message.
+pub fn scan_file(package: &str, path: &str, display: &str, text: &str) -> Result<FileScan, String> {
+    let parse_error = |error: &syn::Error| {
+        let start = error.span().start();
+        format!(
+            "cannot parse {display}:{}:{} for the thin-orchestration check: {error}",
+            start.line,
+            start.column + 1
+        )
+    };
+    let file = syn::parse_file(text).map_err(|error| parse_error(&error))?;
+    if is_test_only(&file.attrs) {
+        return Ok(FileScan {
+            functions: Vec::new(),
+            lines: 0,
+        });
+    }
+    let mut collector = Collector {
+        package,
+        scope: module_path(path),
+        functions: Vec::new(),
+        excluded: Vec::new(),
+    };
+    collector.visit_file(&file);
+    let tokens: TokenStream = text
+        .parse()
+        .map_err(|error: proc_macro2::LexError| parse_error(&syn::Error::from(error)))?;
+    let mut lines = BTreeSet::new();
+    code_lines(tokens, &mut lines);
+    let lines = lines
+        .into_iter()
+        .filter(|line| {
+            !collector
+                .excluded
+                .iter()
+                .any(|(start, end)| (start..=end).contains(&line))
+        })
+        .count();
+    Ok(FileScan {
+        functions: collector.functions,
+        lines,
+    })
+}
+
+/// Every violation of the rule by `crates` (the orchestration crates that exist) against
+/// `allowlist`: parse errors and unlisted functions (files in the given order, functions in
+/// source order), crates over budget, then entries for an unknown package, duplicated or stale.
+pub fn check_crates(crates: &[CrateSources], allowlist: &Allowlist<'_>) -> Vec<String> {
+    let listed: BTreeSet<&str> = allowlist.entries.iter().map(|(path, _)| *path).collect();
+    let mut violations = Vec::new();
+    // The function paths of each crate whose every file parsed (only those can prove an entry
+    // stale).
+    let mut complete: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut present = BTreeSet::new();
+    for krate in crates {
+        present.insert(krate.package.as_str());
+        let mut paths = BTreeSet::new();
+        let mut lines = 0;
+        let mut parsed = true;
+        for file in krate.files.iter().filter(|file| !is_test_file(&file.path)) {
+            let display = format!("{}/{}", krate.dir, file.path);
+            let scan = match scan_file(&krate.package, &file.path, &display, &file.text) {
+                Ok(scan) => scan,
+                Err(message) => {
+                    violations.push(message);
+                    parsed = false;
+                    continue;
+                }
+            };
+            lines += scan.lines;
+            for function in scan.functions {
+                if !listed.contains(function.path.as_str()) && !paths.contains(&function.path) {
+                    violations.push(format!(
+                        "`{}` ({display}:{}) is not in the orchestration allowlist \
+                         ({ALLOWLIST_FILE}): add it with one reason from {} — or move the \
+                         behaviour into a contribution",
+                        function.path,
+                        function.line,
+                        reason_list()
+                    ));
+                }
+                paths.insert(function.path);
+            }
+        }
+        let budget = allowlist
+            .budgets
+            .iter()
+            .find(|(package, _)| *package == krate.package)
+            .map_or(0, |(_, budget)| *budget);
+        if lines > budget {
+            violations.push(format!(
+                "{} has {lines} lines of production code (non-blank, non-comment, tests \
+                 excluded), over its line budget of {budget} in {ALLOWLIST_FILE}: move \
+                 behaviour into a contribution, or raise the budget in the commit that adds \
+                 the allowlist entries",
+                krate.package
+            ));
+        }
+        if parsed {
+            complete.insert(krate.package.as_str(), paths);
+        }
+    }
+    violations.extend(check_entries(allowlist.entries, &present, &complete));
+    violations
+}
+
+/// The violations of the entries themselves, in allowlist order.
+fn check_entries(
+    entries: &[(&str, Reason)],
+    present: &BTreeSet<&str>,
+    complete: &BTreeMap<&str, BTreeSet<String>>,
+) -> Vec<String> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (path, _) in entries {
+        *counts.entry(path).or_default() += 1;
+    }
+    let mut violations = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (path, reason) in entries {
+        if !seen.insert(*path) {
+            continue;
+        }
+        let count = counts.get(path).copied().unwrap_or_default();
+        if count > 1 {
+            violations.push(format!(
+                "allowlist entry `{path}` is listed {count} times in {ALLOWLIST_FILE}: keep one \
+                 entry, with one reason"
+            ));
+        }
+        let package = CRATES.iter().map(|(package, _)| *package).find(|package| {
+            path.strip_prefix(package)
+                .is_some_and(|rest| rest.starts_with("::"))
+        });
+        let Some(package) = package else {
+            violations.push(format!(
+                "allowlist entry `{path}` names no orchestration crate: a path starts with {}, \
+                 then `::` (fix or remove it in {ALLOWLIST_FILE})",
+                CRATES
+                    .iter()
+                    .map(|(package, _)| *package)
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ));
+            continue;
+        };
+        if !present.contains(package) {
+            violations.push(format!(
+                "allowlist entry `{path}` ({}) is stale: {package} does not exist; remove it \
+                 from {ALLOWLIST_FILE}",
+                reason.name()
+            ));
+        } else if let Some(paths) = complete.get(package) {
+            if !paths.contains(*path) {
+                violations.push(format!(
+                    "allowlist entry `{path}` ({}) is stale: {package} has no such function; \
+                     remove it from {ALLOWLIST_FILE} (or fix its path)",
+                    reason.name()
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// The allowlist file read as text (the format of its header): entries with the variant name of
+/// their reason, and budgets, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextAllowlist {
+    /// `(function path, reason variant)`: `("agenthost-service::x", "Lifecycle")`.
+    pub entries: Vec<(String, String)>,
+    /// `(package, lines)`.
+    pub budgets: Vec<(String, usize)>,
+}
+
+impl TextAllowlist {
+    /// The number of entries whose path belongs to `package`.
+    pub fn entry_count(&self, package: &str) -> usize {
+        self.entries
+            .iter()
+            .filter(|(path, _)| {
+                path.strip_prefix(package)
+                    .is_some_and(|rest| rest.starts_with("::"))
+            })
+            .count()
+    }
+
+    /// The budget of `package`, if the text has one.
+    pub fn budget(&self, package: &str) -> Option<usize> {
+        self.budgets
+            .iter()
+            .find(|(name, _)| name == package)
+            .map(|(_, budget)| *budget)
+    }
+}
+
+/// Reads the rows of an allowlist file: trimmed lines `("<text>", Reason::<Variant>),` are
+/// entries, `("<text>", <digits>),` budgets (a trailing comment allowed); every other line is
+/// ignored.
+pub fn parse_allowlist_text(text: &str) -> TextAllowlist {
+    let mut allowlist = TextAllowlist::default();
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix("(\"") else {
+            continue;
+        };
+        let Some((name, rest)) = rest.split_once('"') else {
+            continue;
+        };
+        let Some((value, _)) = rest
+            .strip_prefix(',')
+            .and_then(|rest| rest.split_once("),"))
+        else {
+            continue;
+        };
+        let value = value.trim();
+        if let Some(variant) = value.strip_prefix("Reason::") {
+            allowlist
+                .entries
+                .push((name.to_owned(), variant.to_owned()));
+        } else if let Ok(budget) = value.replace('_', "").parse() {
+            allowlist.budgets.push((name.to_owned(), budget));
+        }
+    }
+    allowlist
+}
+
+/// The budget-rise rule, given the allowlist file's text at `HEAD` and now: a budget higher than
+/// at `HEAD` needs more entries for its crate than at `HEAD`. A budget missing from either side
+/// is not compared.
+pub fn check_budget_rise(head: &str, current: &str) -> Vec<String> {
+    let head = parse_allowlist_text(head);
+    let current = parse_allowlist_text(current);
+    current
+        .budgets
+        .iter()
+        .filter_map(|(package, now)| {
+            let before = head.budget(package)?;
+            let (entries_before, entries_now) =
+                (head.entry_count(package), current.entry_count(package));
+            (*now > before && entries_now <= entries_before).then(|| {
+                format!(
+                    "the line budget of {package} rose from {before} to {now} without new \
+                     allowlist entries ({entries_before} at HEAD, {entries_now} now): raise it \
+                     only in the commit that adds the entries, each with its reason"
+                )
+            })
+        })
+        .collect()
+}
+
+/// The check over the workspace at `root`: the orchestration crates that exist (a workspace
+/// package of that name, or a `Cargo.toml` in its directory), then the budget-rise rule against
+/// `git show HEAD:` of the allowlist file, skipped when git, `HEAD` or either file is missing.
+pub fn check(root: &Path, metadata: &Metadata) -> Result<Vec<String>> {
+    let mut crates = Vec::new();
+    for (package, default_dir) in CRATES {
+        let Some(directory) = crate_directory(root, metadata, package, default_dir) else {
+            continue;
+        };
+        let mut files = Vec::new();
+        collect_sources(&directory, &directory.join("src"), &mut files)?;
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let relative = directory.strip_prefix(root).unwrap_or(&directory);
+        crates.push(CrateSources {
+            package: (*package).to_owned(),
+            dir: slash_path(relative),
+            files,
+        });
+    }
+    let mut violations = check_crates(&crates, &Allowlist::WORKSPACE);
+    if let (Ok(current), Some(head)) = (
+        fs::read_to_string(root.join(ALLOWLIST_FILE)),
+        git_show_head(root, ALLOWLIST_FILE),
+    ) {
+        violations.extend(check_budget_rise(&head, &current));
+    }
+    Ok(violations)
+}
+
+/// The directory of `package`: that of its manifest when `cargo metadata` lists it, else
+/// `root/default_dir` when it holds a `Cargo.toml`.
+fn crate_directory(
+    root: &Path,
+    metadata: &Metadata,
+    package: &str,
+    default_dir: &str,
+) -> Option<PathBuf> {
+    let listed = metadata
+        .workspace_packages()
+        .find(|candidate| {
+            candidate.name == package && !candidate.manifest_path.as_os_str().is_empty()
+        })
+        .and_then(|candidate| {
+            root.join(&candidate.manifest_path)
+                .parent()
+                .map(Path::to_path_buf)
+        });
+    listed.or_else(|| {
+        let directory = root.join(default_dir);
+        directory.join("Cargo.toml").is_file().then_some(directory)
+    })
+}
+
+/// Every `.rs` file under `directory` (recursively, symlinks not followed), with its path
+/// relative to `crate_dir`. A missing directory has none.
+fn collect_sources(crate_dir: &Path, directory: &Path, files: &mut Vec<SourceFile>) -> Result<()> {
+    let entries = match fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => {
+            return Err(Error::from(error).context(format!("reading {}", directory.display())));
+        }
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        let file_type = entry.file_type()?;
+        if file_type.is_dir() {
+            collect_sources(crate_dir, &path, files)?;
+        } else if file_type.is_file() && path.extension().is_some_and(|ext| ext == "rs") {
+            let text = fs::read_to_string(&path).map_err(|error| {
+                Error::from(error).context(format!("reading {}", path.display()))
+            })?;
+            let relative = path.strip_prefix(crate_dir).unwrap_or(&path);
+            files.push(SourceFile {
+                path: slash_path(relative),
+                text,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `path` with `/` between its components.
+fn slash_path(path: &Path) -> String {
+    path.components()
+        .map(|component| component.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The text of `path` (relative to the repository root at `root`) at `HEAD`, if git runs and has
+/// it.
+fn git_show_head(root: &Path, path: &str) -> Option<String> {
+    let output = Command::new("git")
+        .arg("show")
+        .arg(format!("HEAD:./{path}"))
+        .current_dir(root)
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    String::from_utf8(output.stdout).ok()
+}
+
+/// Walks a file's items, recording function paths and the line ranges of test items.
+struct Collector<'a> {
+    package: &'a str,
+    /// The segments between the package and a function's name.
+    scope: Vec<String>,
+    functions: Vec<Function>,
+    /// Inclusive line ranges of skipped test items.
+    excluded: Vec<(usize, usize)>,
+}
+
+impl Collector<'_> {
+    /// Whether the item is a test item; if so its lines, from its first attribute to `end`, are
+    /// excluded from the count.
+    fn skip(&mut self, attrs: &[syn::Attribute], end: proc_macro2::Span) -> bool {
+        if !is_test_only(attrs) {
+            return false;
+        }
+        if let Some(first) = attrs.first() {
+            self.excluded
+                .push((first.pound_token.spans[0].start().line, end.end().line));
+        }
+        true
+    }
+
+    fn record(&mut self, name: &syn::Ident) {
+        let path = std::iter::once(self.package.to_owned())
+            .chain(self.scope.iter().cloned())
+            .chain(std::iter::once(name.to_string()))
+            .collect::<Vec<_>>()
+            .join("::");
+        self.functions.push(Function {
+            path,
+            line: name.span().start().line,
+        });
+    }
+
+    /// Records the function `name` (when it has a body) and visits its body within its scope.
+    fn function(&mut self, name: &syn::Ident, has_body: bool, visit_body: impl FnOnce(&mut Self)) {
+        if has_body {
+            self.record(name);
+        }
+        self.scope.push(name.to_string());
+        visit_body(self);
+        self.scope.pop();
+    }
+
+    fn scoped(&mut self, segment: String, visit_inner: impl FnOnce(&mut Self)) {
+        self.scope.push(segment);
+        visit_inner(self);
+        self.scope.pop();
+    }
+}
+
+impl<'ast> Visit<'ast> for Collector<'_> {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        let end = match (&item.content, &item.semi) {
+            (Some((brace, _)), _) => brace.span.close(),
+            (None, Some(semi)) => semi.spans[0],
+            (None, None) => item.ident.span(),
+        };
+        if self.skip(&item.attrs, end) {
+            return;
+        }
+        self.scoped(item.ident.to_string(), |this| {
+            visit::visit_item_mod(this, item)
+        });
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        if self.skip(&item.attrs, item.brace_token.span.close()) {
+            return;
+        }
+        self.scoped(impl_scope(item), |this| visit::visit_item_impl(this, item));
+    }
+
+    fn visit_item_trait(&mut self, item: &'ast syn::ItemTrait) {
+        if self.skip(&item.attrs, item.brace_token.span.close()) {
+            return;
+        }
+        self.scoped(item.ident.to_string(), |this| {
+            visit::visit_item_trait(this, item)
+        });
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if self.skip(&item.attrs, item.block.brace_token.span.close()) {
+            return;
+        }
+        self.function(&item.sig.ident, true, |this| {
+            visit::visit_item_fn(this, item)
+        });
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        if self.skip(&item.attrs, item.block.brace_token.span.close()) {
+            return;
+        }
+        self.function(&item.sig.ident, true, |this| {
+            visit::visit_impl_item_fn(this, item);
+        });
+    }
+
+    fn visit_trait_item_fn(&mut self, item: &'ast syn::TraitItemFn) {
+        let end = match (&item.default, &item.semi_token) {
+            (Some(block), _) => block.brace_token.span.close(),
+            (None, Some(semi)) => semi.spans[0],
+            (None, None) => item.sig.ident.span(),
+        };
+        if self.skip(&item.attrs, end) {
+            return;
+        }
+        self.function(&item.sig.ident, item.default.is_some(), |this| {
+            visit::visit_trait_item_fn(this, item);
+        });
+    }
+}
+
+/// Whether the attributes make an item test-only: `#[cfg(test)]` (also within `all(..)`) or a
+/// `#[test]` attribute (any path ending in `test`, like `#[tokio::test]`).
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        let path = attr.path();
+        if path.is_ident("cfg") {
+            attr.parse_args::<syn::Meta>()
+                .is_ok_and(|meta| cfg_is_test_only(&meta))
+        } else {
+            path.segments
+                .last()
+                .is_some_and(|segment| segment.ident == "test")
+        }
+    })
+}
+
+/// Whether a `cfg` predicate holds only under `cfg(test)`.
+fn cfg_is_test_only(meta: &syn::Meta) -> bool {
+    match meta {
+        syn::Meta::Path(path) => path.is_ident("test"),
+        syn::Meta::List(list) if list.path.is_ident("all") => list
+            .parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+            .is_ok_and(|metas| metas.iter().any(cfg_is_test_only)),
+        _ => false,
+    }
+}
+
+/// The scope segment of an `impl` block: `Type` or `<Type as Trait<Args>>`.
+fn impl_scope(item: &syn::ItemImpl) -> String {
+    let self_type = self_type_name(&item.self_ty);
+    match &item.trait_ {
+        None => self_type,
+        Some((path, _)) => {
+            let polarity = if item.modifiers.polarity.is_some() {
+                "!"
+            } else {
+                ""
+            };
+            let trait_name = path
+                .segments
+                .last()
+                .map_or_else(String::new, render_segment);
+            format!("<{self_type} as {polarity}{trait_name}>")
+        }
+    }
+}
+
+/// A Self type: a path type is its last segment's name, without generic arguments.
+fn self_type_name(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .map_or_else(String::new, |segment| segment.ident.to_string()),
+        syn::Type::Reference(reference) => {
+            let mutability = if reference.mutability.is_some() {
+                "mut "
+            } else {
+                ""
+            };
+            format!("&{mutability}{}", self_type_name(&reference.elem))
+        }
+        syn::Type::Paren(paren) => self_type_name(&paren.elem),
+        syn::Type::Group(group) => self_type_name(&group.elem),
+        other => render_type(other),
+    }
+}
+
+/// A type as written, in rustfmt's spacing; what cannot be rendered (macros, verbatim tokens,
+/// complex const expressions) is `_`.
+fn render_type(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Array(array) => {
+            format!(
+                "[{}; {}]",
+                render_type(&array.elem),
+                render_expr(&array.len)
+            )
+        }
+        syn::Type::FnPtr(function) => {
+            let inputs = function
+                .inputs
+                .iter()
+                .map(|input| render_type(&input.ty))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("fn({inputs}){}", render_return(&function.output))
+        }
+        syn::Type::Group(group) => render_type(&group.elem),
+        syn::Type::ImplTrait(bounds) => format!("impl {}", render_bounds(&bounds.bounds)),
+        syn::Type::Never(_) => "!".to_owned(),
+        syn::Type::Paren(paren) => format!("({})", render_type(&paren.elem)),
+        syn::Type::Path(path) => match &path.qself {
+            None => render_path(&path.path),
+            Some(qself) => {
+                let segments: Vec<String> = path.path.segments.iter().map(render_segment).collect();
+                let (trait_part, rest) = segments.split_at(qself.position.min(segments.len()));
+                let as_trait = if trait_part.is_empty() {
+                    String::new()
+                } else {
+                    format!(" as {}", trait_part.join("::"))
+                };
+                format!(
+                    "<{}{as_trait}>::{}",
+                    render_type(&qself.ty),
+                    rest.join("::")
+                )
+            }
+        },
+        syn::Type::Ptr(pointer) => {
+            let mutability = match pointer.mutability {
+                syn::PointerMutability::Const(_) => "const",
+                syn::PointerMutability::Mut(_) => "mut",
+            };
+            format!("*{mutability} {}", render_type(&pointer.elem))
+        }
+        syn::Type::Reference(reference) => {
+            let lifetime = reference
+                .lifetime
+                .as_ref()
+                .map_or_else(String::new, |lifetime| format!("{lifetime} "));
+            let mutability = if reference.mutability.is_some() {
+                "mut "
+            } else {
+                ""
+            };
+            format!("&{lifetime}{mutability}{}", render_type(&reference.elem))
+        }
+        syn::Type::Slice(slice) => format!("[{}]", render_type(&slice.elem)),
+        syn::Type::TraitObject(object) => format!("dyn {}", render_bounds(&object.bounds)),
+        syn::Type::Tuple(tuple) => {
+            let elements: Vec<String> = tuple.elems.iter().map(render_type).collect();
+            match elements.as_slice() {
+                [single] => format!("({single},)"),
+                _ => format!("({})", elements.join(", ")),
+            }
+        }
+        _ => "_".to_owned(),
+    }
+}
+
+fn render_path(path: &syn::Path) -> String {
+    let leading = if path.leading_colon.is_some() {
+        "::"
+    } else {
+        ""
+    };
+    let segments: Vec<String> = path.segments.iter().map(render_segment).collect();
+    format!("{leading}{}", segments.join("::"))
+}
+
+/// A path segment with its generic arguments: `From<io::Error>`, `Fn(u8) -> bool`.
+fn render_segment(segment: &syn::PathSegment) -> String {
+    let ident = &segment.ident;
+    match &segment.arguments {
+        syn::PathArguments::None => ident.to_string(),
+        syn::PathArguments::AngleBracketed(arguments) => {
+            let arguments: Vec<String> = arguments.args.iter().map(render_argument).collect();
+            format!("{ident}<{}>", arguments.join(", "))
+        }
+        syn::PathArguments::Parenthesized(arguments) => {
+            let inputs: Vec<String> = arguments
+                .inputs
+                .iter()
+                .map(|input| render_type(&input.ty))
+                .collect();
+            format!(
+                "{ident}({}){}",
+                inputs.join(", "),
+                render_return(&arguments.output)
+            )
+        }
+    }
+}
+
+fn render_argument(argument: &syn::GenericArgument) -> String {
+    match argument {
+        syn::GenericArgument::Lifetime(lifetime) => lifetime.to_string(),
+        syn::GenericArgument::Type(ty) => render_type(ty),
+        syn::GenericArgument::Const(expr) => render_expr(expr),
+        syn::GenericArgument::AssocType(assoc) => {
+            format!("{} = {}", assoc.ident, render_type(&assoc.ty))
+        }
+        syn::GenericArgument::AssocConst(assoc) => {
+            format!("{} = {}", assoc.ident, render_expr(&assoc.value))
+        }
+        syn::GenericArgument::Constraint(constraint) => {
+            format!(
+                "{}: {}",
+                constraint.ident,
+                render_bounds(&constraint.bounds)
+            )
+        }
+        _ => "_".to_owned(),
+    }
+}
+
+fn render_bounds(bounds: &Punctuated<syn::TypeParamBound, syn::Token![+]>) -> String {
+    bounds
+        .iter()
+        .map(|bound| match bound {
+            syn::TypeParamBound::Trait(bound) => {
+                let maybe = if bound.maybe.is_some() { "?" } else { "" };
+                format!("{maybe}{}", render_path(&bound.path))
+            }
+            syn::TypeParamBound::Lifetime(lifetime) => lifetime.to_string(),
+            _ => "_".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+fn render_return(output: &syn::ReturnType) -> String {
+    match output {
+        syn::ReturnType::Default => String::new(),
+        syn::ReturnType::Type(_, ty) => format!(" -> {}", render_type(ty)),
+    }
+}
+
+/// A const expression: an integer literal or a path; anything else is `_`.
+fn render_expr(expr: &syn::Expr) -> String {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(int),
+            ..
+        }) => int.base10_digits().to_owned(),
+        syn::Expr::Path(path) if path.qself.is_none() => render_path(&path.path),
+        _ => "_".to_owned(),
+    }
+}
+
+/// Adds to `lines` every line holding a token of `tokens`, doc comments (`#[doc]` attributes)
+/// left out; a multi-line token covers all its lines.
+fn code_lines(tokens: TokenStream, lines: &mut BTreeSet<usize>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut index = 0;
+    while index < tokens.len() {
+        if let Some(length) = doc_attribute_length(&tokens[index..]) {
+            index += length;
+            continue;
+        }
+        if let Some(token) = tokens.get(index) {
+            if let TokenTree::Group(group) = token {
+                lines.insert(group.span_open().start().line);
+                lines.insert(group.span_close().end().line);
+                code_lines(group.stream(), lines);
+            } else {
+                let span = token.span();
+                lines.extend(span.start().line..=span.end().line);
+            }
+        }
+        index += 1;
+    }
+}
+
+/// The number of tokens of a doc attribute (`#[doc …]` or `#![doc …]`) at the start of
+/// `tokens`, if there is one.
+fn doc_attribute_length(tokens: &[TokenTree]) -> Option<usize> {
+    let Some(TokenTree::Punct(pound)) = tokens.first() else {
+        return None;
+    };
+    if pound.as_char() != '#' {
+        return None;
+    }
+    let bracket = match tokens.get(1) {
+        Some(TokenTree::Punct(bang)) if bang.as_char() == '!' => 2,
+        _ => 1,
+    };
+    let Some(TokenTree::Group(group)) = tokens.get(bracket) else {
+        return None;
+    };
+    let is_doc = group.delimiter() == Delimiter::Bracket
+        && matches!(group.stream().into_iter().next(), Some(TokenTree::Ident(ident)) if ident == "doc");
+    is_doc.then_some(bracket + 1)
+}
+
+#[cfg(test)]
+#[path = "thin_orchestration_tests.rs"]
+mod tests;
