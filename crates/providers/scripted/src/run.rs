@@ -1,0 +1,582 @@
+//! Running one turn: script steps in, signals out.
+//!
+//! Ids are deterministic so a demo or a test plays out identically every time: markdown parts
+//! `md-<turn>-<n>`, reasoning parts `reasoning-<turn>-<n>`, tool calls (subagent spawns
+//! included) `tool-<turn>-<n>`, where `<turn>` is the chat's turn number counted from 1 and `<n>`
+//! counts from 1 within the turn. Subagent actions carry the parent turn's id, as real agents'
+//! do; the host maps them to the subagent chat's turn.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agenthost_protocol::ahp_types::actions::{
+    ChatDeltaAction, ChatErrorAction, ChatReasoningAction, ChatResponsePartAction,
+    ChatToolCallCompleteAction, ChatToolCallReadyAction, ChatToolCallStartAction,
+    ChatTurnCompleteAction, ChatUsageAction,
+};
+use agenthost_protocol::ahp_types::common::JsonObject;
+use agenthost_protocol::ahp_types::state::{
+    ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart,
+    ToolCallConfirmationReason, ToolCallPendingConfirmationState, ToolCallResult, ToolInput,
+    ToolResultContent, ToolResultSubagentContent, ToolResultTextContent, UsageInfo,
+};
+use agenthost_protocol::error_info::{INTERNAL_ERROR, error_info, error_part};
+use agenthost_protocol::{
+    ActionSignal, AgentSignal, ChatUri, PendingConfirmation, PermissionKind, SafeId, SessionUri,
+    StateAction, StringOrMarkdown, SubagentCompleted, SubagentStarted,
+};
+use agenthost_provider_api::{PermissionDecision, SignalSink, TurnRequest};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::effects::{self, EffectOutput};
+use crate::script::{Effect, SCRIPTED_ERROR, Step, Subagent, Tool, TurnScript};
+use crate::session::TurnControl;
+
+/// The tool name of a subagent's spawning call, as Claude Code names it.
+pub const SUBAGENT_TOOL_NAME: &str = "Task";
+
+/// Milliseconds since `started`, as AHP durations are written.
+pub(crate) fn duration_ms(started: Instant) -> i64 {
+    i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Splits `text` into pieces of `size` characters (never inside a character).
+pub(crate) fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    let size = size.max(1);
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .char_indices()
+            .nth(size)
+            .map_or(rest.len(), |(index, _)| index);
+        let (head, tail) = rest.split_at(end);
+        rest = tail;
+        Some(head)
+    })
+}
+
+/// Why a turn stopped before its last step.
+enum Stop {
+    /// An `error` step: the turn ends with `chat/error`.
+    Failed { error: ErrorInfo, resumable: bool },
+    /// The host stopped listening, or the turn is being cancelled: send nothing more.
+    Gone,
+}
+
+/// One turn in progress.
+pub(crate) struct TurnRun {
+    signals: SignalSink,
+    session: SessionUri,
+    turn: TurnRequest,
+    number: u64,
+    working_directory: PathBuf,
+    started: Instant,
+    control: TurnControl,
+    markdown_parts: u32,
+    reasoning_parts: u32,
+    tool_calls: u32,
+}
+
+impl TurnRun {
+    pub(crate) fn new(
+        signals: SignalSink,
+        session: SessionUri,
+        turn: TurnRequest,
+        number: u64,
+        working_directory: PathBuf,
+        started: Instant,
+        control: TurnControl,
+    ) -> Self {
+        Self {
+            signals,
+            session,
+            turn,
+            number,
+            working_directory,
+            started,
+            control,
+            markdown_parts: 0,
+            reasoning_parts: 0,
+            tool_calls: 0,
+        }
+    }
+
+    /// Runs every step, then sends the turn's terminal action unless the turn was cancelled.
+    pub(crate) async fn run(mut self, script: TurnScript) {
+        let outcome = self.steps(&script.steps, None).await;
+        let claimed = self.control.begin_ending();
+        let terminal = match outcome {
+            Ok(()) => StateAction::ChatTurnComplete(ChatTurnCompleteAction {
+                turn_id: self.turn.turn_id.clone(),
+                duration: duration_ms(self.started),
+                meta: None,
+            }),
+            Err(Stop::Failed { error, resumable }) => StateAction::ChatError(ChatErrorAction {
+                turn_id: self.turn.turn_id.clone(),
+                duration: duration_ms(self.started),
+                part: error_part(error, resumable),
+                meta: None,
+            }),
+            Err(Stop::Gone) => {
+                if claimed {
+                    self.control.ended();
+                }
+                return;
+            }
+        };
+        if claimed {
+            // A closed sink means the host is gone; there is nobody left to tell.
+            let _ = self.emit(None, terminal).await;
+            self.control.ended();
+        }
+    }
+
+    fn steps<'a>(
+        &'a mut self,
+        steps: &'a [Step],
+        scope: Option<&'a SafeId>,
+    ) -> BoxFuture<'a, Result<(), Stop>> {
+        Box::pin(async move {
+            for step in steps {
+                self.step(step, scope).await?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn step(&mut self, step: &Step, scope: Option<&SafeId>) -> Result<(), Stop> {
+        match step {
+            Step::Say(say) => {
+                self.stream(Stream::Markdown, &say.text, say.chunk, say.delay_ms, scope)
+                    .await
+            }
+            Step::Think(think) => {
+                self.stream(
+                    Stream::Reasoning,
+                    &think.text,
+                    think.chunk,
+                    think.delay_ms,
+                    scope,
+                )
+                .await
+            }
+            Step::Echo(echo) => {
+                let text = format!("{}{}", echo.prefix, self.turn.text);
+                self.stream(Stream::Markdown, &text, echo.chunk, echo.delay_ms, scope)
+                    .await
+            }
+            Step::Tool(tool) => self.tool(tool, scope).await,
+            Step::Usage(usage) => {
+                let action = StateAction::ChatUsage(ChatUsageAction {
+                    turn_id: self.turn.turn_id.clone(),
+                    usage: UsageInfo {
+                        input_tokens: Some(usage.input),
+                        output_tokens: Some(usage.output),
+                        model: usage.model.clone(),
+                        ..UsageInfo::default()
+                    },
+                    meta: None,
+                });
+                self.emit(scope, action).await
+            }
+            Step::Subagent(subagent) => self.subagent(subagent, scope).await,
+            Step::Error(fail) => Err(Stop::Failed {
+                error: error_info(
+                    fail.error_type.as_deref().unwrap_or(SCRIPTED_ERROR),
+                    fail.message.clone(),
+                ),
+                resumable: fail.resumable,
+            }),
+            Step::Pause(pause) => {
+                tokio::time::sleep(Duration::from_millis(pause.ms)).await;
+                Ok(())
+            }
+        }
+    }
+
+    async fn emit(&self, scope: Option<&SafeId>, action: StateAction) -> Result<(), Stop> {
+        self.signal(ActionSignal {
+            session: self.session.clone(),
+            action,
+            parent_tool_call_id: scope.cloned(),
+        })
+        .await
+    }
+
+    async fn signal(&self, signal: impl Into<AgentSignal>) -> Result<(), Stop> {
+        self.signals.send(signal).await.map_err(|_| Stop::Gone)
+    }
+
+    fn turn_id(&self) -> String {
+        self.turn.turn_id.clone()
+    }
+
+    /// A part (empty) followed by its text in deltas of `chunk` characters.
+    async fn stream(
+        &mut self,
+        stream: Stream,
+        text: &str,
+        chunk: usize,
+        delay_ms: u64,
+        scope: Option<&SafeId>,
+    ) -> Result<(), Stop> {
+        let (part_id, part) = match stream {
+            Stream::Markdown => {
+                self.markdown_parts += 1;
+                let id = format!("md-{}-{}", self.number, self.markdown_parts);
+                let part = ResponsePart::Markdown(MarkdownResponsePart {
+                    id: id.clone(),
+                    content: String::new(),
+                });
+                (id, part)
+            }
+            Stream::Reasoning => {
+                self.reasoning_parts += 1;
+                let id = format!("reasoning-{}-{}", self.number, self.reasoning_parts);
+                let part = ResponsePart::Reasoning(ReasoningResponsePart {
+                    id: id.clone(),
+                    content: String::new(),
+                });
+                (id, part)
+            }
+        };
+        let start = StateAction::ChatResponsePart(ChatResponsePartAction {
+            turn_id: self.turn_id(),
+            part,
+            meta: None,
+        });
+        self.emit(scope, start).await?;
+        for (index, piece) in chunks(text, chunk).enumerate() {
+            if index > 0 && delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            let (turn_id, part_id, content) = (self.turn_id(), part_id.clone(), piece.to_owned());
+            let action = match stream {
+                Stream::Markdown => StateAction::ChatDelta(ChatDeltaAction {
+                    turn_id,
+                    part_id,
+                    content,
+                    meta: None,
+                }),
+                Stream::Reasoning => StateAction::ChatReasoning(ChatReasoningAction {
+                    turn_id,
+                    part_id,
+                    content,
+                    meta: None,
+                }),
+            };
+            self.emit(scope, action).await?;
+        }
+        Ok(())
+    }
+
+    fn next_tool_call_id(&mut self) -> Result<SafeId, Stop> {
+        self.tool_calls += 1;
+        let id = format!("tool-{}-{}", self.number, self.tool_calls);
+        SafeId::new(id).map_err(|error| Stop::Failed {
+            error: error_info(INTERNAL_ERROR, format!("bad tool call id: {error}")),
+            resumable: false,
+        })
+    }
+
+    async fn tool(&mut self, tool: &Tool, scope: Option<&SafeId>) -> Result<(), Stop> {
+        let tool_call_id = self.next_tool_call_id()?.into_string();
+        let display_name = tool
+            .display_name
+            .clone()
+            .unwrap_or_else(|| tool.name.clone());
+        let start = StateAction::ChatToolCallStart(ChatToolCallStartAction {
+            turn_id: self.turn_id(),
+            tool_call_id: tool_call_id.clone(),
+            meta: None,
+            tool_name: tool.name.clone(),
+            display_name: display_name.clone(),
+            intention: None,
+            contributor: None,
+        });
+        self.emit(scope, start).await?;
+        let texts = ToolTexts::new(tool, &display_name);
+        let tool_input = tool_input(tool);
+        if tool.confirm {
+            let Some(answer) = self.control.await_permission(&tool_call_id) else {
+                return Err(Stop::Gone);
+            };
+            let pending = PendingConfirmation {
+                session: self.session.clone(),
+                turn_id: self.turn_id(),
+                state: ToolCallPendingConfirmationState {
+                    tool_call_id: tool_call_id.clone(),
+                    tool_name: tool.name.clone(),
+                    display_name: display_name.clone(),
+                    intention: None,
+                    contributor: None,
+                    meta: None,
+                    invocation_message: texts.invocation.clone().into(),
+                    tool_input,
+                    confirmation_title: Some(texts.confirmation_title.clone().into()),
+                    risk_assessment: None,
+                    edits: None,
+                    editable: None,
+                    options: None,
+                },
+                permission_kind: permission_kind(tool),
+                permission_path: tool.effect.path().map(str::to_owned),
+                parent_tool_call_id: scope.cloned(),
+            };
+            self.signal(pending).await?;
+            match answer.await {
+                Ok(PermissionDecision::Approve) => {}
+                // The client's denial already cancelled the call: nothing more to say about it.
+                Ok(PermissionDecision::Deny { .. }) => return Ok(()),
+                Err(_) => return Err(Stop::Gone),
+            }
+        } else {
+            let ready = ready_not_needed(
+                self.turn_id(),
+                tool_call_id.clone(),
+                texts.invocation.clone(),
+                tool_input,
+                None,
+            );
+            self.emit(scope, ready).await?;
+        }
+        let result = match effects::perform(&self.working_directory, &tool.effect).await {
+            Ok(output) => {
+                let text = tool.result.clone().or(match output {
+                    EffectOutput::Nothing => None,
+                    EffectOutput::Wrote { bytes } => Some(format!(
+                        "Wrote {bytes} bytes to `{}`",
+                        tool.effect.path().unwrap_or_default()
+                    )),
+                    EffectOutput::Read { text } => Some(text),
+                });
+                ToolCallResult {
+                    success: true,
+                    past_tense_message: texts.past_tense.into(),
+                    content: text.map(|text| vec![text_content(text)]),
+                    structured_content: None,
+                    error: None,
+                }
+            }
+            Err(error) => ToolCallResult {
+                success: false,
+                past_tense_message: texts.failed.into(),
+                content: Some(vec![text_content(error.message.clone())]),
+                structured_content: None,
+                error: Some(json!({ "message": error.message, "code": error.code })),
+            },
+        };
+        self.emit(scope, complete(self.turn_id(), tool_call_id, result))
+            .await
+    }
+
+    async fn subagent(&mut self, subagent: &Subagent, scope: Option<&SafeId>) -> Result<(), Stop> {
+        let tool_call_id = self.next_tool_call_id()?;
+        let display_name = subagent
+            .display_name
+            .clone()
+            .unwrap_or_else(|| subagent.agent.clone());
+        let start = StateAction::ChatToolCallStart(ChatToolCallStartAction {
+            turn_id: self.turn_id(),
+            tool_call_id: tool_call_id.to_string(),
+            meta: None,
+            tool_name: SUBAGENT_TOOL_NAME.into(),
+            display_name: display_name.clone(),
+            intention: None,
+            contributor: None,
+        });
+        self.emit(scope, start).await?;
+        let input = json!({
+            "description": subagent.description,
+            "subagent_type": subagent.agent,
+            "prompt": subagent.prompt.as_deref().unwrap_or(&subagent.description),
+        });
+        let mut meta = JsonObject::new();
+        meta.insert(
+            "subagentDescription".into(),
+            subagent.description.clone().into(),
+        );
+        meta.insert("subagentAgentName".into(), subagent.agent.clone().into());
+        let ready = ready_not_needed(
+            self.turn_id(),
+            tool_call_id.to_string(),
+            subagent.description.clone(),
+            Some(ToolInput::Inline(input.to_string())),
+            Some(meta),
+        );
+        self.emit(scope, ready).await?;
+        self.signal(SubagentStarted {
+            session: self.session.clone(),
+            tool_call_id: tool_call_id.clone(),
+            agent_name: subagent.agent.clone(),
+            agent_display_name: display_name.clone(),
+            agent_description: None,
+            task_description: Some(subagent.description.clone()),
+            task_prompt: subagent.prompt.clone(),
+            parent_tool_call_id: scope.cloned(),
+        })
+        .await?;
+        self.control.subagent_opened(&tool_call_id);
+        let failure = match self.steps(&subagent.steps, Some(&tool_call_id)).await {
+            Ok(()) => None,
+            Err(Stop::Gone) => return Err(Stop::Gone),
+            Err(Stop::Failed { error, resumable }) => Some((error, resumable)),
+        };
+        self.signal(SubagentCompleted {
+            session: self.session.clone(),
+            tool_call_id: tool_call_id.clone(),
+        })
+        .await?;
+        self.control.subagent_closed(&tool_call_id);
+        let reference = ToolResultContent::Subagent(ToolResultSubagentContent {
+            resource: ChatUri::subagent(&self.session, &tool_call_id).into_string(),
+            title: display_name.clone(),
+            agent_name: Some(subagent.agent.clone()),
+            description: Some(subagent.description.clone()),
+        });
+        let result = match &failure {
+            None => ToolCallResult {
+                success: true,
+                past_tense_message: format!("{display_name} finished").into(),
+                content: Some(
+                    std::iter::once(reference)
+                        .chain(subagent.result.clone().map(text_content))
+                        .collect(),
+                ),
+                structured_content: None,
+                error: None,
+            },
+            Some((error, _)) => ToolCallResult {
+                success: false,
+                past_tense_message: format!("{display_name} failed").into(),
+                content: Some(vec![reference]),
+                structured_content: None,
+                error: Some(json!({ "message": error.message, "code": error.error_type })),
+            },
+        };
+        self.emit(
+            scope,
+            complete(self.turn_id(), tool_call_id.into_string(), result),
+        )
+        .await?;
+        match failure {
+            None => Ok(()),
+            // The error ends the whole turn, after the spawning call has been completed.
+            Some((error, resumable)) => Err(Stop::Failed { error, resumable }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Stream {
+    Markdown,
+    Reasoning,
+}
+
+/// The texts a tool call shows, from the script or derived from its effect.
+struct ToolTexts {
+    invocation: String,
+    confirmation_title: String,
+    past_tense: String,
+    failed: String,
+}
+
+impl ToolTexts {
+    fn new(tool: &Tool, display_name: &str) -> Self {
+        let (invocation, confirmation_title, past_tense, failed) = match &tool.effect {
+            Effect::None => (
+                format!("Run {display_name}"),
+                format!("Run {display_name}"),
+                format!("Ran {display_name}"),
+                format!("Could not run {display_name}"),
+            ),
+            Effect::WriteFile(write) => (
+                format!("Write `{}`", write.path),
+                "Write file".to_owned(),
+                format!("Wrote `{}`", write.path),
+                format!("Could not write `{}`", write.path),
+            ),
+            Effect::ReadFile(read) => (
+                format!("Read `{}`", read.path),
+                "Read file".to_owned(),
+                format!("Read `{}`", read.path),
+                format!("Could not read `{}`", read.path),
+            ),
+        };
+        Self {
+            invocation: tool.invocation.clone().unwrap_or(invocation),
+            confirmation_title,
+            past_tense: tool.past_tense.clone().unwrap_or(past_tense),
+            failed,
+        }
+    }
+}
+
+fn tool_input(tool: &Tool) -> Option<ToolInput> {
+    let input = match (&tool.input, &tool.effect) {
+        (Some(Value::String(text)), _) => text.clone(),
+        (Some(value), _) => value.to_string(),
+        (None, Effect::None) => return None,
+        (None, Effect::WriteFile(write)) => {
+            json!({ "path": write.path, "content": write.content }).to_string()
+        }
+        (None, Effect::ReadFile(read)) => json!({ "path": read.path }).to_string(),
+    };
+    Some(ToolInput::Inline(input))
+}
+
+fn permission_kind(tool: &Tool) -> PermissionKind {
+    match (&tool.permission, &tool.effect) {
+        (Some(name), _) => PermissionKind::from_name(name),
+        (None, Effect::WriteFile(_)) => PermissionKind::Write,
+        (None, Effect::ReadFile(_)) => PermissionKind::Read,
+        (None, Effect::None) => PermissionKind::Other(tool.name.clone()),
+    }
+}
+
+fn text_content(text: String) -> ToolResultContent {
+    ToolResultContent::Text(ToolResultTextContent { text })
+}
+
+fn ready_not_needed(
+    turn_id: String,
+    tool_call_id: String,
+    invocation: String,
+    tool_input: Option<ToolInput>,
+    meta: Option<JsonObject>,
+) -> StateAction {
+    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
+        turn_id,
+        tool_call_id,
+        meta,
+        contributor: None,
+        intention: None,
+        invocation_message: StringOrMarkdown::Plain(invocation),
+        tool_input,
+        confirmation_title: None,
+        risk_assessment: None,
+        edits: None,
+        editable: None,
+        confirmed: Some(ToolCallConfirmationReason::NotNeeded),
+        options: None,
+    })
+}
+
+fn complete(turn_id: String, tool_call_id: String, result: ToolCallResult) -> StateAction {
+    StateAction::ChatToolCallComplete(ChatToolCallCompleteAction {
+        turn_id,
+        tool_call_id,
+        meta: None,
+        result,
+        requires_result_confirmation: None,
+    })
+}
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

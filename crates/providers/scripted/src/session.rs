@@ -1,0 +1,363 @@
+//! One chat's conversation with the scripted agent: which turn of the script comes next, and the
+//! turn running now.
+//!
+//! At most one turn runs at a time. Whoever ends a turn (the turn's own task when its steps are
+//! done, or [`ScriptedSession`]'s `cancel`) first moves it to [`Phase::Ending`] under the lock,
+//! so exactly one terminal action (`turnComplete`, `turnCancelled` or `error`) is ever sent, and
+//! no new turn starts before that terminal action is out.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agenthost_protocol::ahp_types::actions::ChatTurnCancelledAction;
+use agenthost_protocol::ahp_types::state::Turn;
+use agenthost_protocol::{ActionSignal, SafeId, SessionUri, StateAction, SubagentCompleted};
+use agenthost_provider_api::{
+    PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
+};
+use futures::future::BoxFuture;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::run::{TurnRun, duration_ms};
+use crate::script::Script;
+
+/// A conversation of one chat with the scripted agent, created by
+/// [`ScriptedProvider`](crate::ScriptedProvider).
+///
+/// - `send_turn` while a turn runs is refused with [`ProviderError::NotRunning`] (no queue: the
+///   host queues messages itself, and a refusal makes a misbehaving host visible in tests).
+/// - `respond_to_permission` answers a tool waiting for permission: approve runs the tool's
+///   effect and completes it; deny emits nothing more for that tool (the client's
+///   `chat/toolCallConfirmed` already cancelled it) and the script continues.
+/// - `cancel` stops the running turn, closes its open subagents and sends `chat/turnCancelled`.
+/// - `fetch_turns` is unsupported: the agent keeps no history of its own (the script is its
+///   whole memory), so the host's store is the only record of the conversation.
+/// - `resume_handle` is `{"turnsRun": n}`; a restored session continues the script at turn `n`.
+#[derive(Debug)]
+pub struct ScriptedSession {
+    script: Arc<Script>,
+    session: SessionUri,
+    working_directory: PathBuf,
+    signals: SignalSink,
+    state: Arc<Mutex<SessionState>>,
+}
+
+/// What the session and its running turn share.
+#[derive(Debug, Default)]
+pub(crate) struct SessionState {
+    turns_run: u64,
+    next_generation: u64,
+    running: Option<Running>,
+    disposed: bool,
+}
+
+#[derive(Debug)]
+struct Running {
+    /// Tells a turn from a later one (turn ids are the client's and might repeat).
+    generation: u64,
+    turn_id: String,
+    started: Instant,
+    phase: Phase,
+    task: Option<JoinHandle<()>>,
+    confirmations: HashMap<String, oneshot::Sender<PermissionDecision>>,
+    /// Subagents started and not yet completed, outermost first.
+    open_subagents: Vec<SafeId>,
+}
+
+/// Where the running turn is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Steps are running.
+    Running,
+    /// Someone is sending its terminal action; nothing else may end it.
+    Ending,
+}
+
+fn lock(state: &Mutex<SessionState>) -> MutexGuard<'_, SessionState> {
+    // The state stays consistent across a panic (every update is a single assignment).
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The running turn's handle on the session state.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnControl {
+    state: Arc<Mutex<SessionState>>,
+    generation: u64,
+}
+
+impl TurnControl {
+    fn with_running<R>(&self, f: impl FnOnce(&mut Running) -> R) -> Option<R> {
+        let mut state = lock(&self.state);
+        state
+            .running
+            .as_mut()
+            .filter(|running| running.generation == self.generation)
+            .map(f)
+    }
+
+    /// Parks a permission answer for `tool_call_id`; `None` once the turn is being ended.
+    pub(crate) fn await_permission(
+        &self,
+        tool_call_id: &str,
+    ) -> Option<oneshot::Receiver<PermissionDecision>> {
+        self.with_running(|running| {
+            (running.phase == Phase::Running).then(|| {
+                let (tx, rx) = oneshot::channel();
+                running.confirmations.insert(tool_call_id.to_owned(), tx);
+                rx
+            })
+        })
+        .flatten()
+    }
+
+    /// Records that `SubagentStarted` for `id` was sent.
+    pub(crate) fn subagent_opened(&self, id: &SafeId) {
+        self.with_running(|running| running.open_subagents.push(id.clone()));
+    }
+
+    /// Records that `SubagentCompleted` for `id` was sent.
+    pub(crate) fn subagent_closed(&self, id: &SafeId) {
+        self.with_running(|running| running.open_subagents.retain(|open| open != id));
+    }
+
+    /// Claims the right to send the turn's terminal action; `false` when the turn was cancelled
+    /// or disposed meanwhile.
+    pub(crate) fn begin_ending(&self) -> bool {
+        self.with_running(|running| {
+            let ours = running.phase == Phase::Running;
+            running.phase = Phase::Ending;
+            running.confirmations.clear();
+            ours
+        })
+        .unwrap_or(false)
+    }
+
+    /// The terminal action is out: the session is free for the next turn.
+    pub(crate) fn ended(&self) {
+        let mut state = lock(&self.state);
+        if state
+            .running
+            .as_ref()
+            .is_some_and(|running| running.generation == self.generation)
+        {
+            state.running = None;
+        }
+    }
+}
+
+impl ScriptedSession {
+    /// A session whose next turn is turn `turns_run` of `script`.
+    pub(crate) fn new(script: Arc<Script>, start: StartSession, turns_run: u64) -> Self {
+        Self {
+            script,
+            session: start.session,
+            working_directory: start.working_directory,
+            signals: start.signals,
+            state: Arc::new(Mutex::new(SessionState {
+                turns_run,
+                ..SessionState::default()
+            })),
+        }
+    }
+
+    /// How many turns have been started (the index of the next one in the script).
+    pub fn turns_run(&self) -> u64 {
+        lock(&self.state).turns_run
+    }
+
+    /// The id of the turn running now, if any.
+    pub fn running_turn(&self) -> Option<String> {
+        lock(&self.state)
+            .running
+            .as_ref()
+            .map(|running| running.turn_id.clone())
+    }
+
+    fn start_turn(&self, turn: TurnRequest) -> Result<(), ProviderError> {
+        let mut state = lock(&self.state);
+        if state.disposed {
+            return Err(ProviderError::NotRunning {
+                message: "this scripted agent session has been disposed".into(),
+            });
+        }
+        if let Some(running) = &state.running {
+            return Err(ProviderError::NotRunning {
+                message: format!(
+                    "the scripted agent is still running turn `{}`: cancel it or wait for it \
+                     to end before sending `{}`",
+                    running.turn_id, turn.turn_id
+                ),
+            });
+        }
+        let index = state.turns_run;
+        state.turns_run += 1;
+        let generation = state.next_generation;
+        state.next_generation += 1;
+        let started = Instant::now();
+        let steps = self.script.turn(index).into_owned();
+        let turn_id = turn.turn_id.clone();
+        let run = TurnRun::new(
+            self.signals.clone(),
+            self.session.clone(),
+            turn,
+            index + 1,
+            self.working_directory.clone(),
+            started,
+            TurnControl {
+                state: Arc::clone(&self.state),
+                generation,
+            },
+        );
+        // Spawned under the lock: should the task need the state at once, it waits until
+        // `running` below is recorded.
+        let task = tokio::spawn(run.run(steps));
+        state.running = Some(Running {
+            generation,
+            turn_id,
+            started,
+            phase: Phase::Running,
+            task: Some(task),
+            confirmations: HashMap::new(),
+            open_subagents: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn answer(
+        &self,
+        tool_call_id: &str,
+        decision: PermissionDecision,
+    ) -> Result<(), ProviderError> {
+        let waiting = lock(&self.state)
+            .running
+            .as_mut()
+            .filter(|running| running.phase == Phase::Running)
+            .and_then(|running| running.confirmations.remove(tool_call_id));
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
+        };
+        waiting
+            .ok_or_else(not_waiting)?
+            .send(decision)
+            .map_err(|_| not_waiting())
+    }
+
+    async fn cancel_turn(&self, turn_id: &str) -> Result<(), ProviderError> {
+        let (generation, started, task) = {
+            let mut state = lock(&self.state);
+            match state.running.as_mut() {
+                Some(running) if running.turn_id == turn_id => {
+                    if running.phase == Phase::Ending {
+                        // Already ending (finished or being cancelled): its terminal action is
+                        // on its way.
+                        return Ok(());
+                    }
+                    running.phase = Phase::Ending;
+                    running.confirmations.clear();
+                    (running.generation, running.started, running.task.take())
+                }
+                _ => {
+                    return Err(ProviderError::NotRunning {
+                        message: format!("turn `{turn_id}` is not running"),
+                    });
+                }
+            }
+        };
+        let control = TurnControl {
+            state: Arc::clone(&self.state),
+            generation,
+        };
+        let signals = self.signals.clone();
+        let session = self.session.clone();
+        let turn_id = turn_id.to_owned();
+        // A task of its own, so the turn is ended even if the caller drops this future.
+        let ending = tokio::spawn(async move {
+            if let Some(task) = task {
+                task.abort();
+                // Waiting for the aborted task guarantees none of its signals follows ours.
+                let _ = task.await;
+            }
+            let open = control
+                .with_running(|running| std::mem::take(&mut running.open_subagents))
+                .unwrap_or_default();
+            for tool_call_id in open.into_iter().rev() {
+                let _ = signals
+                    .send(SubagentCompleted {
+                        session: session.clone(),
+                        tool_call_id,
+                    })
+                    .await;
+            }
+            let cancelled = StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
+                turn_id,
+                duration: duration_ms(started),
+                meta: None,
+            });
+            let _ = signals
+                .send(ActionSignal {
+                    session,
+                    action: cancelled,
+                    parent_tool_call_id: None,
+                })
+                .await;
+            control.ended();
+        });
+        let _ = ending.await;
+        Ok(())
+    }
+
+    async fn dispose_session(&self) {
+        let task = {
+            let mut state = lock(&self.state);
+            state.disposed = true;
+            state.running.take().and_then(|running| running.task)
+        };
+        if let Some(task) = task {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl ProviderSession for ScriptedSession {
+    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>> {
+        Box::pin(async move { self.start_turn(turn) })
+    }
+
+    fn respond_to_permission<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        decision: PermissionDecision,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move { self.answer(tool_call_id, decision) })
+    }
+
+    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.cancel_turn(turn_id))
+    }
+
+    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
+        // No history of its own: the script is the agent's whole memory, and the host's store
+        // already records every turn it ran. Answering `[]` would claim an empty conversation.
+        Box::pin(async {
+            Err(ProviderError::Unsupported {
+                operation: "history",
+            })
+        })
+    }
+
+    fn resume_handle(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ "turnsRun": self.turns_run() }))
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.dispose_session())
+    }
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
