@@ -10,5 +10,6 @@
 mod connection;
 mod view;
 
+pub use ahp;
 pub use connection::{ClientError, HostConnection};
 pub use view::{ChatView, Event};

@@ -1,0 +1,257 @@
+//! `agent-host demo`: a host in-process on a fresh repository, the scripted agent, and a client
+//! over the real WebSocket running a two-turn session, printed for a person to read.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use agenthost_client::ahp::{ClientEvent, SubscriptionEvent};
+use agenthost_client::{ChatView, Event, HostConnection};
+use agenthost_dispatcher::LaunchKind;
+use agenthost_protocol::ahp_types::state::SessionStatus;
+use agenthost_protocol::uri::path_to_file_uri;
+use agenthost_protocol::{ChatUri, StateAction};
+
+use crate::host::{HostOptions, bind};
+
+const TURNS: [(&str, &str); 2] = [
+    (
+        "turn-1",
+        "Please add a friendly hello.txt to this repository.",
+    ),
+    (
+        "turn-2",
+        "Have a subagent check what you wrote, then sum up.",
+    ),
+];
+
+/// How long the demo waits for the host between two events before giving up.
+const STALL: Duration = Duration::from_secs(30);
+
+fn init_repository(path: &Path) -> bool {
+    std::process::Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+struct Printer {
+    verbose: bool,
+    in_text: bool,
+}
+
+impl Printer {
+    fn line(&mut self, text: &str) {
+        if self.in_text {
+            println!();
+            self.in_text = false;
+        }
+        println!("{text}");
+    }
+
+    fn event(&mut self, indent: &str, event: &Event) {
+        match event {
+            Event::Text(text) => {
+                if !self.in_text {
+                    print!("{indent}");
+                    self.in_text = true;
+                }
+                print!("{}", text.replace('\n', &format!("\n{indent}")));
+                let _ = std::io::stdout().flush();
+            }
+            Event::Reasoning(text) => {
+                if self.verbose {
+                    self.line(&format!("{indent}(thinking) {text}"));
+                }
+            }
+            Event::ToolStarted { display_name, .. } => {
+                self.line(&format!("{indent}⚙ {display_name}"));
+            }
+            Event::ConfirmationNeeded { invocation, .. } => {
+                self.line(&format!("{indent}  ? {invocation} — needs approval"));
+            }
+            Event::ToolFinished {
+                success, summary, ..
+            } => {
+                let mark = if *success { "✓" } else { "✗" };
+                self.line(&format!("{indent}  {mark} {summary}"));
+            }
+            Event::Notice(text) => self.line(&format!("{indent}[{text}]")),
+            Event::TurnEnded {
+                error, cancelled, ..
+            } => {
+                if let Some(error) = error {
+                    self.line(&format!("{indent}✗ the turn failed: {error}"));
+                } else if *cancelled {
+                    self.line(&format!("{indent}(cancelled)"));
+                } else if self.in_text {
+                    println!();
+                    self.in_text = false;
+                }
+            }
+        }
+    }
+}
+
+/// Runs the demo and prints it; `verbose` also prints each action's sequence number and channel.
+pub async fn run(verbose: bool) -> Result<(), String> {
+    let workspace =
+        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let root = workspace
+        .path()
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve the temporary directory: {e}"))?;
+    let repository = init_repository(&root);
+    let server = bind(HostOptions {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        providers: vec!["scripted".into()],
+        script: None,
+        token: None,
+        roots: vec![root.clone()],
+        launch_kind: LaunchKind::Demo,
+    })
+    .await?;
+    let url = server.url();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let outcome = converse(&url, &root, verbose).await;
+    let _ = stop.send(());
+    let _ = serving.await;
+    outcome?;
+    let hello = root.join("hello.txt");
+    let written =
+        std::fs::read_to_string(&hello).map_err(|e| format!("the agent's file is missing: {e}"))?;
+    println!();
+    println!("The agent wrote {}:", hello.display());
+    for line in written.lines() {
+        println!("  | {line}");
+    }
+    if !repository {
+        println!("(git was not found, so the workspace was not a repository)");
+    }
+    Ok(())
+}
+
+async fn converse(url: &str, root: &Path, verbose: bool) -> Result<(), String> {
+    let client = HostConnection::connect(url, "agent-host-demo")
+        .await
+        .map_err(|e| e.to_string())?;
+    let directory = path_to_file_uri(root).map_err(|e| e.to_string())?;
+    let mut events = client.client().events();
+    let (session, chat) = client
+        .create_session("scripted", "demo", Some(directory))
+        .await
+        .map_err(|e| e.to_string())?;
+    let _ = client
+        .client()
+        .subscribe(session.to_string())
+        .await
+        .map_err(|e| e.to_string())?;
+    let (view, _subscription) = client.open_chat(&chat).await.map_err(|e| e.to_string())?;
+    let mut views: HashMap<String, ChatView> = HashMap::from([(chat.to_string(), view)]);
+    let mut printer = Printer {
+        verbose,
+        in_text: false,
+    };
+    println!(
+        "agent-host demo — the scripted agent in a fresh repository at {}",
+        root.display()
+    );
+    for (turn, prompt) in TURNS {
+        printer.line("");
+        printer.line(&format!("> {prompt}"));
+        client
+            .start_turn(&chat, turn, prompt)
+            .await
+            .map_err(|e| e.to_string())?;
+        loop {
+            let event = tokio::time::timeout(STALL, events.recv())
+                .await
+                .map_err(|_| format!("the host sent nothing for {}s", STALL.as_secs()))?
+                .ok_or("the connection to the host closed")?;
+            if handle(&client, &chat, &mut views, &mut printer, event, turn).await? {
+                break;
+            }
+        }
+    }
+    let status = client
+        .list_sessions()
+        .await
+        .map_err(|e| e.to_string())?
+        .items
+        .first()
+        .map(|s| s.status);
+    if let Some(status) = status {
+        let idle = SessionStatus::from_bits(status).contains(SessionStatus::Idle);
+        printer.line(&format!(
+            "\nSession {session}: {}",
+            if idle { "idle" } else { "busy" }
+        ));
+    }
+    client.close().await;
+    Ok(())
+}
+
+/// Handles one event; returns whether the main chat's turn `turn` ended.
+async fn handle(
+    client: &HostConnection,
+    chat: &ChatUri,
+    views: &mut HashMap<String, ChatView>,
+    printer: &mut Printer,
+    event: ClientEvent,
+    turn: &str,
+) -> Result<bool, String> {
+    let SubscriptionEvent::Action(envelope) = event.event else {
+        return Ok(false);
+    };
+    if printer.verbose {
+        printer.line(&format!(
+            "    [{}] {}",
+            envelope.server_seq, envelope.channel
+        ));
+    }
+    if let StateAction::SessionChatAdded(added) = &envelope.action
+        && added.summary.resource != chat.as_str()
+    {
+        // A subagent's chat: follow it too.
+        let uri = ChatUri::parse(&added.summary.resource).map_err(|e| e.to_string())?;
+        let (view, _subscription) = client.open_chat(&uri).await.map_err(|e| e.to_string())?;
+        printer.line(&format!("  ↳ subagent: {}", added.summary.title));
+        views.insert(uri.to_string(), view);
+        return Ok(false);
+    }
+    let main = envelope.channel == chat.as_str();
+    let Some(view) = views.get_mut(&envelope.channel) else {
+        return Ok(false);
+    };
+    let indent = if main { "" } else { "    " };
+    for event in view.apply(&envelope) {
+        printer.event(indent, &event);
+        match event {
+            Event::ConfirmationNeeded {
+                turn_id,
+                tool_call_id,
+                ..
+            } => {
+                let target = ChatUri::parse(&envelope.channel).map_err(|e| e.to_string())?;
+                client
+                    .confirm_tool(&target, &turn_id, &tool_call_id, true)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                printer.line(&format!("{indent}  ✓ approved by the demo client"));
+            }
+            Event::TurnEnded { turn_id, error, .. } if main && turn_id == turn => {
+                return match error {
+                    Some(error) => Err(format!("the turn failed: {error}")),
+                    None => Ok(true),
+                };
+            }
+            _ => {}
+        }
+    }
+    Ok(false)
+}

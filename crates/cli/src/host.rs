@@ -1,0 +1,117 @@
+//! Composing a host: providers, state, dispatcher, orchestrator, service, server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
+use agenthost_provider_api::Provider;
+use agenthost_provider_scripted::{Script, ScriptedProvider};
+use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
+use agenthost_service::{ServiceConfig, SessionService, root_state};
+use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
+use agenthost_state::{StateConfig, StateManager};
+
+/// Everything a host needs to start.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Address to listen on (port 0: the OS picks).
+    pub listen: SocketAddr,
+    /// Provider ids to advertise, exactly.
+    pub providers: Vec<String>,
+    /// Script for the scripted provider (its built-in script when `None`).
+    pub script: Option<PathBuf>,
+    /// Connection token; generated when `None`.
+    pub token: Option<String>,
+    /// Where sessions may work; the current directory when empty.
+    pub roots: Vec<PathBuf>,
+    /// How the host was launched.
+    pub launch_kind: LaunchKind,
+}
+
+/// Providers this build can run.
+const AVAILABLE: &[&str] = &["scripted"];
+
+fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
+    if options.providers.is_empty() {
+        return Err("at least one --provider is needed".into());
+    }
+    let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
+    for name in &options.providers {
+        if providers.iter().any(|p| p.id() == name) {
+            continue;
+        }
+        match name.as_str() {
+            "scripted" => {
+                let script = match &options.script {
+                    Some(path) => Script::load(path).map_err(|e| e.to_string())?,
+                    None => Script::builtin(),
+                };
+                providers.push(Arc::new(ScriptedProvider::new(script)));
+            }
+            other => {
+                return Err(format!(
+                    "provider {other:?} is not available in this build (available: {})",
+                    AVAILABLE.join(", ")
+                ));
+            }
+        }
+    }
+    if options.script.is_some() && !options.providers.iter().any(|p| p == "scripted") {
+        return Err("--script needs --provider scripted".into());
+    }
+    Ok(providers)
+}
+
+/// Builds the host and binds its server (not yet serving).
+/// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
+/// call `serve` on the result.
+pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
+    let providers = providers(&options)?;
+    let roots = if options.roots.is_empty() {
+        vec![
+            std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        ]
+    } else {
+        options.roots.clone()
+    };
+    let agents = providers.iter().map(|p| p.agent_info()).collect();
+    let state = Arc::new(StateManager::new(
+        root_state(agents),
+        StateConfig::default(),
+    ));
+    let dispatcher = Dispatcher::new(ServiceRegistry::new());
+    let service = SessionService::new(
+        Arc::clone(&state),
+        dispatcher.clone(),
+        ServiceConfig {
+            roots: roots.clone(),
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let orchestrator = Orchestrator::start(
+        Arc::clone(&state),
+        dispatcher,
+        providers,
+        OrchestratorConfig {
+            launch_kind: options.launch_kind.clone(),
+            default_directory: roots[0].clone(),
+            ..OrchestratorConfig::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let token = match options.token {
+        Some(token) => Token::new(token).map_err(|e| format!("--token: {e}"))?,
+        None => Token::generate().map_err(|e| e.to_string())?,
+    };
+    let mut config = ServerConfig::new(token);
+    config.listen = options.listen;
+    let host = Host::new(
+        state,
+        Arc::new(service),
+        orchestrator,
+        options.launch_kind.clone(),
+    );
+    Server::bind(config, host).await.map_err(|e| e.to_string())
+}

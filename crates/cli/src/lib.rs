@@ -1,0 +1,10 @@
+//! `agent-host` as a library: the host composition behind `agent-host serve` and the demo, so
+//! tests and embedders run exactly what the binary runs.
+//!
+//! This is the only crate that reads flags, environment variables and files given on the command
+//! line; everything below it is configured through plain structs.
+#![deny(missing_docs)]
+
+pub mod demo;
+pub mod host;
+pub mod serve;

@@ -1,0 +1,848 @@
+//! One client connection: the [`Connection`] handle and the tasks behind it.
+//!
+//! Per connection there are three tasks and a supervisor:
+//!
+//! * the **reader** decodes one JSON-RPC message per text frame. It answers `ping`, malformed
+//!   frames and binary frames itself, through the *priority* queue, so they never wait behind
+//!   other work; it hands client responses to [`ProtocolHandler::response`]; everything else goes
+//!   to the worker in arrival order.
+//! * the **worker** processes requests and notifications strictly in order: the `initialize`
+//!   version negotiation, the "initialize first" gate, then the handler.
+//! * the **writer** drains the priority queue first, then the outbound queue, into the socket.
+//!   The outbound queue stays *closed* until the `initialize`/`reconnect` response has been
+//!   queued, so that response always precedes frames the handler sent while producing it.
+//! * the **supervisor** waits for the first of: the client closed, a write failed, a close was
+//!   requested (lag, version mismatch, [`Connection::close`]), server shutdown. It then closes
+//!   cleanly within `close_timeout`, lets the worker finish what was received, and calls
+//!   [`ProtocolHandler::disconnected`] exactly once.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agenthost_protocol::ROOT_RESOURCE_URI;
+use agenthost_protocol::commands::{InitializeParams, ReconnectParams};
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::{Message, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Utf8Bytes};
+
+use crate::config::ServerConfig;
+use crate::handler::{ProtocolHandler, Reconnected};
+use crate::handshake::{self, Prefixed};
+use crate::rpc::{self, DecodeError, Incoming, RpcError};
+use crate::token::Token;
+use crate::version::{self, NegotiatedVersion, SUPPORTED_VERSIONS};
+
+/// Close code: normal closure.
+pub(crate) const CLOSE_NORMAL: u16 = 1000;
+/// Close code: the server is going away (shutdown).
+pub(crate) const CLOSE_GOING_AWAY: u16 = 1001;
+/// Close code: a message exceeded `max_frame_bytes`.
+pub(crate) const CLOSE_TOO_BIG: u16 = 1009;
+/// Close code: the host failed (a handler panicked).
+pub(crate) const CLOSE_INTERNAL_ERROR: u16 = 1011;
+/// Close code: the client lagged; try again (reconnect) later.
+pub(crate) const CLOSE_TRY_AGAIN_LATER: u16 = 1013;
+
+/// The reason sent when a connection is closed for lagging.
+pub(crate) const LAGGED_REASON: &str = "outbound queue full: client too slow; reconnect to resync";
+
+/// Most frames written between two flushes.
+const MAX_WRITE_BATCH: usize = 64;
+
+/// A close reason may hold at most 123 bytes (RFC 6455 §5.5).
+const MAX_CLOSE_REASON_BYTES: usize = 123;
+
+/// Identifies a connection for the lifetime of the server (numbered from 1 per server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnectionId(u64);
+
+impl ConnectionId {
+    /// The number.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ConnectionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// A frame was not queued: the connection lagged (its outbound queue was full, so it is now
+/// being closed) or it is already closed. Either way the client will not see this frame; drop
+/// the connection from every subscriber set. A client that comes back does so with `reconnect`
+/// and gets a `replay` or a `snapshot`, so nothing is lost for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the connection lagged or is closed; the frame was dropped")]
+pub struct Lagged;
+
+/// Why [`Connection::notify`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// The params could not be serialized.
+    #[error("the notification could not be encoded: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// The connection lagged or is closed.
+    #[error(transparent)]
+    Lagged(#[from] Lagged),
+}
+
+/// How a connection is to be closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CloseRequest {
+    pub code: u16,
+    pub reason: String,
+    /// Write the frames already queued before the close frame.
+    pub drain: bool,
+}
+
+/// A shared handle on one client connection. Cheap to clone; stays valid (and harmless) after
+/// the connection is gone: sends then fail with [`Lagged`].
+#[derive(Clone)]
+pub struct Connection {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    id: ConnectionId,
+    peer: Option<SocketAddr>,
+    peer_state: Mutex<PeerState>,
+    outbound: mpsc::Sender<Arc<str>>,
+    priority: mpsc::Sender<Arc<str>>,
+    /// `true` once the `initialize`/`reconnect` response is queued; the writer holds the
+    /// outbound queue until then.
+    outbound_open: watch::Sender<bool>,
+    close: watch::Sender<Option<CloseRequest>>,
+    lagged: AtomicBool,
+}
+
+#[derive(Default)]
+struct PeerState {
+    version: Option<NegotiatedVersion>,
+    client_id: Option<String>,
+}
+
+/// The receiving ends of a connection's queues, for its writer.
+struct Queues {
+    outbound: mpsc::Receiver<Arc<str>>,
+    priority: mpsc::Receiver<Arc<str>>,
+    outbound_open: watch::Receiver<bool>,
+    close: watch::Receiver<Option<CloseRequest>>,
+}
+
+impl Connection {
+    fn new(id: ConnectionId, peer: Option<SocketAddr>, queue: usize) -> (Self, Queues) {
+        let (outbound_tx, outbound) = mpsc::channel(queue);
+        let (priority_tx, priority) = mpsc::channel(queue);
+        let (open_tx, outbound_open) = watch::channel(false);
+        let (close_tx, close) = watch::channel(None);
+        let connection = Self {
+            shared: Arc::new(Shared {
+                id,
+                peer,
+                peer_state: Mutex::new(PeerState::default()),
+                outbound: outbound_tx,
+                priority: priority_tx,
+                outbound_open: open_tx,
+                close: close_tx,
+                lagged: AtomicBool::new(false),
+            }),
+        };
+        let queues = Queues {
+            outbound,
+            priority,
+            outbound_open,
+            close,
+        };
+        (connection, queues)
+    }
+
+    /// The connection's id.
+    pub fn id(&self) -> ConnectionId {
+        self.shared.id
+    }
+
+    /// The client's address (`None` for a connection not over TCP).
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.shared.peer
+    }
+
+    /// The version negotiated by `initialize` (or returned by the handler for `reconnect`);
+    /// `None` before.
+    pub fn protocol_version(&self) -> Option<NegotiatedVersion> {
+        self.peer_state().version.clone()
+    }
+
+    /// The `clientId` of `initialize`/`reconnect`; `None` before.
+    pub fn client_id(&self) -> Option<String> {
+        self.peer_state().client_id.clone()
+    }
+
+    /// Queues one complete JSON-RPC message for this client, without waiting.
+    ///
+    /// Never blocks: when the bounded outbound queue (`ServerConfig::outbound_queue`) is full,
+    /// the connection is marked lagged and closed (close code 1013), and this and every later
+    /// send return [`Lagged`]. A slow subscriber therefore never stalls the host; the client
+    /// reconnects and gets a `replay` or a `snapshot`. Frames sent while `initialize` or
+    /// `reconnect` is being handled are delivered after that response.
+    pub fn send_frame(&self, frame: Arc<str>) -> Result<(), Lagged> {
+        self.enqueue(&self.shared.outbound, frame)
+    }
+
+    /// Encodes and queues a notification (see [`send_frame`](Self::send_frame)). To send the same
+    /// notification to many connections, encode it once with
+    /// [`notification_frame`](crate::notification_frame) instead.
+    pub fn notify<T: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &T,
+    ) -> Result<(), NotifyError> {
+        let frame = rpc::notification_frame(method, params)?;
+        Ok(self.send_frame(frame)?)
+    }
+
+    /// Closes the connection cleanly (close code 1000 with `reason`): frames already queued are
+    /// written first, within `ServerConfig::close_timeout`.
+    pub fn close(&self, reason: &str) {
+        self.close_with(CLOSE_NORMAL, reason, true);
+    }
+
+    /// Whether the connection is closing or closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.close.borrow().is_some()
+    }
+
+    /// Whether the connection was closed because its outbound queue overflowed.
+    pub fn is_lagged(&self) -> bool {
+        self.shared.lagged.load(Ordering::Acquire)
+    }
+
+    /// Requests a close; the first request wins.
+    pub(crate) fn close_with(&self, code: u16, reason: &str, drain: bool) {
+        let first = self.shared.close.send_if_modified(|current| {
+            if current.is_some() {
+                return false;
+            }
+            *current = Some(CloseRequest {
+                code,
+                reason: truncate_reason(reason),
+                drain,
+            });
+            true
+        });
+        if first {
+            tracing::debug!(conn = %self.id(), code, reason, "closing connection");
+        }
+    }
+
+    /// Queues a transport reply (ping, framing errors, pre-initialize answers) ahead of the
+    /// outbound queue.
+    fn send_priority(&self, frame: Arc<str>) {
+        // A failure has already closed the connection; nothing else to do.
+        let _ = self.enqueue(&self.shared.priority, frame);
+    }
+
+    fn enqueue(&self, queue: &mpsc::Sender<Arc<str>>, frame: Arc<str>) -> Result<(), Lagged> {
+        if self.is_closed() {
+            return Err(Lagged);
+        }
+        match queue.try_send(frame) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if !self.shared.lagged.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(
+                        conn = %self.id(),
+                        client_id = ?self.client_id(),
+                        "outbound queue full; closing the lagging connection"
+                    );
+                }
+                self.close_with(CLOSE_TRY_AGAIN_LATER, LAGGED_REASON, false);
+                Err(Lagged)
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(Lagged),
+        }
+    }
+
+    fn open_outbound(&self) {
+        self.shared.outbound_open.send_replace(true);
+    }
+
+    fn is_ready(&self) -> bool {
+        *self.shared.outbound_open.borrow()
+    }
+
+    fn peer_state(&self) -> std::sync::MutexGuard<'_, PeerState> {
+        self.shared
+            .peer_state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_peer(&self, version: Option<NegotiatedVersion>, client_id: Option<String>) {
+        let mut state = self.peer_state();
+        state.version = version;
+        state.client_id = client_id;
+    }
+
+    fn close_request(&self) -> Option<CloseRequest> {
+        self.shared.close.borrow().clone()
+    }
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.shared.id)
+            .field("peer", &self.shared.peer)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+fn truncate_reason(reason: &str) -> String {
+    if reason.len() <= MAX_CLOSE_REASON_BYTES {
+        return reason.to_owned();
+    }
+    let mut end = MAX_CLOSE_REASON_BYTES;
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    reason[..end].to_owned()
+}
+
+/// What every connection of one server shares.
+pub(crate) struct ConnContext {
+    pub handler: Arc<dyn ProtocolHandler>,
+    pub token: Token,
+    pub max_frame_bytes: usize,
+    pub outbound_queue: usize,
+    pub inbound_queue: usize,
+    pub handshake_timeout: Duration,
+    pub close_timeout: Duration,
+    next_id: AtomicU64,
+}
+
+impl ConnContext {
+    pub(crate) fn new(config: &ServerConfig, handler: Arc<dyn ProtocolHandler>) -> Self {
+        Self {
+            handler,
+            token: config.token.clone(),
+            max_frame_bytes: config.max_frame_bytes,
+            outbound_queue: config.outbound_queue,
+            inbound_queue: config.inbound_queue,
+            handshake_timeout: config.handshake_timeout,
+            close_timeout: config.close_timeout,
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    fn ws_config(&self) -> WebSocketConfig {
+        // Both limits: a single frame's header is checked before its payload is buffered, and a
+        // fragmented message is checked as it grows.
+        WebSocketConfig::default()
+            .max_frame_size(Some(self.max_frame_bytes))
+            .max_message_size(Some(self.max_frame_bytes))
+    }
+}
+
+type Ws<S> = WebSocketStream<Prefixed<S>>;
+type WsSink<S> = SplitSink<Ws<S>, Message>;
+type WsStream<S> = SplitStream<Ws<S>>;
+
+/// Serves one accepted stream until it is closed.
+pub(crate) async fn run<S>(
+    stream: S,
+    peer: Option<SocketAddr>,
+    ctx: Arc<ConnContext>,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let handshake = tokio::time::timeout(
+        ctx.handshake_timeout,
+        handshake::accept(stream, &ctx.token, ctx.ws_config()),
+    );
+    let ws = tokio::select! {
+        outcome = handshake => match outcome {
+            Ok(Ok(ws)) => ws,
+            Ok(Err(handshake::HandshakeError::Rejected(403))) => {
+                tracing::warn!(?peer, "refused a WebSocket upgrade: missing or invalid token");
+                return;
+            }
+            Ok(Err(error)) => {
+                tracing::info!(?peer, %error, "no WebSocket upgrade");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(?peer, timeout = ?ctx.handshake_timeout, "handshake timed out");
+                return;
+            }
+        },
+        () = shutdown_requested(&mut shutdown) => return,
+    };
+
+    let id = ConnectionId(ctx.next_id.fetch_add(1, Ordering::Relaxed));
+    let (conn, queues) = Connection::new(id, peer, ctx.outbound_queue);
+    tracing::info!(conn = %id, ?peer, "client connected");
+    let (sink, stream) = ws.split();
+    let (inbound_tx, inbound_rx) = mpsc::channel(ctx.inbound_queue);
+    let mut close = queues.close.clone();
+    let mut reader = tokio::spawn(read_loop(
+        stream,
+        conn.clone(),
+        inbound_tx,
+        ctx.handler.clone(),
+        ctx.max_frame_bytes,
+    ));
+    let mut writer = tokio::spawn(write_loop(sink, queues));
+    let mut worker = tokio::spawn(work_loop(inbound_rx, conn.clone(), ctx.handler.clone()));
+
+    let mut reader_done = None;
+    let mut writer_done = None;
+    let mut worker_done = false;
+    tokio::select! {
+        outcome = &mut reader => {
+            reader_done = Some(outcome.ok());
+            conn.close_with(CLOSE_NORMAL, "the client closed the connection", false);
+        }
+        outcome = &mut writer => {
+            writer_done = Some(outcome.ok());
+            conn.close_with(CLOSE_NORMAL, "the connection failed", false);
+        }
+        outcome = &mut worker => {
+            worker_done = true;
+            if let Err(error) = outcome {
+                tracing::error!(conn = %id, %error, "the connection worker failed");
+            }
+            conn.close_with(CLOSE_INTERNAL_ERROR, "internal error", true);
+        }
+        () = close_requested(&mut close) => {}
+        () = shutdown_requested(&mut shutdown) => {
+            conn.close_with(CLOSE_GOING_AWAY, "server shutting down", true);
+        }
+    }
+
+    // Close within `close_timeout`: the writer sends the close frame, the reader waits for the
+    // client's; whatever has not finished by then is dropped with the socket.
+    let deadline = Instant::now() + ctx.close_timeout;
+    let sink = match writer_done {
+        Some(sink) => sink,
+        None => join_by(&mut writer, deadline).await,
+    };
+    let stream = match reader_done {
+        Some(stream) => stream,
+        // Without a close frame sent there is no answer to wait for.
+        None if sink.is_none() => join_by(&mut reader, Instant::now()).await,
+        None => join_by(&mut reader, deadline).await,
+    };
+    if let (Some(sink), Some((stream, unread))) = (sink, stream) {
+        if let Ok(ws) = stream.reunite(sink) {
+            close_socket(ws.into_inner(), unread, deadline).await;
+        }
+    }
+
+    // Every message received before the close is still handled, then `disconnected`.
+    if !worker_done {
+        if let Err(error) = worker.await {
+            tracing::error!(conn = %id, %error, "the connection worker failed");
+        }
+    }
+    let request = conn.close_request();
+    tracing::info!(
+        conn = %id,
+        client_id = ?conn.client_id(),
+        code = request.as_ref().map(|r| r.code),
+        reason = request.as_ref().map(|r| r.reason.as_str()),
+        lagged = conn.is_lagged(),
+        "client disconnected"
+    );
+    ctx.handler.disconnected(conn).await;
+}
+
+/// Awaits a task until `deadline`, then aborts it. `None` if it did not finish by itself.
+async fn join_by<T: Send + 'static>(
+    task: &mut tokio::task::JoinHandle<T>,
+    deadline: Instant,
+) -> Option<T> {
+    match tokio::time::timeout_at(deadline, &mut *task).await {
+        Ok(outcome) => outcome.ok(),
+        Err(_) => {
+            task.abort();
+            // Wait for the abort so the task's half of the socket is dropped now.
+            let _ = (&mut *task).await;
+            None
+        }
+    }
+}
+
+/// Half-closes the socket (the server closes TCP first, RFC 6455 §7.1.1). With `unread` input
+/// left behind (a refused oversized message), also discards input until the client closes too
+/// (or `deadline`): closing a socket with unread input sends a reset, which can destroy the
+/// error response and close frame before the client has read them.
+async fn close_socket<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    unread: bool,
+    deadline: Instant,
+) {
+    let closed = async {
+        stream.shutdown().await?;
+        if unread {
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    let _ = tokio::time::timeout_at(deadline, closed).await;
+}
+
+async fn close_requested(close: &mut watch::Receiver<Option<CloseRequest>>) {
+    // An error means every handle is gone: closed as well.
+    let _ = close.wait_for(Option::is_some).await;
+}
+
+async fn shutdown_requested(shutdown: &mut watch::Receiver<bool>) {
+    // An error means the server was dropped: shut down as well.
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+fn text_message(frame: &str) -> Message {
+    Message::Text(Utf8Bytes::from(frame))
+}
+
+async fn read_loop<S>(
+    mut stream: WsStream<S>,
+    conn: Connection,
+    inbound: mpsc::Sender<Incoming>,
+    handler: Arc<dyn ProtocolHandler>,
+    max_frame_bytes: usize,
+) -> (WsStream<S>, bool)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    while let Some(message) = stream.next().await {
+        match message {
+            Ok(Message::Text(text)) => match rpc::decode(text.as_str()) {
+                Ok(Incoming::Request { id, method, .. }) if method == "ping" => {
+                    conn.send_priority(rpc::success_frame(id, &Value::Null));
+                }
+                Ok(Incoming::Response { id, outcome }) => handler.response(&conn, id, outcome),
+                Ok(incoming) => {
+                    // Nothing new is taken on once the connection is closing.
+                    if conn.is_closed() {
+                        continue;
+                    }
+                    if inbound.send(incoming).await.is_err() {
+                        break;
+                    }
+                }
+                Err(DecodeError { id, error }) => {
+                    tracing::debug!(conn = %conn.id(), code = error.code, "undecodable frame");
+                    conn.send_priority(rpc::error_frame(&id, &error));
+                }
+            },
+            Ok(Message::Binary(_)) => conn.send_priority(rpc::error_frame(
+                &Value::Null,
+                &RpcError::invalid_request(
+                    "binary frames are not supported: send each JSON-RPC message as one text frame",
+                ),
+            )),
+            Ok(Message::Close(_)) => break,
+            // tungstenite answers pings itself; nothing else is a message.
+            Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => {}
+            Err(WsError::Capacity(error)) => {
+                tracing::warn!(conn = %conn.id(), %error, "refused an oversized message");
+                conn.send_priority(rpc::error_frame(
+                    &Value::Null,
+                    &RpcError::invalid_request(format!(
+                        "message too large: the limit is {max_frame_bytes} bytes"
+                    )),
+                ));
+                conn.close_with(
+                    CLOSE_TOO_BIG,
+                    &format!("message too large (limit {max_frame_bytes} bytes)"),
+                    true,
+                );
+                // The rest of that message is still on its way.
+                return (stream, true);
+            }
+            Err(error) => {
+                tracing::debug!(conn = %conn.id(), %error, "read failed");
+                break;
+            }
+        }
+    }
+    (stream, false)
+}
+
+async fn write_loop<S>(mut sink: WsSink<S>, queues: Queues) -> WsSink<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Queues {
+        mut outbound,
+        mut priority,
+        mut outbound_open,
+        mut close,
+    } = queues;
+    let mut open = *outbound_open.borrow();
+    loop {
+        let first = tokio::select! {
+            biased;
+            () = close_requested(&mut close) => break,
+            Some(frame) = priority.recv() => frame,
+            changed = outbound_open.changed(), if !open => {
+                // An error (sender gone) cannot happen while the connection lives; stay closed.
+                open = changed.is_ok() && *outbound_open.borrow_and_update();
+                continue;
+            }
+            Some(frame) = outbound.recv(), if open => frame,
+        };
+        let written = async {
+            sink.feed(text_message(&first)).await?;
+            for _ in 1..MAX_WRITE_BATCH {
+                let next = match priority.try_recv() {
+                    Ok(frame) => frame,
+                    Err(_) if open => match outbound.try_recv() {
+                        Ok(frame) => frame,
+                        Err(_) => break,
+                    },
+                    Err(_) => break,
+                };
+                sink.feed(text_message(&next)).await?;
+            }
+            sink.flush().await
+        };
+        let failed = tokio::select! {
+            biased;
+            () = close_requested(&mut close) => false,
+            result = written => match result {
+                Ok(()) => continue,
+                Err(error) => {
+                    tracing::debug!(%error, "write failed");
+                    true
+                }
+            },
+        };
+        if failed {
+            return sink;
+        }
+        break;
+    }
+
+    let request = close.borrow().clone().unwrap_or(CloseRequest {
+        code: CLOSE_NORMAL,
+        reason: String::new(),
+        drain: false,
+    });
+    let closed = async {
+        if request.drain {
+            while let Ok(frame) = priority.try_recv() {
+                sink.feed(text_message(&frame)).await?;
+            }
+            while let Ok(frame) = outbound.try_recv() {
+                sink.feed(text_message(&frame)).await?;
+            }
+        }
+        sink.feed(Message::Close(Some(CloseFrame {
+            code: request.code.into(),
+            reason: Utf8Bytes::from(request.reason.as_str()),
+        })))
+        .await
+    };
+    if let Err(error) = closed.await {
+        tracing::debug!(%error, "could not queue the close frame");
+    }
+    // Also flushes tungstenite's automatic answer to a close frame of the client's.
+    if let Err(error) = sink.flush().await {
+        tracing::debug!(%error, "could not flush the close frame");
+    }
+    sink
+}
+
+/// What the worker does after handling a request.
+enum Reply {
+    Send(Arc<str>),
+    /// `initialize`/`reconnect` succeeded: send ahead of the outbound queue, then open it.
+    SendAndOpen(Arc<str>),
+    /// Send, then close gracefully (`-32005`).
+    SendAndClose(Arc<str>, u16, &'static str),
+}
+
+async fn work_loop(
+    mut inbound: mpsc::Receiver<Incoming>,
+    conn: Connection,
+    handler: Arc<dyn ProtocolHandler>,
+) {
+    while let Some(incoming) = inbound.recv().await {
+        match incoming {
+            Incoming::Request { id, method, params } => {
+                let reply = handle_request(&conn, &*handler, id, method, params).await;
+                // Before initialization the outbound queue is held: answer on the priority one.
+                let ready = conn.is_ready();
+                match reply {
+                    Reply::Send(frame) if ready => {
+                        let _ = conn.send_frame(frame);
+                    }
+                    Reply::Send(frame) => conn.send_priority(frame),
+                    Reply::SendAndOpen(frame) => {
+                        conn.send_priority(frame);
+                        conn.open_outbound();
+                    }
+                    Reply::SendAndClose(frame, code, reason) => {
+                        conn.send_priority(frame);
+                        conn.close_with(code, reason, true);
+                    }
+                }
+            }
+            Incoming::Notification { method, params } => {
+                if conn.is_ready() {
+                    handler.notification(conn.clone(), method, params).await;
+                } else {
+                    tracing::debug!(conn = %conn.id(), method, "dropped a notification sent before initialize");
+                }
+            }
+            // The reader routes responses itself.
+            Incoming::Response { .. } => {}
+        }
+    }
+}
+
+async fn handle_request(
+    conn: &Connection,
+    handler: &dyn ProtocolHandler,
+    id: u64,
+    method: String,
+    params: Option<Value>,
+) -> Reply {
+    let error = |error: RpcError| Reply::Send(rpc::error_frame(&Value::from(id), &error));
+    match method.as_str() {
+        "initialize" | "reconnect" if conn.is_ready() => error(RpcError::invalid_request(
+            "already initialized: initialize or reconnect may be sent once per connection",
+        )),
+        "initialize" => initialize(conn, handler, id, params).await,
+        "reconnect" => reconnect(conn, handler, id, params).await,
+        "ping" => Reply::Send(rpc::success_frame(id, &Value::Null)),
+        _ if !conn.is_ready() => error(RpcError::invalid_request(format!(
+            "initialize first: `{method}` was sent before `initialize` (or `reconnect`)"
+        ))),
+        _ => match handler.request(conn.clone(), method, params).await {
+            Ok(result) => Reply::Send(rpc::success_frame(id, &result)),
+            Err(rpc_error) => error(rpc_error),
+        },
+    }
+}
+
+async fn initialize(
+    conn: &Connection,
+    handler: &dyn ProtocolHandler,
+    id: u64,
+    params: Option<Value>,
+) -> Reply {
+    let error = |error: RpcError| Reply::Send(rpc::error_frame(&Value::from(id), &error));
+    let params: InitializeParams = match parse_params("initialize", params) {
+        Ok(params) => params,
+        Err(rpc_error) => return error(rpc_error),
+    };
+    let version = match version::negotiate(&params.protocol_versions) {
+        Ok(Some(version)) => version,
+        Ok(None) => {
+            tracing::warn!(
+                conn = %conn.id(),
+                client_id = params.client_id,
+                offered = ?params.protocol_versions,
+                supported = ?SUPPORTED_VERSIONS,
+                "initialize: no common protocol version; closing"
+            );
+            let frame = rpc::error_frame(
+                &Value::from(id),
+                &RpcError::unsupported_protocol_version(&SUPPORTED_VERSIONS),
+            );
+            return Reply::SendAndClose(frame, CLOSE_NORMAL, "unsupported protocol version");
+        }
+        Err(malformed) => {
+            tracing::info!(conn = %conn.id(), offered = ?params.protocol_versions, "initialize: malformed protocol version");
+            return error(RpcError::invalid_params(malformed.0));
+        }
+    };
+    tracing::info!(
+        conn = %conn.id(),
+        client_id = params.client_id,
+        version = version.as_str(),
+        "initialize"
+    );
+    conn.set_peer(Some(version.clone()), Some(params.client_id.clone()));
+    match handler
+        .initialize(conn.clone(), params, version.clone())
+        .await
+    {
+        Ok(mut result) => {
+            result.protocol_version = version.as_str().to_owned();
+            Reply::SendAndOpen(rpc::success_frame(id, &result))
+        }
+        Err(rpc_error) => {
+            conn.set_peer(None, None);
+            error(rpc_error)
+        }
+    }
+}
+
+async fn reconnect(
+    conn: &Connection,
+    handler: &dyn ProtocolHandler,
+    id: u64,
+    params: Option<Value>,
+) -> Reply {
+    let error = |error: RpcError| Reply::Send(rpc::error_frame(&Value::from(id), &error));
+    let params: ReconnectParams = match parse_params("reconnect", params) {
+        Ok(params) => params,
+        Err(rpc_error) => return error(rpc_error),
+    };
+    tracing::info!(conn = %conn.id(), client_id = params.client_id, "reconnect");
+    conn.set_peer(None, Some(params.client_id.clone()));
+    match handler.reconnect(conn.clone(), params).await {
+        Ok(Reconnected {
+            result,
+            protocol_version,
+        }) => {
+            let client_id = conn.client_id();
+            conn.set_peer(Some(protocol_version), client_id);
+            Reply::SendAndOpen(rpc::success_frame(id, &result))
+        }
+        Err(rpc_error) => {
+            conn.set_peer(None, None);
+            error(rpc_error)
+        }
+    }
+}
+
+/// Decodes the params of `initialize`/`reconnect`, filling a missing `channel` with the root
+/// URI (VS Code sends `reconnect` without one).
+fn parse_params<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, RpcError> {
+    let Some(Value::Object(mut object)) = params else {
+        return Err(RpcError::invalid_params(format!(
+            "{method}: params must be an object"
+        )));
+    };
+    object
+        .entry("channel")
+        .or_insert_with(|| Value::from(ROOT_RESOURCE_URI));
+    serde_json::from_value(Value::Object(object))
+        .map_err(|error| RpcError::invalid_params(format!("{method}: invalid params: {error}")))
+}
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

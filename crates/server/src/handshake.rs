@@ -1,0 +1,346 @@
+//! The HTTP side of a connection: reading the request head, answering what is not a WebSocket
+//! upgrade with a clear 4xx, and the upgrade itself with token authentication.
+//!
+//! tungstenite rejects a non-upgrade request by dropping the connection without an answer, so
+//! the head is read here first, checked the way tungstenite would check it, and then replayed
+//! to tungstenite through [`Prefixed`]. Authentication stays in tungstenite's handshake
+//! callback (`accept_hdr_async`): a missing or wrong token gets 403 before any protocol message.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+use crate::auth;
+use crate::token::Token;
+
+/// Largest accepted request head.
+pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Most header lines accepted (tungstenite's own parser stops at 124).
+pub(crate) const MAX_HEADERS: usize = 100;
+
+/// The body of the 403 answer.
+pub(crate) const FORBIDDEN_BODY: &str = "forbidden: missing or invalid connection token\n";
+
+/// Why an upgrade did not happen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HandshakeError {
+    #[error("i/o error before the upgrade: {0}")]
+    Io(#[from] io::Error),
+    #[error("the client closed the connection before sending a request")]
+    Eof,
+    #[error("answered HTTP {0}")]
+    Rejected(u16),
+    #[error("WebSocket handshake failed: {0}")]
+    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
+}
+
+/// A refusal written before tungstenite sees the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rejection {
+    pub status: u16,
+    pub reason: &'static str,
+    pub headers: &'static [(&'static str, &'static str)],
+    pub body: &'static str,
+}
+
+const NOT_WEBSOCKET_BODY: &str = "this is an Agent Host Protocol endpoint: connect with a \
+    WebSocket client to ws://<host>:<port>/?tkn=<token>\n";
+
+const UPGRADE_REQUIRED: Rejection = Rejection {
+    status: 426,
+    reason: "Upgrade Required",
+    headers: &[("Upgrade", "websocket")],
+    body: NOT_WEBSOCKET_BODY,
+};
+
+const fn bad_request(body: &'static str) -> Rejection {
+    Rejection {
+        status: 400,
+        reason: "Bad Request",
+        headers: &[],
+        body,
+    }
+}
+
+/// Upgrades `stream` to a WebSocket, or answers it with an HTTP error.
+pub(crate) async fn accept<S>(
+    mut stream: S,
+    token: &Token,
+    config: WebSocketConfig,
+) -> Result<WebSocketStream<Prefixed<S>>, HandshakeError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let head = match read_head(&mut stream).await? {
+        Ok(head) => head,
+        Err(rejection) => return Err(reject(stream, &rejection).await),
+    };
+    if let Err(rejection) = precheck(&head) {
+        return Err(reject(stream, &rejection).await);
+    }
+    let head = normalize_target(head);
+    let token = token.clone();
+    // The callback's signature (a large `Err`) is tungstenite's, not ours.
+    #[allow(clippy::result_large_err)]
+    let callback = move |request: &Request, response: Response| {
+        if auth::is_authorized(request, &token) {
+            Ok(response)
+        } else {
+            Err(forbidden())
+        }
+    };
+    let prefixed = Prefixed::new(head, stream);
+    match tokio_tungstenite::accept_hdr_async_with_config(prefixed, callback, Some(config)).await {
+        Ok(ws) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            Err(HandshakeError::Rejected(response.status().as_u16()))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Reads up to and including the blank line that ends the request head.
+/// The outer `Err` is an i/o failure; the inner one an answer to send.
+async fn read_head<S>(stream: &mut S) -> Result<Result<Vec<u8>, Rejection>, HandshakeError>
+where
+    S: AsyncRead + Unpin,
+{
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    loop {
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 {
+            return Err(HandshakeError::Eof);
+        }
+        let search_from = head.len().saturating_sub(3);
+        head.extend_from_slice(&chunk[..read]);
+        let complete = head[search_from..].windows(4).any(|w| w == b"\r\n\r\n");
+        if head.len() > MAX_HEAD_BYTES {
+            return Ok(Err(Rejection {
+                status: 431,
+                reason: "Request Header Fields Too Large",
+                headers: &[],
+                body: "request head too large\n",
+            }));
+        }
+        if complete {
+            return Ok(Ok(head));
+        }
+    }
+}
+
+/// Checks what tungstenite checks before it calls the callback, so that every request it would
+/// drop silently gets an answer instead.
+pub(crate) fn precheck(head: &[u8]) -> Result<(), Rejection> {
+    let end = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(head.len());
+    let text = std::str::from_utf8(&head[..end])
+        .map_err(|_| bad_request("the request head is not valid UTF-8\n"))?;
+    let mut lines = text.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let parts: Vec<&str> = request_line.split(' ').collect();
+    let [method, _target, version] = parts[..] else {
+        return Err(bad_request("malformed request line\n"));
+    };
+    let mut headers = Vec::new();
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(bad_request("malformed header line\n"));
+        };
+        headers.push((name.trim(), value.trim()));
+        if headers.len() > MAX_HEADERS {
+            return Err(Rejection {
+                status: 431,
+                reason: "Request Header Fields Too Large",
+                headers: &[],
+                body: "too many header lines\n",
+            });
+        }
+    }
+    let header = |wanted: &str| {
+        headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
+            .map(|(_, value)| *value)
+    };
+    if method != "GET" {
+        return Err(Rejection {
+            status: 405,
+            reason: "Method Not Allowed",
+            headers: &[("Allow", "GET")],
+            body: NOT_WEBSOCKET_BODY,
+        });
+    }
+    if version != "HTTP/1.1" {
+        return Err(bad_request("WebSocket upgrades need HTTP/1.1\n"));
+    }
+    if !header("Upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket")) {
+        return Err(UPGRADE_REQUIRED);
+    }
+    let connection_upgrade = header("Connection").is_some_and(|v| {
+        v.split([' ', ','])
+            .any(|token| token.eq_ignore_ascii_case("upgrade"))
+    });
+    if !connection_upgrade {
+        return Err(bad_request(
+            "a WebSocket upgrade needs the header Connection: Upgrade\n",
+        ));
+    }
+    if header("Sec-WebSocket-Version") != Some("13") {
+        return Err(Rejection {
+            status: 426,
+            reason: "Upgrade Required",
+            headers: &[("Sec-WebSocket-Version", "13")],
+            body: "only WebSocket version 13 is supported\n",
+        });
+    }
+    if header("Sec-WebSocket-Key").is_none() {
+        return Err(bad_request("missing Sec-WebSocket-Key\n"));
+    }
+    Ok(())
+}
+
+/// Turns a request target without a path (`GET ?tkn=… HTTP/1.1`, which tungstenite-based
+/// clients send for a slash-less URL such as `ws://host:port?tkn=…`) into `/?tkn=…`, which is
+/// what browsers send for the same URL and what tungstenite's server side can parse.
+pub(crate) fn normalize_target(mut head: Vec<u8>) -> Vec<u8> {
+    if let Some(space) = head.iter().position(|&b| b == b' ') {
+        if head.get(space + 1) == Some(&b'?') {
+            head.insert(space + 1, b'/');
+        }
+    }
+    head
+}
+
+/// Writes `rejection`, half-closes, and drains what the client still sends until it closes
+/// (so that unread request bytes do not turn our close into a reset that eats the answer).
+/// The caller bounds the whole handshake with a timeout.
+async fn reject<S>(mut stream: S, rejection: &Rejection) -> HandshakeError
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut response = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
+         Connection: close\r\n",
+        rejection.status,
+        rejection.reason,
+        rejection.body.len()
+    );
+    for (name, value) in rejection.headers {
+        response.push_str(&format!("{name}: {value}\r\n"));
+    }
+    response.push_str("\r\n");
+    response.push_str(rejection.body);
+    let written = async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.flush().await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<(), io::Error>(())
+    };
+    if let Err(error) = written.await {
+        tracing::debug!(%error, "could not deliver an HTTP rejection");
+    }
+    HandshakeError::Rejected(rejection.status)
+}
+
+/// The 403 of a failed token check.
+fn forbidden() -> ErrorResponse {
+    let mut response = ErrorResponse::new(Some(FORBIDDEN_BODY.to_owned()));
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        header::CONTENT_LENGTH,
+        HeaderValue::from(FORBIDDEN_BODY.len()),
+    );
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// A stream that first replays bytes already read from `inner`, then reads `inner`.
+/// Writes go straight to `inner`.
+#[derive(Debug)]
+pub(crate) struct Prefixed<S> {
+    prefix: Vec<u8>,
+    position: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    pub(crate) fn new(prefix: Vec<u8>, inner: S) -> Self {
+        Self {
+            prefix,
+            position: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.position < this.prefix.len() {
+            let remaining = &this.prefix[this.position..];
+            let count = remaining.len().min(buf.remaining());
+            buf.put_slice(&remaining[..count]);
+            this.position += count;
+            if this.position == this.prefix.len() {
+                this.prefix = Vec::new();
+                this.position = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+#[path = "handshake_tests.rs"]
+mod tests;

@@ -1,0 +1,341 @@
+//! [`Host`]: the AHP methods over the session service, the state manager and the orchestrator.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use agenthost_dispatcher::{ClientContext, LaunchKind};
+use agenthost_protocol::ActionOrigin;
+use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
+use agenthost_protocol::commands::{
+    CreateChatParams, CreateSessionParams, DispatchActionParams, FetchTurnsParams,
+    FetchTurnsResult, Implementation, InitializeParams, InitializeResult, ReconnectParams,
+    ReconnectReplayResult, ReconnectResult, ReconnectSnapshotResult, SubscribeParams,
+    SubscribeResult, UnsubscribeParams,
+};
+use agenthost_protocol::notifications::{SessionAddedParams, SessionRemovedParams};
+use agenthost_service::{ServiceError, SessionService};
+use agenthost_side_effects::Orchestrator;
+use agenthost_state::{
+    ClientDispatch, Outbox, ReconnectOutcome, StateManager, SubscriberId, action_frame,
+};
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::connection::{Connection, ConnectionId};
+use crate::handler::{ProtocolHandler, Reconnected};
+use crate::rpc::{RpcError, notification_frame};
+use crate::version::NegotiatedVersion;
+
+/// Hands state-manager frames to a connection without ever waiting.
+struct ConnectionOutbox(Connection);
+
+impl Outbox for ConnectionOutbox {
+    fn push(&self, frame: Arc<str>) -> bool {
+        self.0.send_frame(frame).is_ok()
+    }
+}
+
+#[derive(Default)]
+struct Peers {
+    subscribers: HashMap<ConnectionId, SubscriberId>,
+    /// The version negotiated per client id, for `reconnect` (which carries none).
+    versions: HashMap<String, NegotiatedVersion>,
+}
+
+/// The session logic behind the transport: one per host process.
+pub struct Host {
+    state: Arc<StateManager>,
+    service: Arc<SessionService>,
+    orchestrator: Orchestrator,
+    launch_kind: LaunchKind,
+    peers: Mutex<Peers>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").finish_non_exhaustive()
+    }
+}
+
+fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
+    serde_json::from_value(params.unwrap_or(Value::Null))
+        .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
+}
+
+fn service_error(error: ServiceError) -> RpcError {
+    let code = i32::try_from(error.code()).unwrap_or(-32603);
+    RpcError::new(code, error.to_string())
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(value)
+        .map_err(|e| RpcError::internal(format!("cannot encode the result: {e}")))
+}
+
+impl Host {
+    /// The host over its parts.
+    pub fn new(
+        state: Arc<StateManager>,
+        service: Arc<SessionService>,
+        orchestrator: Orchestrator,
+        launch_kind: LaunchKind,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            state,
+            service,
+            orchestrator,
+            launch_kind,
+            peers: Mutex::new(Peers::default()),
+        })
+    }
+
+    fn peers(&self) -> MutexGuard<'_, Peers> {
+        self.peers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connection's subscriber id, registering it on first use.
+    fn subscriber(&self, conn: &Connection) -> SubscriberId {
+        let mut peers = self.peers();
+        *peers.subscribers.entry(conn.id()).or_insert_with(|| {
+            self.state
+                .register_subscriber(Arc::new(ConnectionOutbox(conn.clone())))
+        })
+    }
+
+    fn client_context(&self, conn: &Connection) -> ClientContext {
+        ClientContext {
+            client_id: conn.client_id(),
+            client_kind: None,
+            launch_kind: self.launch_kind.clone(),
+        }
+    }
+
+    fn notify_root(&self, method: &str, params: &impl serde::Serialize) {
+        match notification_frame(method, params) {
+            Ok(frame) => self.state.notify(ROOT_RESOURCE_URI, &frame),
+            Err(error) => tracing::warn!(%error, method, "cannot encode a notification"),
+        }
+    }
+
+    fn subscribe(&self, conn: &Connection, channel: &str) -> Result<SubscribeResult, RpcError> {
+        let channel = self.service.resolve_chat(channel);
+        let snapshot = self
+            .state
+            .subscribe(self.subscriber(conn), &channel)
+            .map_err(|e| RpcError::not_found(e.to_string()))?;
+        Ok(SubscribeResult {
+            snapshot: Some(snapshot),
+        })
+    }
+
+    async fn handle_request(
+        &self,
+        conn: Connection,
+        method: &str,
+        raw: Option<Value>,
+    ) -> Result<Value, RpcError> {
+        match method {
+            "subscribe" => {
+                let p: SubscribeParams = params(raw)?;
+                encode(&self.subscribe(&conn, &p.channel)?)
+            }
+            "createSession" => {
+                let p: CreateSessionParams = params(raw)?;
+                let client_id = conn.client_id().unwrap_or_default();
+                let summary = self
+                    .service
+                    .create_session(p, &client_id)
+                    .map_err(service_error)?;
+                self.notify_root(
+                    "root/sessionAdded",
+                    &SessionAddedParams {
+                        channel: ROOT_RESOURCE_URI.to_owned(),
+                        summary,
+                    },
+                );
+                Ok(Value::Null)
+            }
+            "disposeSession" => {
+                let p: UnsubscribeParams = params(raw)?;
+                let chats = self
+                    .service
+                    .dispose_session(&p.channel)
+                    .map_err(service_error)?;
+                self.orchestrator.dispose_session(&p.channel, &chats).await;
+                self.notify_root(
+                    "root/sessionRemoved",
+                    &SessionRemovedParams {
+                        channel: ROOT_RESOURCE_URI.to_owned(),
+                        session: p.channel,
+                    },
+                );
+                Ok(Value::Null)
+            }
+            "createChat" => {
+                let p: CreateChatParams = params(raw)?;
+                if p.initial_message.is_some() {
+                    return Err(RpcError::invalid_params(
+                        "initialMessage is not supported yet: create the chat, then dispatch \
+                         chat/turnStarted on it",
+                    ));
+                }
+                self.service.create_chat(&p).map_err(service_error)?;
+                Ok(Value::Null)
+            }
+            "disposeChat" => {
+                let p: UnsubscribeParams = params(raw)?;
+                let chat = self.service.resolve_chat(&p.channel);
+                self.service.dispose_chat(&chat).map_err(service_error)?;
+                self.orchestrator.dispose_chat(&chat).await;
+                Ok(Value::Null)
+            }
+            "listSessions" => encode(&self.service.list_sessions()),
+            "fetchTurns" => {
+                let p: FetchTurnsParams = params(raw)?;
+                let chat = self.service.resolve_chat(&p.channel);
+                self.service.fetch_turns(&chat).map_err(service_error)?;
+                encode(&FetchTurnsResult {})
+            }
+            other => Err(RpcError::method_not_found(other)),
+        }
+    }
+
+    fn dispatch_action(&self, conn: &Connection, p: DispatchActionParams) {
+        let channel = self.service.resolve_chat(&p.channel);
+        let origin = ActionOrigin {
+            client_id: conn.client_id().unwrap_or_default(),
+            client_seq: p.client_seq,
+        };
+        match self.service.intake(&channel, p.action, origin) {
+            ClientDispatch::Accepted(envelope) => {
+                self.orchestrator
+                    .after_client_action(&envelope, &self.client_context(conn));
+            }
+            ClientDispatch::Rejected(echo) => {
+                // The rejection goes to the dispatching connection only.
+                let _ = conn.send_frame(action_frame(&echo));
+            }
+            ClientDispatch::Ignored => {
+                tracing::debug!(channel, "ignoring an action on an unknown channel");
+            }
+        }
+    }
+}
+
+impl ProtocolHandler for Host {
+    fn initialize(
+        &self,
+        conn: Connection,
+        p: InitializeParams,
+        version: NegotiatedVersion,
+    ) -> BoxFuture<'_, Result<InitializeResult, RpcError>> {
+        Box::pin(async move {
+            self.peers()
+                .versions
+                .insert(p.client_id.clone(), version.clone());
+            let mut snapshots = Vec::new();
+            for channel in p.initial_subscriptions.iter().flatten() {
+                match self.subscribe(&conn, channel) {
+                    Ok(SubscribeResult { snapshot: Some(s) }) => snapshots.push(s),
+                    Ok(_) => {}
+                    Err(error) => tracing::debug!(channel, %error, "initial subscription skipped"),
+                }
+            }
+            Ok(InitializeResult {
+                protocol_version: version.as_str().to_owned(),
+                server_seq: i64::try_from(self.state.server_seq()).unwrap_or(i64::MAX),
+                server_info: Some(Implementation {
+                    name: "agenthost".to_owned(),
+                    version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                    title: Some("agenthost".to_owned()),
+                }),
+                meta: None,
+                snapshots,
+                default_directory: self.service.default_directory(),
+                completion_trigger_characters: None,
+                terminal_command_prefix: None,
+                telemetry: None,
+                automations: None,
+            })
+        })
+    }
+
+    fn reconnect(
+        &self,
+        conn: Connection,
+        p: ReconnectParams,
+    ) -> BoxFuture<'_, Result<Reconnected, RpcError>> {
+        Box::pin(async move {
+            let subscriber = self.subscriber(&conn);
+            let channels: Vec<String> = p
+                .subscriptions
+                .iter()
+                .map(|c| self.service.resolve_chat(c))
+                .collect();
+            let outcome = self
+                .state
+                .reconnect(subscriber, p.last_seen_server_seq, &channels)
+                .map_err(|e| RpcError::internal(e.to_string()))?;
+            let result = match outcome {
+                ReconnectOutcome::Replay { actions, missing } => {
+                    ReconnectResult::Replay(ReconnectReplayResult { actions, missing })
+                }
+                ReconnectOutcome::Snapshot { snapshots } => {
+                    ReconnectResult::Snapshot(ReconnectSnapshotResult { snapshots })
+                }
+            };
+            let remembered = self.peers().versions.get(&p.client_id).cloned();
+            let protocol_version = remembered
+                .or_else(|| NegotiatedVersion::from_version("0.9.0"))
+                .ok_or_else(|| RpcError::internal("no protocol version to serve"))?;
+            Ok(Reconnected {
+                result,
+                protocol_version,
+            })
+        })
+    }
+
+    fn request(
+        &self,
+        conn: Connection,
+        method: String,
+        raw: Option<Value>,
+    ) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move { self.handle_request(conn, &method, raw).await })
+    }
+
+    fn notification(
+        &self,
+        conn: Connection,
+        method: String,
+        raw: Option<Value>,
+    ) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            match method.as_str() {
+                "dispatchAction" => match params::<DispatchActionParams>(raw) {
+                    Ok(p) => self.dispatch_action(&conn, p),
+                    Err(error) => {
+                        tracing::warn!(conn = %conn.id(), %error.message, "malformed dispatchAction");
+                    }
+                },
+                "unsubscribe" => {
+                    if let Ok(p) = params::<UnsubscribeParams>(raw) {
+                        let subscriber = self.subscriber(&conn);
+                        self.state.unsubscribe(subscriber, &p.channel);
+                    }
+                }
+                other => tracing::debug!(method = other, "ignoring an unknown notification"),
+            }
+        })
+    }
+
+    fn disconnected(&self, conn: Connection) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let subscriber = self.peers().subscribers.remove(&conn.id());
+            if let Some(subscriber) = subscriber {
+                self.state.remove_subscriber(subscriber);
+            }
+        })
+    }
+}
