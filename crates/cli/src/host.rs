@@ -63,7 +63,6 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
     Ok(providers)
 }
 
-/// Builds the host and binds its server (not yet serving).
 /// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
 /// call `serve` on the result.
 pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
