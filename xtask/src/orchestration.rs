@@ -101,7 +101,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::actions::system_notice", Reason::Routing),
     ("agenthost-side-effects::actions::steering_consumed", Reason::Routing),
     ("agenthost-side-effects::actions::subagent_turn_started", Reason::Routing),
-    ("agenthost-side-effects::actions::subagent_chat", Reason::Routing),
     ("agenthost-side-effects::actions::chat_added", Reason::Routing),
     ("agenthost-side-effects::actions::now_iso", Reason::Routing),
     ("agenthost-side-effects::orchestrator::<OrchestratorConfig as Default>::default", Reason::Lifecycle),
@@ -160,7 +159,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::sessions::SessionService::hydrate_chat", Reason::DispatchCallSite),
     ("agenthost-service::sessions::SessionService::in_roots", Reason::Invariant),
     ("agenthost-service::sessions::now_iso", Reason::Lifecycle),
-    ("agenthost-service::sessions::empty_chat", Reason::Lifecycle),
 ];
 
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.

@@ -22,6 +22,7 @@
 
 mod host_state;
 pub mod projection;
+pub mod states;
 pub mod turn_ids;
 pub mod validation;
 

@@ -10,13 +10,14 @@ use agenthost_protocol::actions::{
     SessionReadyAction,
 };
 use agenthost_protocol::ahp_types::state::{
-    AgentInfo, ChatState, RootState, SessionChatSummary, SessionLifecycle, SessionState,
-    SessionStatus, SessionSummary,
+    AgentInfo, RootState, SessionChatSummary, SessionLifecycle, SessionState, SessionStatus,
+    SessionSummary,
 };
 use agenthost_protocol::commands::{CreateChatParams, CreateSessionParams, ListSessionsResult};
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
+use agenthost_reducers::states::empty_chat;
 use agenthost_state::{ClientDispatch, StateManager};
 
 use crate::error::ServiceError;
@@ -200,7 +201,7 @@ impl SessionService {
         title: &str,
         now: &str,
     ) -> Result<(), ServiceError> {
-        let state = empty_chat(chat, title, now);
+        let state = empty_chat(chat, title, now, None);
         let added = StateAction::SessionChatAdded(SessionChatAddedAction {
             summary: chat_summary(&state),
         });
@@ -374,31 +375,6 @@ impl SessionService {
     pub fn in_roots(&self, path: &Path) -> bool {
         path.canonicalize()
             .is_ok_and(|p| self.roots.iter().any(|root| p.starts_with(root)))
-    }
-}
-
-fn empty_chat(uri: &str, title: &str, now: &str) -> ChatState {
-    ChatState {
-        resource: uri.to_owned(),
-        title: title.to_owned(),
-        status: SessionStatus::Idle.bits(),
-        activity: None,
-        modified_at: now.to_owned(),
-        changes: None,
-        origin: None,
-        movable: None,
-        interactivity: None,
-        working_directories: None,
-        changesets: None,
-        background_work: None,
-        canvases: None,
-        turns: Vec::new(),
-        turns_next_cursor: None,
-        active_turn: None,
-        steering_message: None,
-        queued_messages: None,
-        draft: None,
-        meta: None,
     }
 }
 

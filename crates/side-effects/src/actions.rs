@@ -6,8 +6,8 @@ use agenthost_protocol::actions::{
     ChatToolCallReadyAction, ChatTurnCompleteAction, ChatTurnStartedAction, SessionChatAddedAction,
 };
 use agenthost_protocol::ahp_types::state::{
-    ChatOrigin, ChatState, ErrorInfo, Message, MessageKind, MessageOrigin, PendingMessageKind,
-    ResponsePart, SessionStatus, SystemNotificationResponsePart, ToolCallPendingConfirmationState,
+    ChatState, ErrorInfo, Message, MessageKind, MessageOrigin, PendingMessageKind, ResponsePart,
+    SystemNotificationResponsePart, ToolCallPendingConfirmationState,
 };
 use agenthost_protocol::error_info::error_part;
 
@@ -99,41 +99,6 @@ pub(crate) fn subagent_turn_started(
         queued_message_id: None,
         meta: None,
     })
-}
-
-/// The state of a new subagent chat, owned by the tool call that spawned it.
-pub(crate) fn subagent_chat(
-    uri: &str,
-    title: String,
-    parent_chat: &str,
-    tool_call_id: &str,
-    now: &str,
-) -> ChatState {
-    ChatState {
-        resource: uri.to_owned(),
-        title,
-        status: SessionStatus::Idle.bits(),
-        activity: None,
-        modified_at: now.to_owned(),
-        changes: None,
-        origin: Some(ChatOrigin::Tool {
-            chat: parent_chat.to_owned(),
-            tool_call_id: tool_call_id.to_owned(),
-        }),
-        movable: None,
-        interactivity: None,
-        working_directories: None,
-        changesets: None,
-        background_work: None,
-        canvases: None,
-        turns: Vec::new(),
-        turns_next_cursor: None,
-        active_turn: None,
-        steering_message: None,
-        queued_messages: None,
-        draft: None,
-        meta: None,
-    }
 }
 
 /// `session/chatAdded` for a chat.

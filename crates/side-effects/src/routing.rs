@@ -4,18 +4,20 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 use agenthost_dispatcher::TurnEndReason;
+use agenthost_protocol::ahp_types::state::ChatOrigin;
 use agenthost_protocol::{
     AgentSignal, ChatUri, PendingConfirmation, SafeId, SessionUri, StateAction, SubagentCompleted,
     SubagentStarted,
 };
 use agenthost_provider_api::{PermissionDecision, RoutedSignal};
+use agenthost_reducers::states::empty_chat;
 use agenthost_reducers::turn_ids::{set_turn_id, turn_id};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::actions::{
-    chat_added, now_iso, steering_consumed, subagent_chat, subagent_turn_started, system_notice,
-    tool_call_ready, turn_complete,
+    chat_added, now_iso, steering_consumed, subagent_turn_started, system_notice, tool_call_ready,
+    turn_complete,
 };
 use crate::orchestrator::{Shared, TrackedTurn};
 
@@ -254,13 +256,11 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
             .task_description
             .clone()
             .unwrap_or_else(|| started.agent_display_name.clone());
-        let state = subagent_chat(
-            &subagent,
-            title,
-            parent_chat,
-            started.tool_call_id.as_str(),
-            &now,
-        );
+        let origin = ChatOrigin::Tool {
+            chat: parent_chat.to_owned(),
+            tool_call_id: started.tool_call_id.as_str().to_owned(),
+        };
+        let state = empty_chat(&subagent, &title, &now, Some(origin));
         let added = chat_added(&state);
         if let Err(error) = shared.state.insert_chat(&session, state) {
             tracing::warn!(%error, "the subagent chat could not be created");
