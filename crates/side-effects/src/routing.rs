@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 use agenthost_dispatcher::TurnEndReason;
-use agenthost_protocol::ahp_types::state::ChatOrigin;
+use agenthost_protocol::ahp_types::state::{ChatInteractivity, ChatOrigin};
 use agenthost_protocol::{
     AgentSignal, ChatUri, PendingConfirmation, SafeId, SessionUri, StateAction, SubagentCompleted,
     SubagentStarted,
@@ -260,7 +260,10 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
             chat: parent_chat.to_owned(),
             tool_call_id: started.tool_call_id.as_str().to_owned(),
         };
-        let state = empty_chat(&subagent, &title, &now, Some(origin));
+        let mut state = empty_chat(&subagent, &title, &now, Some(origin));
+        // The subagent's conversation belongs to its parent: people watch it, they do not type
+        // into it.
+        state.interactivity = Some(ChatInteractivity::ReadOnly);
         let added = chat_added(&state);
         if let Err(error) = shared.state.insert_chat(&session, state) {
             tracing::warn!(%error, "the subagent chat could not be created");

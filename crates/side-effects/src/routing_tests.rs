@@ -387,6 +387,10 @@ async fn subagent_actions_go_to_their_own_chat_with_its_turn_id() {
     .await;
     let sub = subagent_chat("task-1");
     let chat = h.chat(&sub).expect("the subagent chat exists");
+    assert_eq!(
+        chat.interactivity,
+        Some(agenthost_protocol::ahp_types::state::ChatInteractivity::ReadOnly)
+    );
     let turn = chat.active_turn.as_ref().unwrap();
     assert_eq!(turn.message.text, "List the files");
     assert!(h.state.read(|hs| {
