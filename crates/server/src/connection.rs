@@ -513,6 +513,15 @@ async fn close_requested(close: &mut watch::Receiver<Option<CloseRequest>>) {
     let _ = close.wait_for(Option::is_some).await;
 }
 
+/// Resolves only for a close that must not wait for queued frames (a lagging client): a close
+/// that drains lets the batch in flight finish, or frames already taken off the queue (such as
+/// the `-32005` answer sent just before its close) would be lost.
+async fn abort_requested(close: &mut watch::Receiver<Option<CloseRequest>>) {
+    let _ = close
+        .wait_for(|request| request.as_ref().is_some_and(|r| !r.drain))
+        .await;
+}
+
 async fn shutdown_requested(shutdown: &mut watch::Receiver<bool>) {
     // An error means the server was dropped: shut down as well.
     let _ = shutdown.wait_for(|stop| *stop).await;
@@ -627,7 +636,7 @@ where
         };
         let failed = tokio::select! {
             biased;
-            () = close_requested(&mut close) => false,
+            () = abort_requested(&mut close) => false,
             result = written => match result {
                 Ok(()) => continue,
                 Err(error) => {

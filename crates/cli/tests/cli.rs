@@ -1,0 +1,256 @@
+//! The real `agent-host` binary: `serve` prints its URL first and serves it, flags are honoured,
+//! bad flags fail with a message naming the problem, and `demo` runs to the end.
+//!
+//! Every spawned process is held by a [`Spawned`] guard that kills it on drop, so a failing test
+//! leaves no server behind. Waits poll with a deadline.
+
+// Test helpers outside `#[test]` functions: a panic here is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agenthost_client::{ClientError, HostConnection};
+use agenthost_protocol::ahp_types::state::SnapshotState;
+
+/// How long a process may take to print its URL or to exit.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn agent_host() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-host"));
+    // A token in the environment would change what `serve` uses.
+    command.env_remove("AGENT_HOST_TOKEN");
+    command.env("RUST_LOG", "warn");
+    command
+}
+
+/// A spawned `agent-host`, killed (and reaped) when dropped — also when the test panics.
+struct Spawned {
+    child: Child,
+    stdout: mpsc::Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Spawned {
+    fn spawn(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (lines, stdout) = mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buffer[..n]));
+            }
+        });
+        Self {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The next stdout line, within [`DEADLINE`].
+    fn line(&self) -> String {
+        self.stdout
+            .recv_timeout(DEADLINE)
+            .unwrap_or_else(|e| panic!("no stdout line ({e}); stderr:\n{}", self.stderr()))
+    }
+
+    /// Waits for the process to exit (polling, within [`DEADLINE`]); returns its status, every
+    /// stdout line and its stderr.
+    fn wait(&mut self) -> (ExitStatus, String, String) {
+        let deadline = Instant::now() + DEADLINE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "agent-host did not exit within {DEADLINE:?}; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The pipes close with the process; collect what is left.
+        let mut stdout = String::new();
+        while let Ok(line) = self.stdout.recv_timeout(DEADLINE) {
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+        let stderr_done = Instant::now() + DEADLINE;
+        while Arc::strong_count(&self.stderr) > 1 && Instant::now() < stderr_done {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        (status, stdout, self.stderr())
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(root: &Path, extra: &[&str]) -> Spawned {
+    let mut command = agent_host();
+    command.args(["serve", "--listen", "127.0.0.1:0", "--root"]);
+    command.arg(root);
+    command.args(extra);
+    Spawned::spawn(command)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `ws://127.0.0.1:<port>/?tkn=<token>` → the token.
+fn token_of(url: &str) -> &str {
+    let rest = url
+        .strip_prefix("ws://127.0.0.1:")
+        .unwrap_or_else(|| panic!("not a loopback ws URL: {url:?}"));
+    let (port, token) = rest
+        .split_once("/?tkn=")
+        .unwrap_or_else(|| panic!("no ?tkn= in {url:?}"));
+    assert!(port.parse::<u16>().is_ok_and(|p| p != 0), "port in {url:?}");
+    token
+}
+
+#[test]
+fn serve_prints_its_url_first_and_serves_it() {
+    let root = tempfile::tempdir().unwrap();
+    let server = serve(root.path(), &[]);
+    let url = server.line();
+    let token = token_of(&url);
+    assert!(token.len() >= 32, "a generated token: {token:?}");
+
+    runtime().block_on(async {
+        let client = HostConnection::connect(&url, "cli-test").await.unwrap();
+        assert_eq!(client.initialized().protocol_version, "1.0.0");
+        let advertised: Vec<&str> = client
+            .initialized()
+            .snapshots
+            .iter()
+            .flat_map(|snapshot| match &snapshot.state {
+                SnapshotState::Root(root) => {
+                    root.agents.iter().map(|a| a.provider.as_str()).collect()
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(advertised, ["scripted"]);
+        assert!(client.list_sessions().await.unwrap().items.is_empty());
+        client.close().await;
+    });
+}
+
+#[test]
+fn serve_uses_the_given_token_verbatim() {
+    let root = tempfile::tempdir().unwrap();
+    let server = serve(root.path(), &["--token", "fixed-Token_42"]);
+    let url = server.line();
+    assert_eq!(token_of(&url), "fixed-Token_42");
+
+    runtime().block_on(async {
+        let client = HostConnection::connect(&url, "cli-test").await.unwrap();
+        client.close().await;
+        let wrong = url.replace("fixed-Token_42", "fixed-Token_43");
+        match HostConnection::connect(&wrong, "cli-test").await {
+            Err(ClientError::Connect { message, .. }) => {
+                assert!(message.contains("403"), "{message}");
+            }
+            other => panic!("a wrong token was not refused: {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn an_unknown_provider_fails_naming_the_available_ones() {
+    let root = tempfile::tempdir().unwrap();
+    let mut server = serve(root.path(), &["--provider", "nope"]);
+    let (status, stdout, stderr) = server.wait();
+    assert!(!status.success(), "{status}");
+    assert!(stdout.is_empty(), "no URL is printed: {stdout:?}");
+    assert!(stderr.contains("\"nope\""), "{stderr}");
+    assert!(stderr.contains("available: scripted"), "{stderr}");
+}
+
+#[test]
+fn a_malformed_script_fails_naming_the_problem() {
+    let root = tempfile::tempdir().unwrap();
+    let script = root.path().join("script.json");
+
+    std::fs::write(
+        &script,
+        r#"{ "turns": [ { "steps": [ { "kind": "say", "txt": "hello" } ] } ] }"#,
+    )
+    .unwrap();
+    let mut server = serve(root.path(), &["--script", script.to_str().unwrap()]);
+    let (status, stdout, stderr) = server.wait();
+    assert!(!status.success(), "{status}");
+    assert!(stdout.is_empty(), "{stdout:?}");
+    assert!(stderr.contains("turns[0].steps[0] (say)"), "{stderr}");
+    assert!(stderr.contains("`txt`"), "{stderr}");
+
+    std::fs::write(&script, "{ \"turns\": [\n  {,\n] }").unwrap();
+    let mut server = serve(root.path(), &["--script", script.to_str().unwrap()]);
+    let (status, _, stderr) = server.wait();
+    assert!(!status.success(), "{status}");
+    assert!(stderr.contains("not valid JSON"), "{stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+
+    let missing = root.path().join("missing.json");
+    let mut server = serve(root.path(), &["--script", missing.to_str().unwrap()]);
+    let (status, _, stderr) = server.wait();
+    assert!(!status.success(), "{status}");
+    assert!(stderr.contains("missing.json"), "{stderr}");
+}
+
+#[test]
+fn demo_runs_to_the_end() {
+    let mut command = agent_host();
+    command.arg("demo");
+    let mut demo = Spawned::spawn(command);
+    let (status, stdout, stderr) = demo.wait();
+    assert!(
+        status.success(),
+        "{status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("Hello from the scripted agent!"),
+        "{stdout}"
+    );
+}
