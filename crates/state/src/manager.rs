@@ -20,15 +20,31 @@ type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 pub struct StateConfig {
     /// How many accepted envelopes the replay log keeps for `reconnect`.
     pub replay_capacity: usize,
+    /// The `serverSeq` already used by earlier runs of the host (its persisted high-water mark):
+    /// numbering continues above it, and a `reconnect` at or below it gets snapshots.
+    pub first_server_seq: u64,
 }
 
 impl Default for StateConfig {
     fn default() -> Self {
         Self {
             replay_capacity: 10_000,
+            first_server_seq: 0,
         }
     }
 }
+
+/// Persists how far `serverSeq` may go before asking again, so numbers never go backwards across
+/// restarts. Called under the state lock, rarely (once per [`SEQ_RESERVATION`] numbers): keep it
+/// short.
+pub trait SeqReservation: Send + Sync {
+    /// Records that numbers up to `up_to` may be used. Returns `false` if that could not be
+    /// recorded (the state manager logs it and retries at the next number).
+    fn reserve(&self, up_to: u64) -> bool;
+}
+
+/// How many sequence numbers one reservation covers.
+pub const SEQ_RESERVATION: u64 = 1_000;
 
 /// Errors of the structural and subscription operations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -105,6 +121,9 @@ struct Inner {
     /// Every accepted envelope numbered above this is in `replay` (the sequence number of the
     /// last envelope evicted from the log).
     replay_floor: u64,
+    /// Numbers up to this are reserved (persisted by `reservation`).
+    reserved: u64,
+    reservation: Option<Arc<dyn SeqReservation>>,
     subscribers: Map<SubscriberId, Subscriber>,
     channel_subscribers: Map<String, Vec<SubscriberId>>,
     next_subscriber: u64,
@@ -113,6 +132,16 @@ struct Inner {
 impl Inner {
     fn next_seq(&mut self) -> u64 {
         self.server_seq += 1;
+        if self.server_seq > self.reserved
+            && let Some(reservation) = &self.reservation
+        {
+            let up_to = self.server_seq.saturating_add(SEQ_RESERVATION);
+            if reservation.reserve(up_to) {
+                self.reserved = up_to;
+            } else {
+                tracing::error!(up_to, "could not persist the serverSeq reservation");
+            }
+        }
         self.server_seq
     }
 
@@ -260,13 +289,32 @@ impl fmt::Debug for StateManager {
 impl StateManager {
     /// A state manager holding only `root`.
     pub fn new(root: RootState, config: StateConfig) -> Self {
+        Self::with_reservation(root, config, None)
+    }
+
+    /// A state manager whose `serverSeq` continues above `config.first_server_seq` and persists
+    /// its reservations through `reservation`. The number right after the first is skipped, so a
+    /// client whose watermark equals the old high-water mark still gets a snapshot: whatever it
+    /// saw belongs to the previous run.
+    pub fn with_reservation(
+        root: RootState,
+        config: StateConfig,
+        reservation: Option<Arc<dyn SeqReservation>>,
+    ) -> Self {
+        let start = if config.first_server_seq == 0 {
+            0
+        } else {
+            config.first_server_seq.saturating_add(1)
+        };
         Self {
             inner: Mutex::new(Inner {
                 host: HostState::new(root),
-                server_seq: 0,
+                server_seq: start,
                 replay: VecDeque::with_capacity(config.replay_capacity.min(1024)),
                 replay_capacity: config.replay_capacity,
-                replay_floor: 0,
+                replay_floor: start,
+                reserved: start,
+                reservation,
                 subscribers: Map::default(),
                 channel_subscribers: Map::default(),
                 next_subscriber: 1,

@@ -50,7 +50,13 @@ fn action(value: Value) -> StateAction {
 
 fn manager(replay_capacity: usize) -> StateManager {
     let root: RootState = serde_json::from_value(json!({ "agents": [] })).unwrap();
-    let state = StateManager::new(root, StateConfig { replay_capacity });
+    let state = StateManager::new(
+        root,
+        StateConfig {
+            replay_capacity,
+            ..StateConfig::default()
+        },
+    );
     let session: SessionState = serde_json::from_value(json!({
         "provider": "scripted", "title": "S", "status": 1, "lifecycle": "ready",
         "activeClients": [], "chats": []
@@ -319,4 +325,48 @@ fn envelope_frames_round_trip() {
     let frame = outbox.frames.lock().unwrap()[0].clone();
     let decoded: ActionEnvelope = serde_json::from_value(frame["params"].clone()).unwrap();
     assert_eq!(decoded, *envelope);
+}
+
+struct Reservations(Mutex<Vec<u64>>);
+impl SeqReservation for Reservations {
+    fn reserve(&self, up_to: u64) -> bool {
+        self.0.lock().unwrap().push(up_to);
+        true
+    }
+}
+
+#[test]
+fn numbering_continues_above_the_high_water_mark_and_reserves_ahead() {
+    let root: RootState = serde_json::from_value(json!({ "agents": [] })).unwrap();
+    let reservations = Arc::new(Reservations(Mutex::new(Vec::new())));
+    let config = StateConfig {
+        first_server_seq: 5_000,
+        ..StateConfig::default()
+    };
+    let state = StateManager::with_reservation(root, config, Some(reservations.clone()));
+    assert_eq!(state.server_seq(), 5_001);
+    let session: SessionState = serde_json::from_value(json!({
+        "provider": "scripted", "title": "S", "status": 1, "lifecycle": "ready",
+        "activeClients": [], "chats": []
+    }))
+    .unwrap();
+    state.insert_session(SESSION, session).unwrap();
+    let first = state.dispatch_server(SESSION, title("a")).unwrap();
+    assert_eq!(first.server_seq, 5_002);
+    assert_eq!(*reservations.0.lock().unwrap(), [5_002 + SEQ_RESERVATION]);
+    for i in 0..=SEQ_RESERVATION {
+        state
+            .dispatch_server(SESSION, title(&i.to_string()))
+            .unwrap();
+    }
+    // One more reservation once the first ran out; never one per action.
+    assert_eq!(reservations.0.lock().unwrap().len(), 2);
+    // A client that saw the old high-water mark (or anything before this run) gets snapshots.
+    let id = state.register_subscriber(TestOutbox::new(10));
+    for seen in [5_000, 5_001] {
+        assert!(matches!(
+            state.reconnect(id, seen, &[SESSION.to_owned()]).unwrap(),
+            ReconnectOutcome::Snapshot { .. }
+        ));
+    }
 }
