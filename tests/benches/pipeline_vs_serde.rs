@@ -244,6 +244,7 @@ async fn run() -> Result<(), String> {
         token: None,
         roots: vec![dir.path().to_owned()],
         launch_kind: LaunchKind::Embedded("pipeline_vs_serde".into()),
+        data_dir: None,
     })
     .await?;
     let url = server.url();

@@ -60,6 +60,7 @@ impl TestHost {
             token: None,
             roots: vec![work.clone()],
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
+            data_dir: Some(dir.path().join("data")),
         })
         .await
         .unwrap();

@@ -111,6 +111,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         token: None,
         roots: vec![root.clone()],
         launch_kind: LaunchKind::Demo,
+        data_dir: None,
     })
     .await?;
     let url = server.url();

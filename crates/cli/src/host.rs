@@ -8,9 +8,9 @@ use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
-use agenthost_service::{ServiceConfig, SessionService, root_state};
+use agenthost_service::{ServiceConfig, SessionService, root_state, state_for};
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
-use agenthost_state::{StateConfig, StateManager};
+use agenthost_store::Store;
 
 /// Everything a host needs to start.
 #[derive(Debug, Clone)]
@@ -27,6 +27,37 @@ pub struct HostOptions {
     pub roots: Vec<PathBuf>,
     /// How the host was launched.
     pub launch_kind: LaunchKind,
+    /// Where the session database lives; `None` keeps sessions in memory only (the demo).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The database file inside a data directory.
+pub const DATABASE_FILE: &str = "agenthost.db";
+
+/// Opens (creating it and its directory when missing) the store of a data directory, or an
+/// in-memory store.
+pub fn open_store(data_dir: Option<&std::path::Path>) -> Result<Store, String> {
+    match data_dir {
+        None => Store::open_in_memory().map_err(|e| e.to_string()),
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create the data directory {}: {e}", dir.display()))?;
+            Store::open(dir.join(DATABASE_FILE)).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// The default data directory: `$XDG_DATA_HOME/agenthost`, else `~/.local/share/agenthost`.
+pub fn default_data_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| PathBuf::from(home).join(".local/share"))
+        })
+        .map(|base| base.join("agenthost"))
 }
 
 /// Providers this build can run.
@@ -75,15 +106,14 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     } else {
         options.roots.clone()
     };
+    let store = open_store(options.data_dir.as_deref())?;
     let agents = providers.iter().map(|p| p.agent_info()).collect();
-    let state = Arc::new(StateManager::new(
-        root_state(agents),
-        StateConfig::default(),
-    ));
+    let state = state_for(&store, root_state(agents)).map_err(|e| e.to_string())?;
     let dispatcher = Dispatcher::new(ServiceRegistry::new());
     let service = SessionService::new(
         Arc::clone(&state),
         dispatcher.clone(),
+        store.clone(),
         ServiceConfig {
             roots: roots.clone(),
         },
@@ -93,6 +123,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
         Arc::clone(&state),
         dispatcher,
         providers,
+        store,
         OrchestratorConfig {
             launch_kind: options.launch_kind.clone(),
             default_directory: roots[0].clone(),

@@ -8,3 +8,4 @@
 pub mod demo;
 pub mod host;
 pub mod serve;
+pub mod sessions;

@@ -22,6 +22,25 @@ enum Command {
     Serve(ServeArgs),
     /// Run a two-turn session end to end against an in-process host and print it.
     Demo(DemoArgs),
+    /// List or delete stored sessions (offline: for a running host use `x-deleteSession`).
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+        /// The data directory (default: $XDG_DATA_HOME/agenthost or ~/.local/share/agenthost).
+        #[arg(long, global = true, env = "AGENT_HOST_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// Every stored session, newest first.
+    List,
+    /// Delete a session and its history for good.
+    Delete {
+        /// The session URI, e.g. `scripted:/3f2c…`.
+        session: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -42,6 +61,16 @@ struct ServeArgs {
     /// directory). The first is the default working directory.
     #[arg(long = "root", value_name = "DIR")]
     roots: Vec<PathBuf>,
+    /// Where the session database lives (default: $XDG_DATA_HOME/agenthost or
+    /// ~/.local/share/agenthost).
+    #[arg(long, env = "AGENT_HOST_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+fn data_dir(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    given
+        .or_else(agenthost::host::default_data_dir)
+        .ok_or_else(|| "no data directory: pass --data-dir (HOME is not set)".to_owned())
 }
 
 #[derive(Debug, clap::Args)]
@@ -75,13 +104,26 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => {
             init_logging("info");
-            runtime.block_on(agenthost::serve::run(agenthost::serve::ServeOptions {
-                listen: args.listen,
-                providers: args.providers,
-                script: args.script,
-                token: args.token,
-                roots: args.roots,
-            }))
+            data_dir(args.data_dir).and_then(|data_dir| {
+                runtime.block_on(agenthost::serve::run(agenthost::serve::ServeOptions {
+                    listen: args.listen,
+                    providers: args.providers,
+                    script: args.script,
+                    token: args.token,
+                    roots: args.roots,
+                    data_dir,
+                }))
+            })
+        }
+        Command::Sessions {
+            command,
+            data_dir: dir,
+        } => {
+            init_logging("warn");
+            data_dir(dir).and_then(|dir| match command {
+                SessionsCommand::List => agenthost::sessions::list(&dir),
+                SessionsCommand::Delete { session } => agenthost::sessions::delete(&dir, &session),
+            })
         }
         Command::Demo(args) => {
             init_logging("warn");

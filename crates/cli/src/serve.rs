@@ -21,6 +21,8 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// Roots; the current directory when empty.
     pub roots: Vec<PathBuf>,
+    /// The data directory (the session database).
+    pub data_dir: PathBuf,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -32,6 +34,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         token: options.token,
         roots: options.roots,
         launch_kind: LaunchKind::Serve,
+        data_dir: Some(options.data_dir),
     })
     .await?;
     // The contract: the first line on stdout is the full URL, token included.

@@ -125,6 +125,8 @@ fn serve(root: &Path, extra: &[&str]) -> Spawned {
     let mut command = agent_host();
     command.args(["serve", "--listen", "127.0.0.1:0", "--root"]);
     command.arg(root);
+    // Never the user's own data directory.
+    command.arg("--data-dir").arg(root.join(".agenthost-data"));
     command.args(extra);
     Spawned::spawn(command)
 }

@@ -118,8 +118,16 @@ impl Host {
         }
     }
 
-    fn subscribe(&self, conn: &Connection, channel: &str) -> Result<SubscribeResult, RpcError> {
+    async fn subscribe(
+        &self,
+        conn: &Connection,
+        channel: &str,
+    ) -> Result<SubscribeResult, RpcError> {
         let channel = self.service.resolve_chat(channel);
+        self.service
+            .ensure_channel(&channel)
+            .await
+            .map_err(service_error)?;
         let snapshot = self
             .state
             .subscribe(self.subscriber(conn), &channel)
@@ -138,7 +146,7 @@ impl Host {
         match method {
             "subscribe" => {
                 let p: SubscribeParams = params(raw)?;
-                encode(&self.subscribe(&conn, &p.channel)?)
+                encode(&self.subscribe(&conn, &p.channel).await?)
             }
             "createSession" => {
                 let p: CreateSessionParams = params(raw)?;
@@ -180,29 +188,39 @@ impl Host {
                          chat/turnStarted on it",
                     ));
                 }
-                self.service.create_chat(&p).map_err(service_error)?;
+                self.service.create_chat(&p).await.map_err(service_error)?;
                 Ok(Value::Null)
             }
             "disposeChat" => {
                 let p: UnsubscribeParams = params(raw)?;
                 let chat = self.service.resolve_chat(&p.channel);
-                self.service.dispose_chat(&chat).map_err(service_error)?;
+                self.service
+                    .dispose_chat(&chat)
+                    .await
+                    .map_err(service_error)?;
                 self.orchestrator.dispose_chat(&chat).await;
                 Ok(Value::Null)
             }
-            "listSessions" => encode(&self.service.list_sessions()),
+            "listSessions" => encode(&self.service.list_sessions().map_err(service_error)?),
             "fetchTurns" => {
                 let p: FetchTurnsParams = params(raw)?;
                 let chat = self.service.resolve_chat(&p.channel);
-                self.service.fetch_turns(&chat).map_err(service_error)?;
+                self.service
+                    .fetch_turns(&chat)
+                    .await
+                    .map_err(service_error)?;
                 encode(&FetchTurnsResult {})
             }
             other => Err(RpcError::method_not_found(other)),
         }
     }
 
-    fn dispatch_action(&self, conn: &Connection, p: DispatchActionParams) {
+    async fn dispatch_action(&self, conn: &Connection, p: DispatchActionParams) {
         let channel = self.service.resolve_chat(&p.channel);
+        if let Err(error) = self.service.ensure_channel(&channel).await {
+            // An unknown channel: the action is ignored below, as the specification says.
+            tracing::debug!(channel, %error, "channel not restorable");
+        }
         let origin = ActionOrigin {
             client_id: conn.client_id().unwrap_or_default(),
             client_seq: p.client_seq,
@@ -236,7 +254,7 @@ impl ProtocolHandler for Host {
                 .insert(p.client_id.clone(), version.clone());
             let mut snapshots = Vec::new();
             for channel in p.initial_subscriptions.iter().flatten() {
-                match self.subscribe(&conn, channel) {
+                match self.subscribe(&conn, channel).await {
                     Ok(SubscribeResult { snapshot: Some(s) }) => snapshots.push(s),
                     Ok(_) => {}
                     Err(error) => tracing::debug!(channel, %error, "initial subscription skipped"),
@@ -273,6 +291,10 @@ impl ProtocolHandler for Host {
                 .iter()
                 .map(|c| self.service.resolve_chat(c))
                 .collect();
+            for channel in &channels {
+                // A channel that cannot be restored is reported in `missing` (or left out).
+                let _ = self.service.ensure_channel(channel).await;
+            }
             let outcome = self
                 .state
                 .reconnect(subscriber, p.last_seen_server_seq, &channels)
@@ -314,7 +336,7 @@ impl ProtocolHandler for Host {
         Box::pin(async move {
             match method.as_str() {
                 "dispatchAction" => match params::<DispatchActionParams>(raw) {
-                    Ok(p) => self.dispatch_action(&conn, p),
+                    Ok(p) => self.dispatch_action(&conn, p).await,
                     Err(error) => {
                         tracing::warn!(conn = %conn.id(), %error.message, "malformed dispatchAction");
                     }

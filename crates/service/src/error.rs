@@ -41,6 +41,15 @@ pub enum ServiceError {
     /// Other invalid parameters.
     #[error("{0}")]
     InvalidParams(String),
+    /// The session store failed (its message names the file and what to do).
+    #[error("the session store failed: {0}")]
+    Store(String),
+}
+
+impl From<agenthost_store::StoreError> for ServiceError {
+    fn from(error: agenthost_store::StoreError) -> Self {
+        ServiceError::Store(error.to_string())
+    }
 }
 
 impl ServiceError {
@@ -57,6 +66,7 @@ impl ServiceError {
             ServiceError::InvalidUri(_)
             | ServiceError::OutsideRoots { .. }
             | ServiceError::InvalidParams(_) => i64::from(json_rpc_error_codes::INVALID_PARAMS),
+            ServiceError::Store(_) => i64::from(json_rpc_error_codes::INTERNAL_ERROR),
         }
     }
 }

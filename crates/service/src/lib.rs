@@ -8,7 +8,8 @@
 #![deny(missing_docs)]
 
 mod error;
+mod persistence;
 mod sessions;
 
 pub use error::ServiceError;
-pub use sessions::{ServiceConfig, SessionService, root_state};
+pub use sessions::{ServiceConfig, SessionService, root_state, state_for};

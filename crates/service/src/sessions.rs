@@ -1,8 +1,7 @@
 //! [`SessionService`]: the lifecycle commands.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use agenthost_dispatcher::{Dispatcher, HydrationContext, RestoredChat};
 use agenthost_protocol::actions::{
@@ -15,12 +14,17 @@ use agenthost_protocol::ahp_types::state::{
 };
 use agenthost_protocol::commands::{CreateChatParams, CreateSessionParams, ListSessionsResult};
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
-use agenthost_protocol::{ActionOrigin, ChatUri, SessionUri, StateAction};
+use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
 use agenthost_reducers::states::empty_chat;
-use agenthost_state::{ClientDispatch, StateManager};
+use agenthost_state::{ClientDispatch, StateConfig, StateManager};
+use agenthost_store::{SessionRecord, Store};
 
 use crate::error::ServiceError;
+use crate::persistence::{
+    StoreReservation, TurnRecorder, chat_record, restored_chat, restored_session, session_record,
+    stored_chat_summary,
+};
 
 /// Where sessions may work.
 #[derive(Debug, Clone)]
@@ -41,13 +45,28 @@ pub fn root_state(agents: Vec<AgentInfo>) -> RootState {
     }
 }
 
-/// The lifecycle commands over the state manager.
+/// A state manager whose `serverSeq` continues above the store's high-water mark and keeps it
+/// raised, so numbers never go backwards across restarts.
+pub fn state_for(store: &Store, root: RootState) -> Result<Arc<StateManager>, ServiceError> {
+    let first_server_seq = store.server_seq_high_water()?;
+    let config = StateConfig {
+        first_server_seq,
+        ..StateConfig::default()
+    };
+    Ok(Arc::new(StateManager::with_reservation(
+        root,
+        config,
+        Some(Arc::new(StoreReservation(store.clone()))),
+    )))
+}
+
+/// The lifecycle commands over the state manager and the store.
 #[derive(Debug)]
 pub struct SessionService {
     state: Arc<StateManager>,
     dispatcher: Dispatcher,
+    store: Store,
     roots: Vec<PathBuf>,
-    created_at: Mutex<HashMap<String, String>>,
 }
 
 fn now_iso() -> String {
@@ -55,11 +74,13 @@ fn now_iso() -> String {
 }
 
 impl SessionService {
-    /// A service over `state`. Roots that do not exist are an error: the host could never place a
-    /// session in them.
+    /// A service over `state` persisting to `store`. Roots that do not exist are an error: the
+    /// host could never place a session in them. Completed turns are written to the store from
+    /// now on.
     pub fn new(
         state: Arc<StateManager>,
         dispatcher: Dispatcher,
+        store: Store,
         config: ServiceConfig,
     ) -> Result<Self, ServiceError> {
         let roots = config
@@ -76,16 +97,16 @@ impl SessionService {
                 "at least one root is needed".into(),
             ));
         }
+        state.add_observer(Arc::new(TurnRecorder {
+            state: Arc::clone(&state),
+            store: store.clone(),
+        }));
         Ok(Self {
             state,
             dispatcher,
+            store,
             roots,
-            created_at: Mutex::new(HashMap::new()),
         })
-    }
-
-    fn created(&self) -> MutexGuard<'_, HashMap<String, String>> {
-        self.created_at.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The first root as a `file://` URI (`InitializeResult.defaultDirectory`).
@@ -113,7 +134,8 @@ impl SessionService {
     }
 
     /// `createSession` (AHP §9.1): the session with its default chat at VS Code's derived URI,
-    /// `session/ready`. Returns the summary for `root/sessionAdded`.
+    /// stored, then `session/ready`. Returns the summary for `root/sessionAdded`. A URI the store
+    /// knows — even a disposed session — is taken.
     pub fn create_session(
         &self,
         params: CreateSessionParams,
@@ -134,7 +156,7 @@ impl SessionService {
                 offered: offered.join(", "),
             });
         }
-        if self.state.snapshot(uri.as_str()).is_some() {
+        if self.state.snapshot(uri.as_str()).is_some() || self.store.session(&uri)?.is_some() {
             return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
         }
         let directories = match &params.working_directories {
@@ -153,6 +175,7 @@ impl SessionService {
             )));
         }
         let now = now_iso();
+        let default_chat = ChatUri::default_for(&uri);
         let session = SessionState {
             provider,
             title: "New session".to_owned(),
@@ -167,23 +190,29 @@ impl SessionService {
             server_tools: None,
             active_clients: params.active_client.into_iter().collect(),
             chats: Vec::new(),
-            default_chat: None,
+            default_chat: Some(default_chat.to_string()),
             config: None,
             customizations: None,
             changesets: None,
             input_needed: None,
             meta: None,
         };
+        self.store
+            .put_session(&session_record(&uri, &session, &now))?;
         self.state
-            .insert_session(uri.as_str(), session)
+            .insert_session(
+                uri.as_str(),
+                SessionState {
+                    default_chat: None,
+                    ..session
+                },
+            )
             .map_err(|_| ServiceError::SessionAlreadyExists(uri.to_string()))?;
-        self.created().insert(uri.to_string(), now.clone());
-        let default_chat = ChatUri::default_for(&uri).into_string();
-        self.add_chat(uri.as_str(), &default_chat, "New chat", &now)?;
+        self.add_chat(&uri, &default_chat, &now)?;
         self.dispatch(
             uri.as_str(),
             StateAction::SessionDefaultChatChanged(SessionDefaultChatChangedAction {
-                default_chat: Some(default_chat),
+                default_chat: Some(default_chat.to_string()),
             }),
         );
         self.dispatch(
@@ -196,19 +225,25 @@ impl SessionService {
 
     fn add_chat(
         &self,
-        session: &str,
-        chat: &str,
-        title: &str,
+        session: &SessionUri,
+        chat: &ChatUri,
         now: &str,
     ) -> Result<(), ServiceError> {
-        let state = empty_chat(chat, title, now, None);
+        let state = empty_chat(chat.as_str(), "New chat", now, None);
+        let position = self
+            .state
+            .read(|h| h.session_chats(session.as_str()).count());
+        let position = i64::try_from(position).unwrap_or(i64::MAX);
+        if let Some(record) = chat_record(session, &state, position) {
+            self.store.put_chat(&record)?;
+        }
         let added = StateAction::SessionChatAdded(SessionChatAddedAction {
             summary: chat_summary(&state),
         });
         self.state
-            .insert_chat(session, state)
-            .map_err(|_| ServiceError::ChatAlreadyExists(chat.to_owned()))?;
-        self.dispatch(session, added);
+            .insert_chat(session.as_str(), state)
+            .map_err(|_| ServiceError::ChatAlreadyExists(chat.to_string()))?;
+        self.dispatch(session.as_str(), added);
         Ok(())
     }
 
@@ -218,27 +253,28 @@ impl SessionService {
         }
     }
 
-    /// `createChat` (AHP §9.2): a new chat in the session, announced before the reply. Forks and
-    /// side chats are refused: no agent advertises them yet.
-    pub fn create_chat(&self, params: &CreateChatParams) -> Result<(), ServiceError> {
-        if self.state.read(|h| h.session(&params.channel).is_none()) {
-            return Err(ServiceError::SessionNotFound(params.channel.clone()));
-        }
+    /// `createChat` (AHP §9.2): a new chat in the session, stored and announced before the
+    /// reply. Forks and side chats are refused: no agent advertises them yet.
+    pub async fn create_chat(&self, params: &CreateChatParams) -> Result<(), ServiceError> {
+        let session = SessionUri::parse(&params.channel)?;
+        self.ensure_session(&session).await?;
         let chat = ChatUri::parse(&params.chat)?;
         if params.source.is_some() {
             return Err(ServiceError::InvalidParams(
                 "forks and side chats are not supported by this host's agents".into(),
             ));
         }
-        if self.state.snapshot(chat.as_str()).is_some() {
+        if self.state.snapshot(chat.as_str()).is_some() || self.store.chat(&chat)?.is_some() {
             return Err(ServiceError::ChatAlreadyExists(chat.to_string()));
         }
-        self.add_chat(&params.channel, chat.as_str(), "New chat", &now_iso())
+        self.add_chat(&session, &chat, &now_iso())
     }
 
-    /// `disposeChat`: removes the chat from the catalog and the state; returns its session. The
-    /// caller then disposes the chat's provider conversation and mementos.
-    pub fn dispose_chat(&self, chat: &str) -> Result<String, ServiceError> {
+    /// `disposeChat`: removes the chat from the catalog, the state and the store (an explicit
+    /// removal by the client); returns its session. The caller then disposes the chat's provider
+    /// conversation and mementos.
+    pub async fn dispose_chat(&self, chat: &str) -> Result<String, ServiceError> {
+        self.ensure_chat(chat).await?;
         let session = self
             .state
             .read(|h| h.chat_session(chat).map(str::to_owned))
@@ -250,30 +286,132 @@ impl SessionService {
             }),
         );
         self.state.remove_chat(chat);
+        self.store.delete_chat(&ChatUri::parse(chat)?)?;
         Ok(session)
     }
 
-    /// `disposeSession`: removes the session and its chats; returns the chats' URIs for the
-    /// caller's provider and memento disposal.
+    /// `disposeSession`: frees the session's live state and never its history — VS Code disposes
+    /// sessions it still shows. The session stays listed and is restored on its next use.
+    /// Returns the chats whose provider conversations and mementos the caller disposes.
     pub fn dispose_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
-        let (_, chats) = self
-            .state
-            .remove_session(session)
-            .ok_or_else(|| ServiceError::SessionNotFound(session.to_owned()))?;
-        self.created().remove(session);
-        Ok(chats.into_iter().map(|c| c.resource).collect())
+        let uri = SessionUri::parse(session)?;
+        match self.state.remove_session(session) {
+            Some((_, chats)) => Ok(chats.into_iter().map(|c| c.resource).collect()),
+            None if self.store.session(&uri)?.is_some() => Ok(Vec::new()),
+            None => Err(ServiceError::SessionNotFound(session.to_owned())),
+        }
     }
 
-    /// The root catalog entry of a session (AHP §4.3).
+    /// `x-deleteSession`: removes the session, its chats and its history for good. Returns the
+    /// live chats to dispose; the caller announces `root/sessionRemoved`.
+    pub fn delete_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
+        let uri = SessionUri::parse(session)?;
+        let live = self.state.remove_session(session);
+        let stored = self.store.delete_session(&uri)?;
+        match live {
+            Some((_, chats)) => Ok(chats.into_iter().map(|c| c.resource).collect()),
+            None if stored => Ok(Vec::new()),
+            None => Err(ServiceError::SessionNotFound(session.to_owned())),
+        }
+    }
+
+    /// Makes sure the channel a client names is live, restoring its session (and, for a chat,
+    /// the chat with its hydrated history) from the store. Unknown channels are left alone.
+    pub async fn ensure_channel(&self, channel: &str) -> Result<(), ServiceError> {
+        match Channel::parse(channel) {
+            Ok(Channel::Session(session)) => self.ensure_session(&session).await,
+            Ok(Channel::Chat(_)) => self.ensure_chat(channel).await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn ensure_session(&self, session: &SessionUri) -> Result<(), ServiceError> {
+        if self.state.read(|h| h.session(session.as_str()).is_some()) {
+            return Ok(());
+        }
+        let key = session.clone();
+        let loaded = self
+            .store
+            .blocking(move |store| {
+                let Some(record) = store.session(&key)? else {
+                    return Ok(None);
+                };
+                let chats = store.chats(&key)?;
+                Ok(Some((record, chats)))
+            })
+            .await?;
+        let Some((record, chats)) = loaded else {
+            return Err(ServiceError::SessionNotFound(session.to_string()));
+        };
+        // A concurrent restore may have won: that is fine.
+        let _ = self
+            .state
+            .insert_session(session.as_str(), restored_session(&record, &chats));
+        Ok(())
+    }
+
+    async fn ensure_chat(&self, chat: &str) -> Result<(), ServiceError> {
+        if self.state.read(|h| h.chat(chat).is_some()) {
+            return Ok(());
+        }
+        let uri = ChatUri::parse(chat)?;
+        let key = uri.clone();
+        let loaded = self
+            .store
+            .blocking(move |store| {
+                let Some(record) = store.chat(&key)? else {
+                    return Ok(None);
+                };
+                let turns = store
+                    .turns(&key)?
+                    .into_iter()
+                    .map(|t| t.turn)
+                    .collect::<Vec<_>>();
+                Ok(Some((record, turns)))
+            })
+            .await?;
+        let Some((record, turns)) = loaded else {
+            return Err(ServiceError::ChatNotFound(chat.to_owned()));
+        };
+        self.ensure_session(&record.session).await?;
+        let context = HydrationContext {
+            session: record.session.to_string(),
+            chat: chat.to_owned(),
+        };
+        let turns = self.dispatcher.hydrate_turns(&context, turns).await;
+        let restored = self
+            .dispatcher
+            .hydrate_chat(
+                &context,
+                RestoredChat {
+                    title: Some(record.title.clone()),
+                    draft: record.draft.clone(),
+                    config: record.config.clone(),
+                },
+            )
+            .await;
+        let mut state = restored_chat(&record, turns, restored.title);
+        if restored.draft.is_some() {
+            state.draft = restored.draft;
+        }
+        let _ = self.state.insert_chat(record.session.as_str(), state);
+        Ok(())
+    }
+
+    /// The root catalog entry of a live session (AHP §4.3).
     pub fn summary(&self, session: &str) -> Option<SessionSummary> {
-        let created_at = self.created().get(session).cloned().unwrap_or_else(now_iso);
+        let created_at = SessionUri::parse(session)
+            .ok()
+            .and_then(|uri| self.store.session(&uri).ok().flatten())
+            .map_or_else(now_iso, |record| record.created_at);
         self.state.read(|h| {
             let state = h.session(session)?;
             let aggregate = aggregate_session_status(state, h.session_chats(session));
-            let chats = h
-                .session_chats(session)
-                .map(|(uri, chat)| SessionChatSummary {
-                    resource: uri.to_owned(),
+            let chats = state
+                .chats
+                .iter()
+                .map(|chat| SessionChatSummary {
+                    resource: chat.resource.clone(),
                     title: chat.title.clone(),
                     origin: chat.origin.clone(),
                     interactivity: chat.interactivity,
@@ -301,22 +439,62 @@ impl SessionService {
         })
     }
 
-    /// `listSessions`: every session, most recently modified first.
-    pub fn list_sessions(&self) -> ListSessionsResult {
-        let sessions: Vec<String> = self
-            .state
-            .read(|h| h.session_uris().map(str::to_owned).collect());
-        let mut items: Vec<SessionSummary> =
-            sessions.iter().filter_map(|s| self.summary(s)).collect();
+    fn stored_summary(&self, record: &SessionRecord) -> Result<SessionSummary, ServiceError> {
+        let chats = self.store.chats(&record.uri)?;
+        let state = restored_session(record, &chats);
+        Ok(SessionSummary {
+            provider: record.provider.clone(),
+            title: record.title.clone(),
+            status: state.status,
+            activity: None,
+            origin: None,
+            project: None,
+            working_directories: Some(record.working_directories.clone()),
+            annotations: None,
+            resource: record.uri.to_string(),
+            created_at: record.created_at.clone(),
+            modified_at: record.modified_at.clone(),
+            changes: None,
+            meta: None,
+            chats: Some(
+                chats
+                    .iter()
+                    .map(|chat| {
+                        let summary = stored_chat_summary(chat);
+                        SessionChatSummary {
+                            resource: summary.resource,
+                            title: summary.title,
+                            origin: summary.origin,
+                            interactivity: summary.interactivity,
+                            status: Some(summary.status),
+                            changes: None,
+                        }
+                    })
+                    .collect(),
+            ),
+            default_chat: record.default_chat.as_ref().map(ChatUri::to_string),
+        })
+    }
+
+    /// `listSessions`: every stored session (live ones with their live summary), most recently
+    /// modified first.
+    pub fn list_sessions(&self) -> Result<ListSessionsResult, ServiceError> {
+        let mut items = Vec::new();
+        for record in self.store.sessions()? {
+            match self.summary(record.uri.as_str()) {
+                Some(live) => items.push(live),
+                None => items.push(self.stored_summary(&record)?),
+            }
+        }
         items.sort_by(|a, b| {
             b.modified_at
                 .cmp(&a.modified_at)
                 .then(a.resource.cmp(&b.resource))
         });
-        ListSessionsResult {
+        Ok(ListSessionsResult {
             next_cursor: None,
             items,
-        }
+        })
     }
 
     /// Resolves a chat URI a client names: VS Code derives `ahp-chat://default/<session>` itself,
@@ -337,14 +515,10 @@ impl SessionService {
         }
     }
 
-    /// `fetchTurns`: the host keeps every turn of a chat in state until the store lands, so there
-    /// is nothing older to load; the chat must exist.
-    pub fn fetch_turns(&self, chat: &str) -> Result<(), ServiceError> {
-        if self.state.read(|h| h.chat(chat).is_some()) {
-            Ok(())
-        } else {
-            Err(ServiceError::ChatNotFound(chat.to_owned()))
-        }
+    /// `fetchTurns`: restores the chat if needed; a restored chat holds its whole stored history,
+    /// so there is nothing older to load afterwards.
+    pub async fn fetch_turns(&self, chat: &str) -> Result<(), ServiceError> {
+        self.ensure_chat(chat).await
     }
 
     /// Client-action intake (AHP §6.1): validate and reduce, or produce the rejection echo.
@@ -355,26 +529,6 @@ impl SessionService {
         origin: ActionOrigin,
     ) -> ClientDispatch {
         self.state.dispatch_client(channel, action, origin)
-    }
-
-    /// `onHydrateChat` for a chat being restored.
-    pub async fn hydrate_chat(
-        &self,
-        session: &str,
-        chat: &str,
-        restored: RestoredChat,
-    ) -> RestoredChat {
-        let context = HydrationContext {
-            session: session.to_owned(),
-            chat: chat.to_owned(),
-        };
-        self.dispatcher.hydrate_chat(&context, restored).await
-    }
-
-    /// Whether `path` lies inside a root (for resource reads).
-    pub fn in_roots(&self, path: &Path) -> bool {
-        path.canonicalize()
-            .is_ok_and(|p| self.roots.iter().any(|root| p.starts_with(root)))
     }
 }
 

@@ -4,7 +4,8 @@ use agenthost_dispatcher::{Dispatcher, ServiceRegistry};
 use agenthost_protocol::ahp_types::state::{AgentInfo, SessionLifecycle};
 use agenthost_protocol::commands::{CreateChatParams, CreateSessionParams};
 use agenthost_protocol::uri::path_to_file_uri;
-use agenthost_state::{StateConfig, StateManager};
+use agenthost_state::StateManager;
+use agenthost_store::Store;
 use serde_json::json;
 
 use super::*;
@@ -18,13 +19,15 @@ fn agent(provider: &str) -> AgentInfo {
 }
 
 fn service(root: &std::path::Path) -> (Arc<StateManager>, SessionService) {
-    let state = Arc::new(StateManager::new(
-        root_state(vec![agent("scripted"), agent("claude")]),
-        StateConfig::default(),
-    ));
+    service_on(root, Store::open_in_memory().unwrap())
+}
+
+fn service_on(root: &std::path::Path, store: Store) -> (Arc<StateManager>, SessionService) {
+    let state = state_for(&store, root_state(vec![agent("scripted"), agent("claude")])).unwrap();
     let service = SessionService::new(
         Arc::clone(&state),
         Dispatcher::new(ServiceRegistry::new()),
+        store,
         ServiceConfig {
             roots: vec![root.to_path_buf()],
         },
@@ -124,26 +127,29 @@ fn the_active_client_must_be_the_connection() {
     );
 }
 
-#[test]
-fn chats_are_created_listed_and_disposed() {
+#[tokio::test]
+async fn chats_are_created_listed_and_disposed() {
     let dir = tempfile::tempdir().unwrap();
     let (state, service) = service(dir.path());
     service.create_session(create("scripted:/s1"), "c").unwrap();
     let chat: CreateChatParams =
         serde_json::from_value(json!({ "channel": "scripted:/s1", "chat": "ahp-chat:/peer" }))
             .unwrap();
-    service.create_chat(&chat).unwrap();
-    assert_eq!(service.create_chat(&chat).unwrap_err().code(), -32010);
+    service.create_chat(&chat).await.unwrap();
+    assert_eq!(service.create_chat(&chat).await.unwrap_err().code(), -32010);
     let orphan: CreateChatParams =
         serde_json::from_value(json!({ "channel": "scripted:/none", "chat": "ahp-chat:/x" }))
             .unwrap();
-    assert_eq!(service.create_chat(&orphan).unwrap_err().code(), -32001);
-    let list = service.list_sessions();
+    assert_eq!(
+        service.create_chat(&orphan).await.unwrap_err().code(),
+        -32001
+    );
+    let list = service.list_sessions().unwrap();
     assert_eq!(list.items.len(), 1);
     assert_eq!(list.items[0].chats.as_ref().unwrap().len(), 2);
 
     assert_eq!(
-        service.dispose_chat("ahp-chat:/peer").unwrap(),
+        service.dispose_chat("ahp-chat:/peer").await.unwrap(),
         "scripted:/s1"
     );
     assert!(state.read(|h| h.chat("ahp-chat:/peer").is_none()));
@@ -151,11 +157,89 @@ fn chats_are_created_listed_and_disposed() {
         state.read(|h| h.session("scripted:/s1").unwrap().chats.len()),
         1
     );
+    // Disposing frees live state only: the session stays listed and comes back on use.
     let chats = service.dispose_session("scripted:/s1").unwrap();
     assert_eq!(chats.len(), 1);
+    assert!(state.read(|h| h.session("scripted:/s1").is_none()));
+    assert_eq!(service.list_sessions().unwrap().items.len(), 1);
+    assert_eq!(
+        service
+            .create_session(create("scripted:/s1"), "c")
+            .unwrap_err()
+            .code(),
+        -32003
+    );
+    service.ensure_channel("scripted:/s1").await.unwrap();
+    assert_eq!(
+        state.read(|h| h.session("scripted:/s1").unwrap().chats.len()),
+        1
+    );
+    // Deleting removes it for good.
+    service.delete_session("scripted:/s1").unwrap();
+    assert!(service.list_sessions().unwrap().items.is_empty());
+    assert_eq!(
+        service.delete_session("scripted:/s1").unwrap_err().code(),
+        -32001
+    );
     assert_eq!(
         service.dispose_session("scripted:/s1").unwrap_err().code(),
         -32001
     );
-    assert!(service.list_sessions().items.is_empty());
+}
+
+fn turn(value: serde_json::Value) -> agenthost_protocol::StateAction {
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test]
+async fn completed_turns_survive_a_restart_and_come_back_hydrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agenthost.db");
+    let chat = {
+        let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
+        service.create_session(create("scripted:/s1"), "c").unwrap();
+        let chat = ChatUri::default_for(&SessionUri::parse("scripted:/s1").unwrap()).into_string();
+        for action in [
+            json!({ "type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-01-01T00:00:00.000Z",
+                    "message": { "text": "hello", "origin": { "kind": "user" } } }),
+            json!({ "type": "chat/responsePart", "turnId": "t1",
+                    "part": { "kind": "markdown", "id": "m", "content": "Hi there" } }),
+            json!({ "type": "chat/turnComplete", "turnId": "t1", "duration": 1500 }),
+            // A turn still running when the host stops is not history yet.
+            json!({ "type": "chat/turnStarted", "turnId": "t2", "startedAt": "2026-01-01T00:01:00.000Z",
+                    "message": { "text": "more", "origin": { "kind": "user" } } }),
+        ] {
+            state.dispatch_server(&chat, turn(action)).unwrap();
+        }
+        chat
+    };
+    let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
+    assert!(
+        state.server_seq() > 6,
+        "numbering continues above the previous run"
+    );
+    let listed = service.list_sessions().unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].chats.as_ref().unwrap()[0].resource, chat);
+    assert!(
+        state.read(|h| h.chat(&chat).is_none()),
+        "chats hydrate lazily"
+    );
+    service.ensure_channel(&chat).await.unwrap();
+    let restored = state.read(|h| h.chat(&chat).cloned()).unwrap();
+    assert_eq!(restored.turns.len(), 1);
+    assert_eq!(restored.turns[0].id, "t1");
+    assert!(restored.active_turn.is_none());
+    assert_eq!(
+        serde_json::to_value(&restored.turns[0].response_parts).unwrap(),
+        json!([{ "kind": "markdown", "id": "m", "content": "Hi there" }])
+    );
+    assert_eq!(
+        service
+            .fetch_turns("ahp-chat:/unknown")
+            .await
+            .unwrap_err()
+            .code(),
+        -32008
+    );
 }

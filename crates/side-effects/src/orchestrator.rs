@@ -10,11 +10,13 @@ use agenthost_dispatcher::{
     AppliedClientAction, ClientContext, DispatchedAction, Dispatcher, HostBridge, HostRegistration,
     LaunchKind, RequestSource, SendTurnMessageOptions, TurnEnd, TurnEndReason,
 };
+use agenthost_protocol::ChatUri;
 use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_provider_api::{
     PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
 };
 use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager};
+use agenthost_store::Store;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -99,6 +101,8 @@ pub(crate) struct Shared {
     pub(crate) config: OrchestratorConfig,
     pub(crate) signals: mpsc::Sender<RoutedSignal>,
     pub(crate) runtime: Mutex<Runtime>,
+    /// Where each chat's provider resume handle is kept across restarts.
+    pub(crate) store: Store,
 }
 
 impl Shared {
@@ -136,8 +140,27 @@ impl Shared {
         })
     }
 
+    /// Keeps the chat's provider resume handle current in the store, so the conversation can
+    /// resume after a restart. Subagent chats share their parent's conversation and keep none.
+    pub(crate) fn persist_resume_handle(&self, chat: &str) {
+        let Ok(uri) = ChatUri::parse(chat) else {
+            return;
+        };
+        if uri.subagent_parent().ok().flatten().is_some() {
+            return;
+        }
+        let Some(runtime) = self.runtime().chats.get(chat).cloned() else {
+            return;
+        };
+        let handle = runtime.provider.resume_handle();
+        if let Err(error) = self.store.set_resume_handle(&uri, handle.as_ref()) {
+            tracing::warn!(chat, %error, "could not keep the agent's resume handle");
+        }
+    }
+
     /// `onTurnEnd` with the reason of the call-site table.
     pub(crate) fn turn_end(&self, chat: &str, turn_id: Option<&str>, reason: TurnEndReason) {
+        self.persist_resume_handle(chat);
         let Some(session) = self.session_of(chat) else {
             return;
         };
@@ -219,6 +242,7 @@ impl Orchestrator {
         state: Arc<StateManager>,
         dispatcher: Dispatcher,
         providers: Vec<Arc<dyn Provider>>,
+        store: Store,
         config: OrchestratorConfig,
     ) -> Result<Self, OrchestratorError> {
         let (signals, receiver) = signal_channel(config.signal_queue);
@@ -238,6 +262,7 @@ impl Orchestrator {
                 subagents,
                 ..Runtime::default()
             }),
+            store,
         });
         let bridge = Arc::new(Bridge {
             shared: Arc::downgrade(&shared),

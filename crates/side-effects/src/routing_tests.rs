@@ -167,6 +167,7 @@ fn harness(provider_name: &str, config: OrchestratorConfig) -> Harness {
         Arc::clone(&state),
         dispatcher,
         vec![Arc::new(provider.clone())],
+        agenthost_store::Store::open_in_memory().unwrap(),
         config,
     )
     .unwrap();

@@ -10,7 +10,9 @@ use agenthost_protocol::ahp_types::state::{ErrorInfo, Message};
 use agenthost_protocol::error_info::{NO_AGENT, error_info};
 use agenthost_protocol::uri::file_uri_to_path;
 use agenthost_protocol::{ChatUri, SessionUri};
-use agenthost_provider_api::{ProviderError, SignalSink, StartSession, TurnRequest};
+use agenthost_provider_api::{
+    ProviderError, RestoreSession, SignalSink, StartSession, TurnRequest,
+};
 
 use crate::actions::chat_error;
 use crate::orchestrator::{ChatRuntime, Shared};
@@ -170,15 +172,27 @@ async fn provider_session(
             .map_err(|e| invalid("the session's working directory is not a local path", &e))?,
         None => shared.config.default_directory.clone(),
     };
-    let conversation = provider
-        .start_session(StartSession {
-            session,
-            chat,
-            working_directory,
-            model: options.message.model.clone(),
-            signals: SignalSink::new(options.chat.clone(), shared.signals.clone()),
-        })
-        .await?;
+    let start = StartSession {
+        session,
+        chat: chat.clone(),
+        working_directory,
+        model: options.message.model.clone(),
+        signals: SignalSink::new(options.chat.clone(), shared.signals.clone()),
+    };
+    // A conversation the agent can resume (the host restarted since) continues; otherwise a new
+    // one starts. The agent is asked for nothing else: the host owns the history.
+    let stored = shared.store.chat(&chat).ok().flatten();
+    let conversation = match stored.and_then(|record| record.resume_handle) {
+        Some(resume_handle) => {
+            provider
+                .restore_session(RestoreSession {
+                    start,
+                    resume_handle,
+                })
+                .await?
+        }
+        None => provider.start_session(start).await?,
+    };
     let runtime = ChatRuntime {
         provider: conversation,
     };

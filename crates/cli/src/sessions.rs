@@ -1,0 +1,46 @@
+//! `agent-host sessions`: the session database, offline.
+
+use std::path::Path;
+
+use agenthost_protocol::SessionUri;
+
+use crate::host::{DATABASE_FILE, open_store};
+
+/// Prints every stored session, newest first: URI, provider, title, last modification.
+pub fn list(data_dir: &Path) -> Result<(), String> {
+    let store = existing_store(data_dir)?;
+    let sessions = store.sessions().map_err(|e| e.to_string())?;
+    if sessions.is_empty() {
+        println!("no sessions in {}", data_dir.display());
+    }
+    for session in sessions {
+        println!(
+            "{}\t{}\t{}\t{}",
+            session.uri, session.provider, session.modified_at, session.title
+        );
+    }
+    Ok(())
+}
+
+/// Deletes a session and its history for good. A running host keeps what it has in memory until
+/// it restarts: to delete from a running host, send it `x-deleteSession`.
+pub fn delete(data_dir: &Path, session: &str) -> Result<(), String> {
+    let uri = SessionUri::parse(session).map_err(|e| e.to_string())?;
+    let store = existing_store(data_dir)?;
+    if store.delete_session(&uri).map_err(|e| e.to_string())? {
+        println!("deleted {uri}");
+        Ok(())
+    } else {
+        Err(format!("no session {uri} in {}", data_dir.display()))
+    }
+}
+
+fn existing_store(data_dir: &Path) -> Result<agenthost_store::Store, String> {
+    if !data_dir.join(DATABASE_FILE).exists() {
+        return Err(format!(
+            "no session database in {} (expected {DATABASE_FILE})",
+            data_dir.display()
+        ));
+    }
+    open_store(Some(data_dir))
+}

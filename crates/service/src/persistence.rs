@@ -1,0 +1,192 @@
+//! What the session lifecycle keeps in the store: the catalog, completed turns, and restoring
+//! both into live state on demand.
+
+use std::sync::Arc;
+
+use agenthost_protocol::StateAction;
+use agenthost_protocol::ahp_types::state::{
+    ChatState, ChatSummary, SessionLifecycle, SessionState, SessionStatus, Turn,
+};
+use agenthost_protocol::{ChatUri, SessionUri};
+use agenthost_reducers::projection::chat_summary;
+use agenthost_reducers::states::empty_chat;
+use agenthost_state::{EnvelopeObserver, ObservedEnvelope, SeqReservation, StateManager};
+use agenthost_store::{ChatRecord, SessionRecord, Store, TitleSource, TurnRecord};
+
+/// Persists `serverSeq` reservations as the store's high-water mark.
+pub(crate) struct StoreReservation(pub(crate) Store);
+
+impl SeqReservation for StoreReservation {
+    fn reserve(&self, up_to: u64) -> bool {
+        self.0.raise_server_seq_high_water(up_to).is_ok()
+    }
+}
+
+/// Writes every completed turn (and truncations) to the store as soon as its envelope is
+/// sequenced, so the host owns history and restores it without any provider.
+pub(crate) struct TurnRecorder {
+    pub(crate) state: Arc<StateManager>,
+    pub(crate) store: Store,
+}
+
+impl EnvelopeObserver for TurnRecorder {
+    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
+        if !observed.applied {
+            return;
+        }
+        let envelope = observed.envelope;
+        let Ok(chat) = ChatUri::parse(&envelope.channel) else {
+            return;
+        };
+        let result = match &envelope.action {
+            StateAction::ChatTurnComplete(a) => self.record(&chat, &a.turn_id),
+            StateAction::ChatTurnCancelled(a) => self.record(&chat, &a.turn_id),
+            StateAction::ChatError(a) => self.record(&chat, &a.turn_id),
+            StateAction::ChatTruncated(a) => self
+                .store
+                .truncate_turns(&chat, a.turn_id.as_deref())
+                .map(|_| ()),
+            _ => return,
+        };
+        if let Err(error) = result {
+            tracing::error!(chat = %chat, %error, "could not persist the chat's history");
+        }
+    }
+}
+
+impl TurnRecorder {
+    fn record(&self, chat: &ChatUri, turn_id: &str) -> agenthost_store::Result<()> {
+        let found = self.state.read(|h| {
+            let state = h.chat(chat.as_str())?;
+            let turn = state.turns.iter().rev().find(|t| t.id == turn_id)?.clone();
+            Some((turn, state.modified_at.clone()))
+        });
+        let Some((turn, modified_at)) = found else {
+            return Ok(());
+        };
+        let mut record = TurnRecord::new(turn);
+        record.usage = record.turn.usage.clone();
+        self.store.append_turn(chat, &record, &modified_at)
+    }
+}
+
+/// The store record of a live session.
+pub(crate) fn session_record(
+    uri: &SessionUri,
+    state: &SessionState,
+    created_at: &str,
+) -> SessionRecord {
+    let flags = SessionStatus::from_bits(state.status);
+    SessionRecord {
+        uri: uri.clone(),
+        provider: state.provider.clone(),
+        title: state.title.clone(),
+        title_source: TitleSource::Default,
+        created_at: created_at.to_owned(),
+        modified_at: created_at.to_owned(),
+        working_directories: state.working_directories.clone().unwrap_or_default(),
+        read: flags.contains(SessionStatus::IsRead),
+        archived: flags.contains(SessionStatus::IsArchived),
+        default_chat: state
+            .default_chat
+            .as_deref()
+            .and_then(|c| ChatUri::parse(c).ok()),
+    }
+}
+
+/// The store record of a live chat at `position` in its session's catalog.
+pub(crate) fn chat_record(
+    session: &SessionUri,
+    chat: &ChatState,
+    position: i64,
+) -> Option<ChatRecord> {
+    Some(ChatRecord {
+        uri: ChatUri::parse(&chat.resource).ok()?,
+        session: session.clone(),
+        position,
+        title: chat.title.clone(),
+        title_source: TitleSource::Default,
+        modified_at: chat.modified_at.clone(),
+        origin: chat.origin.clone(),
+        interactivity: chat.interactivity,
+        read: SessionStatus::from_bits(chat.status).contains(SessionStatus::IsRead),
+        archived: SessionStatus::from_bits(chat.status).contains(SessionStatus::IsArchived),
+        draft: chat.draft.clone(),
+        config: None,
+        resume_handle: None,
+        subagent: chat.origin.as_ref().is_some_and(|o| {
+            matches!(
+                o,
+                agenthost_protocol::ahp_types::state::ChatOrigin::Tool { .. }
+            )
+        }),
+    })
+}
+
+fn flag_bits(read: bool, archived: bool) -> u32 {
+    let mut bits = 0;
+    if read {
+        bits |= SessionStatus::IsRead.bits();
+    }
+    if archived {
+        bits |= SessionStatus::IsArchived.bits();
+    }
+    bits
+}
+
+/// The catalog entry of a stored chat (its turns are not loaded).
+pub(crate) fn stored_chat_summary(record: &ChatRecord) -> ChatSummary {
+    let mut chat = empty_chat(
+        record.uri.as_str(),
+        &record.title,
+        &record.modified_at,
+        record.origin.clone(),
+    );
+    chat.interactivity = record.interactivity;
+    chat.status |= flag_bits(record.read, record.archived);
+    chat_summary(&chat)
+}
+
+/// A stored session as live state: ready, with its chat catalog.
+pub(crate) fn restored_session(record: &SessionRecord, chats: &[ChatRecord]) -> SessionState {
+    SessionState {
+        provider: record.provider.clone(),
+        title: record.title.clone(),
+        status: SessionStatus::Idle.bits() | flag_bits(record.read, record.archived),
+        activity: None,
+        origin: None,
+        project: None,
+        working_directories: Some(record.working_directories.clone()),
+        annotations: None,
+        lifecycle: SessionLifecycle::Ready,
+        creation_error: None,
+        server_tools: None,
+        active_clients: Vec::new(),
+        chats: chats.iter().map(stored_chat_summary).collect(),
+        default_chat: record.default_chat.as_ref().map(ChatUri::to_string),
+        config: None,
+        customizations: None,
+        changesets: None,
+        input_needed: None,
+        meta: None,
+    }
+}
+
+/// A stored chat as live state, with the turns the hydration stages returned.
+pub(crate) fn restored_chat(
+    record: &ChatRecord,
+    turns: Vec<Turn>,
+    title: Option<String>,
+) -> ChatState {
+    let mut chat = empty_chat(
+        record.uri.as_str(),
+        title.as_deref().unwrap_or(&record.title),
+        &record.modified_at,
+        record.origin.clone(),
+    );
+    chat.interactivity = record.interactivity;
+    chat.status |= flag_bits(record.read, record.archived);
+    chat.draft = record.draft.clone();
+    chat.turns = turns;
+    chat
+}
