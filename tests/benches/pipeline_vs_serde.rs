@@ -245,6 +245,7 @@ async fn run() -> Result<(), String> {
         roots: vec![dir.path().to_owned()],
         launch_kind: LaunchKind::Embedded("pipeline_vs_serde".into()),
         data_dir: None,
+        idle_eviction: None,
     })
     .await?;
     let url = server.url();

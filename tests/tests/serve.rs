@@ -61,6 +61,7 @@ impl TestHost {
             roots: vec![work.clone()],
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(dir.path().join("data")),
+            idle_eviction: None,
         })
         .await
         .unwrap();

@@ -153,6 +153,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::persistence::restored_chat", Reason::Lifecycle),
     ("agenthost-service::sessions::state_for", Reason::Invariant),
     ("agenthost-service::sessions::SessionService::delete_session", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::idle_sessions", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::ensure_channel", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::ensure_session", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::ensure_chat", Reason::DispatchCallSite),

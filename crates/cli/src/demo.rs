@@ -112,6 +112,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         roots: vec![root.clone()],
         launch_kind: LaunchKind::Demo,
         data_dir: None,
+        idle_eviction: None,
     })
     .await?;
     let url = server.url();

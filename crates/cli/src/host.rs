@@ -29,6 +29,9 @@ pub struct HostOptions {
     pub launch_kind: LaunchKind,
     /// Where the session database lives; `None` keeps sessions in memory only (the demo).
     pub data_dir: Option<PathBuf>,
+    /// How often idle sessions (no subscriber, no running turn, for a whole period) are evicted
+    /// from memory; they stay restorable. `None` never evicts.
+    pub idle_eviction: Option<std::time::Duration>,
 }
 
 /// The database file inside a data directory.

@@ -65,6 +65,10 @@ struct ServeArgs {
     /// ~/.local/share/agenthost).
     #[arg(long, env = "AGENT_HOST_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Evict sessions idle for this many seconds from memory (they stay listed and come back on
+    /// use); 0 never evicts.
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    idle_evict_secs: u64,
 }
 
 fn data_dir(given: Option<PathBuf>) -> Result<PathBuf, String> {
@@ -112,6 +116,8 @@ fn main() -> ExitCode {
                     token: args.token,
                     roots: args.roots,
                     data_dir,
+                    idle_eviction: (args.idle_evict_secs > 0)
+                        .then(|| std::time::Duration::from_secs(args.idle_evict_secs)),
                 }))
             })
         }

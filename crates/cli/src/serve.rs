@@ -23,6 +23,8 @@ pub struct ServeOptions {
     pub roots: Vec<PathBuf>,
     /// The data directory (the session database).
     pub data_dir: PathBuf,
+    /// How often idle sessions are evicted from memory (`None`: never).
+    pub idle_eviction: Option<std::time::Duration>,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -35,6 +37,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         roots: options.roots,
         launch_kind: LaunchKind::Serve,
         data_dir: Some(options.data_dir),
+        idle_eviction: options.idle_eviction,
     })
     .await?;
     // The contract: the first line on stdout is the full URL, token included.

@@ -38,6 +38,8 @@ impl Outbox for ConnectionOutbox {
 
 #[derive(Default)]
 struct Peers {
+    /// Sessions found idle by the previous eviction sweep.
+    idle: std::collections::HashSet<String>,
     subscribers: HashMap<ConnectionId, SubscriberId>,
     /// The version negotiated per client id, for `reconnect` (which carries none).
     versions: HashMap<String, NegotiatedVersion>,
@@ -88,6 +90,37 @@ impl Host {
             launch_kind,
             peers: Mutex::new(Peers::default()),
         })
+    }
+
+    /// Evicts sessions that were idle at this sweep and the previous one (so a session is idle
+    /// for at least one `every` before it goes), keeping them restorable. Runs until dropped.
+    pub async fn evict_idle_sessions(&self, every: std::time::Duration) {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            self.evict_idle_once().await;
+        }
+    }
+
+    /// One eviction sweep; returns the sessions it evicted.
+    pub async fn evict_idle_once(&self) -> Vec<String> {
+        let idle: std::collections::HashSet<String> =
+            self.service.idle_sessions().into_iter().collect();
+        let previous = std::mem::replace(&mut self.peers().idle, idle.clone());
+        let mut evicted = Vec::new();
+        for session in idle.intersection(&previous) {
+            match self.service.dispose_session(session) {
+                Ok(chats) => {
+                    self.orchestrator.dispose_session(session, &chats).await;
+                    tracing::debug!(session, "evicted an idle session");
+                    evicted.push(session.clone());
+                }
+                Err(error) => tracing::debug!(session, %error, "idle session already gone"),
+            }
+        }
+        self.peers().idle.retain(|s| !evicted.contains(s));
+        evicted
     }
 
     fn peers(&self) -> MutexGuard<'_, Peers> {
@@ -361,3 +394,7 @@ impl ProtocolHandler for Host {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "host_tests.rs"]
+mod tests;

@@ -302,6 +302,35 @@ impl SessionService {
         }
     }
 
+    /// Live sessions nobody watches and nothing runs in: no subscriber on the session or any of
+    /// its chats, no active turn. Evicting them ([`dispose_session`](Self::dispose_session))
+    /// keeps them restorable.
+    pub fn idle_sessions(&self) -> Vec<String> {
+        let sessions: Vec<(String, Vec<String>, bool)> = self.state.read(|h| {
+            h.session_uris()
+                .map(|session| {
+                    let chats: Vec<String> = h
+                        .session_chats(session)
+                        .map(|(c, _)| c.to_owned())
+                        .collect();
+                    let busy = h
+                        .session_chats(session)
+                        .any(|(_, c)| c.active_turn.is_some());
+                    (session.to_owned(), chats, busy)
+                })
+                .collect()
+        });
+        sessions
+            .into_iter()
+            .filter(|(session, chats, busy)| {
+                !busy
+                    && self.state.subscriber_count(session) == 0
+                    && chats.iter().all(|c| self.state.subscriber_count(c) == 0)
+            })
+            .map(|(session, _, _)| session)
+            .collect()
+    }
+
     /// `x-deleteSession`: removes the session, its chats and its history for good. Returns the
     /// live chats to dispose; the caller announces `root/sessionRemoved`.
     pub fn delete_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {

@@ -484,6 +484,14 @@ impl StateManager {
         self.lock().subscribers.contains_key(&id)
     }
 
+    /// How many subscribers a channel has.
+    pub fn subscriber_count(&self, channel: &str) -> usize {
+        self.lock()
+            .channel_subscribers
+            .get(channel)
+            .map_or(0, Vec::len)
+    }
+
     /// Subscribes to a channel: the snapshot is taken and the subscription added in one critical
     /// section, so every later envelope of the channel has a higher `serverSeq` and none is
     /// missed.
