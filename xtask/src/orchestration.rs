@@ -111,13 +111,13 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Shared::session_of", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::active_turn_id", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::turn_end", Reason::DispatchCallSite),
-    ("agenthost-side-effects::orchestrator::Shared::persist_resume_handle", Reason::Provider),
     ("agenthost-side-effects::orchestrator::<Orchestrator as Debug>::fmt", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::<Bridge as HostBridge>::launch_kind", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::<Bridge as HostBridge>::send_turn_message", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::<DispatchObserver as EnvelopeObserver>::on_envelope", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::start", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::provider_ids", Reason::Lifecycle),
+    ("agenthost-side-effects::orchestrator::Orchestrator::resume_handle", Reason::Provider),
     ("agenthost-side-effects::orchestrator::Orchestrator::after_client_action", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::answer_permission", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_chat", Reason::Lifecycle),
@@ -143,7 +143,9 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::sessions::root_state", Reason::Lifecycle),
     ("agenthost-service::error::<ServiceError as From<agenthost_store::StoreError>>::from", Reason::Lifecycle),
     ("agenthost-service::persistence::<StoreReservation as SeqReservation>::reserve", Reason::Invariant),
-    ("agenthost-service::persistence::<TurnRecorder as EnvelopeObserver>::on_envelope", Reason::Lifecycle),
+    ("agenthost-service::persistence::<TurnRecorder as CommitHook>::before_broadcast", Reason::Invariant),
+    ("agenthost-service::sessions::<TurnRecorder as Debug>::fmt", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::set_resume_handles", Reason::Provider),
     ("agenthost-service::persistence::TurnRecorder::record", Reason::Lifecycle),
     ("agenthost-service::persistence::session_record", Reason::Lifecycle),
     ("agenthost-service::persistence::chat_record", Reason::Lifecycle),
@@ -180,5 +182,5 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
     ("agenthost-side-effects", 960),
-    ("agenthost-service", 720),
+    ("agenthost-service", 760),
 ];

@@ -8,7 +8,7 @@ use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
-use agenthost_service::{ServiceConfig, SessionService, root_state, state_for};
+use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
 use agenthost_store::Store;
 
@@ -97,6 +97,15 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
     Ok(providers)
 }
 
+/// The orchestrator's agent conversations, as the service's source of resume handles.
+struct ConversationHandles(Orchestrator);
+
+impl ResumeHandles for ConversationHandles {
+    fn resume_handle(&self, chat: &str) -> Option<serde_json::Value> {
+        self.0.resume_handle(chat)
+    }
+}
+
 /// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
 /// call `serve` on the result.
 pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
@@ -140,6 +149,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     };
     let mut config = ServerConfig::new(token);
     config.listen = options.listen;
+    service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
     let host = Host::new(
         state,
         Arc::new(service),

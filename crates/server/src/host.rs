@@ -198,10 +198,21 @@ impl Host {
                 Ok(Value::Null)
             }
             "disposeSession" => {
+                // Frees live state only; the session stays listed and restorable, so no
+                // `root/sessionRemoved`.
                 let p: UnsubscribeParams = params(raw)?;
                 let chats = self
                     .service
                     .dispose_session(&p.channel)
+                    .map_err(service_error)?;
+                self.orchestrator.dispose_session(&p.channel, &chats).await;
+                Ok(Value::Null)
+            }
+            "x-deleteSession" => {
+                let p: UnsubscribeParams = params(raw)?;
+                let chats = self
+                    .service
+                    .delete_session(&p.channel)
                     .map_err(service_error)?;
                 self.orchestrator.dispose_session(&p.channel, &chats).await;
                 self.notify_root(

@@ -12,4 +12,5 @@ mod persistence;
 mod sessions;
 
 pub use error::ServiceError;
+pub use persistence::ResumeHandles;
 pub use sessions::{ServiceConfig, SessionService, root_state, state_for};

@@ -1,17 +1,19 @@
 //! What the session lifecycle keeps in the store: the catalog, completed turns, and restoring
 //! both into live state on demand.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use agenthost_protocol::StateAction;
 use agenthost_protocol::ahp_types::state::{
     ChatState, ChatSummary, SessionLifecycle, SessionState, SessionStatus, Turn,
 };
+use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_protocol::{ChatUri, SessionUri};
+use agenthost_reducers::HostState;
 use agenthost_reducers::projection::chat_summary;
 use agenthost_reducers::states::empty_chat;
-use agenthost_state::{EnvelopeObserver, ObservedEnvelope, SeqReservation, StateManager};
+use agenthost_state::{CommitHook, SeqReservation};
 use agenthost_store::{ChatRecord, SessionRecord, Store, TitleSource, TurnRecord};
+use serde_json::Value;
 
 /// Persists `serverSeq` reservations as the store's high-water mark.
 pub(crate) struct StoreReservation(pub(crate) Store);
@@ -22,26 +24,31 @@ impl SeqReservation for StoreReservation {
     }
 }
 
-/// Writes every completed turn (and truncations) to the store as soon as its envelope is
-/// sequenced, so the host owns history and restores it without any provider.
-pub(crate) struct TurnRecorder {
-    pub(crate) state: Arc<StateManager>,
-    pub(crate) store: Store,
+/// Where the recorder reads an agent's current resume handle: the orchestrator, which owns the
+/// provider conversations (wired at composition, since the two crates share a layer).
+pub trait ResumeHandles: Send + Sync {
+    /// The handle to resume `chat`'s conversation, or `None` to leave the stored one as it is
+    /// (no live conversation, or an agent that cannot resume).
+    fn resume_handle(&self, chat: &str) -> Option<Value>;
 }
 
-impl EnvelopeObserver for TurnRecorder {
-    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
-        if !observed.applied {
-            return;
-        }
-        let envelope = observed.envelope;
+/// Writes every completed turn (and truncations) to the store inside the state's commit, before
+/// any client sees the turn end: a turn a client saw complete survives any crash. The agent's
+/// resume handle goes in the same transaction, so history and conversation never disagree.
+pub(crate) struct TurnRecorder {
+    pub(crate) store: Store,
+    pub(crate) handles: OnceLock<Arc<dyn ResumeHandles>>,
+}
+
+impl CommitHook for TurnRecorder {
+    fn before_broadcast(&self, host: &HostState, envelope: &ActionEnvelope) {
         let Ok(chat) = ChatUri::parse(&envelope.channel) else {
             return;
         };
         let result = match &envelope.action {
-            StateAction::ChatTurnComplete(a) => self.record(&chat, &a.turn_id),
-            StateAction::ChatTurnCancelled(a) => self.record(&chat, &a.turn_id),
-            StateAction::ChatError(a) => self.record(&chat, &a.turn_id),
+            StateAction::ChatTurnComplete(a) => self.record(host, &chat, &a.turn_id),
+            StateAction::ChatTurnCancelled(a) => self.record(host, &chat, &a.turn_id),
+            StateAction::ChatError(a) => self.record(host, &chat, &a.turn_id),
             StateAction::ChatTruncated(a) => self
                 .store
                 .truncate_turns(&chat, a.turn_id.as_deref())
@@ -55,18 +62,33 @@ impl EnvelopeObserver for TurnRecorder {
 }
 
 impl TurnRecorder {
-    fn record(&self, chat: &ChatUri, turn_id: &str) -> agenthost_store::Result<()> {
-        let found = self.state.read(|h| {
-            let state = h.chat(chat.as_str())?;
-            let turn = state.turns.iter().rev().find(|t| t.id == turn_id)?.clone();
-            Some((turn, state.modified_at.clone()))
-        });
-        let Some((turn, modified_at)) = found else {
+    fn record(
+        &self,
+        host: &HostState,
+        chat: &ChatUri,
+        turn_id: &str,
+    ) -> agenthost_store::Result<()> {
+        let Some(state) = host.chat(chat.as_str()) else {
             return Ok(());
         };
-        let mut record = TurnRecord::new(turn);
+        let Some(turn) = state.turns.iter().rev().find(|t| t.id == turn_id) else {
+            return Ok(());
+        };
+        let mut record = TurnRecord::new(turn.clone());
         record.usage = record.turn.usage.clone();
-        self.store.append_turn(chat, &record, &modified_at)
+        let handle = self
+            .handles
+            .get()
+            .and_then(|h| h.resume_handle(chat.as_str()));
+        match handle {
+            Some(handle) => self.store.append_turn_with_resume_handle(
+                chat,
+                &record,
+                &state.modified_at,
+                Some(&handle),
+            ),
+            None => self.store.append_turn(chat, &record, &state.modified_at),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`SessionService`]: the lifecycle commands.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use agenthost_dispatcher::{Dispatcher, HydrationContext, RestoredChat};
 use agenthost_protocol::actions::{
@@ -22,8 +22,8 @@ use agenthost_store::{SessionRecord, Store};
 
 use crate::error::ServiceError;
 use crate::persistence::{
-    StoreReservation, TurnRecorder, chat_record, restored_chat, restored_session, session_record,
-    stored_chat_summary,
+    ResumeHandles, StoreReservation, TurnRecorder, chat_record, restored_chat, restored_session,
+    session_record, stored_chat_summary,
 };
 
 /// Where sessions may work.
@@ -67,6 +67,13 @@ pub struct SessionService {
     dispatcher: Dispatcher,
     store: Store,
     roots: Vec<PathBuf>,
+    recorder: Arc<TurnRecorder>,
+}
+
+impl std::fmt::Debug for TurnRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnRecorder").finish_non_exhaustive()
+    }
 }
 
 fn now_iso() -> String {
@@ -97,16 +104,24 @@ impl SessionService {
                 "at least one root is needed".into(),
             ));
         }
-        state.add_observer(Arc::new(TurnRecorder {
-            state: Arc::clone(&state),
+        let recorder = Arc::new(TurnRecorder {
             store: store.clone(),
-        }));
+            handles: OnceLock::new(),
+        });
+        state.add_commit_hook(recorder.clone());
         Ok(Self {
             state,
             dispatcher,
             store,
             roots,
+            recorder,
         })
+    }
+
+    /// Where completed turns read the agent's resume handle from (set once, at composition;
+    /// later calls are ignored).
+    pub fn set_resume_handles(&self, handles: Arc<dyn ResumeHandles>) {
+        let _ = self.recorder.handles.set(handles);
     }
 
     /// The first root as a `file://` URI (`InitializeResult.defaultDirectory`).

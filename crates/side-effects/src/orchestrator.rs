@@ -140,27 +140,8 @@ impl Shared {
         })
     }
 
-    /// Keeps the chat's provider resume handle current in the store, so the conversation can
-    /// resume after a restart. Subagent chats share their parent's conversation and keep none.
-    pub(crate) fn persist_resume_handle(&self, chat: &str) {
-        let Ok(uri) = ChatUri::parse(chat) else {
-            return;
-        };
-        if uri.subagent_parent().ok().flatten().is_some() {
-            return;
-        }
-        let Some(runtime) = self.runtime().chats.get(chat).cloned() else {
-            return;
-        };
-        let handle = runtime.provider.resume_handle();
-        if let Err(error) = self.store.set_resume_handle(&uri, handle.as_ref()) {
-            tracing::warn!(chat, %error, "could not keep the agent's resume handle");
-        }
-    }
-
     /// `onTurnEnd` with the reason of the call-site table.
     pub(crate) fn turn_end(&self, chat: &str, turn_id: Option<&str>, reason: TurnEndReason) {
-        self.persist_resume_handle(chat);
         let Some(session) = self.session_of(chat) else {
             return;
         };
@@ -285,6 +266,21 @@ impl Orchestrator {
     /// The provider ids the host can start, in no particular order.
     pub fn provider_ids(&self) -> impl Iterator<Item = &str> {
         self.shared.providers.keys().map(String::as_str)
+    }
+
+    /// The handle to resume `chat`'s agent conversation now, for storing it with the chat's
+    /// history; `None` for a chat without a live conversation of its own (subagent chats share
+    /// their parent's).
+    pub fn resume_handle(&self, chat: &str) -> Option<serde_json::Value> {
+        let is_subagent = ChatUri::parse(chat)
+            .ok()
+            .and_then(|c| c.subagent_parent().ok().flatten())
+            .is_some();
+        if is_subagent {
+            return None;
+        }
+        let runtime = self.shared.runtime().chats.get(chat).cloned()?;
+        runtime.provider.resume_handle()
     }
 
     /// The host's side of an accepted client action (AHP §7): start the provider turn, answer a

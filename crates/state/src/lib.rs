@@ -18,7 +18,7 @@ mod manager;
 mod outbox;
 
 pub use manager::{
-    ClientDispatch, EnvelopeObserver, ObservedEnvelope, ReconnectOutcome, SEQ_RESERVATION,
-    SeqReservation, StateConfig, StateError, StateManager,
+    ClientDispatch, CommitHook, EnvelopeObserver, ObservedEnvelope, ReconnectOutcome,
+    SEQ_RESERVATION, SeqReservation, StateConfig, StateError, StateManager,
 };
 pub use outbox::{Outbox, SubscriberId, action_frame, notification_frame};

@@ -84,6 +84,14 @@ pub struct ObservedEnvelope<'a> {
     pub applied: bool,
 }
 
+/// Runs inside the state's critical section after an accepted action was reduced and numbered,
+/// before any subscriber is handed its frame: whatever a client is told must already be durable
+/// (the host stores a completed turn here). Keep it short and never dispatch from it.
+pub trait CommitHook: Send + Sync {
+    /// Called once per accepted envelope, with the state it produced.
+    fn before_broadcast(&self, host: &HostState, envelope: &ActionEnvelope);
+}
+
 /// Sees every envelope after it was sequenced, outside the state lock.
 pub trait EnvelopeObserver: Send + Sync {
     /// Called once per envelope.
@@ -124,6 +132,7 @@ struct Inner {
     /// Numbers up to this are reserved (persisted by `reservation`).
     reserved: u64,
     reservation: Option<Arc<dyn SeqReservation>>,
+    commit_hooks: Vec<Arc<dyn CommitHook>>,
     subscribers: Map<SubscriberId, Subscriber>,
     channel_subscribers: Map<String, Vec<SubscriberId>>,
     next_subscriber: u64,
@@ -264,6 +273,9 @@ impl Inner {
             }
             self.replay.push_back(Arc::clone(&envelope));
         }
+        for hook in &self.commit_hooks {
+            hook.before_broadcast(&self.host, &envelope);
+        }
         if self.channel_subscribers.contains_key(channel) {
             let frame = action_frame(&envelope);
             self.fan_out(channel, &frame);
@@ -315,6 +327,7 @@ impl StateManager {
                 replay_floor: start,
                 reserved: start,
                 reservation,
+                commit_hooks: Vec::new(),
                 subscribers: Map::default(),
                 channel_subscribers: Map::default(),
                 next_subscriber: 1,
@@ -327,6 +340,11 @@ impl StateManager {
         // Every critical section leaves `Inner` consistent before it can panic (the reducers
         // are panic-free on input), so a poisoned lock still guards valid state.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a hook that runs before an accepted envelope reaches any subscriber.
+    pub fn add_commit_hook(&self, hook: Arc<dyn CommitHook>) {
+        self.lock().commit_hooks.push(hook);
     }
 
     /// Adds an envelope observer.

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::Outbox;
+use agenthost_reducers::HostState;
 
 const SESSION: &str = "ahp-session:/s1";
 const CHAT: &str = "ahp-chat:/c1";
@@ -369,4 +370,40 @@ fn numbering_continues_above_the_high_water_mark_and_reserves_ahead() {
             ReconnectOutcome::Snapshot { .. }
         ));
     }
+}
+
+/// Records, at commit time, how many frames the subscriber already had.
+struct Durable {
+    outbox: Arc<TestOutbox>,
+    seen_at_commit: Mutex<Vec<(u64, usize)>>,
+}
+impl CommitHook for Durable {
+    fn before_broadcast(&self, host: &HostState, envelope: &ActionEnvelope) {
+        assert!(
+            host.session(SESSION).is_some(),
+            "the hook sees the reduced state"
+        );
+        let delivered = self.outbox.frames.lock().unwrap().len();
+        self.seen_at_commit
+            .lock()
+            .unwrap()
+            .push((envelope.server_seq, delivered));
+    }
+}
+
+#[test]
+fn commit_hooks_run_before_any_subscriber_gets_the_frame() {
+    let state = manager(100);
+    let outbox = TestOutbox::new(100);
+    let id = state.register_subscriber(outbox.clone());
+    state.subscribe(id, SESSION).unwrap();
+    let hook = Arc::new(Durable {
+        outbox: outbox.clone(),
+        seen_at_commit: Mutex::new(Vec::new()),
+    });
+    state.add_commit_hook(hook.clone());
+    state.dispatch_server(SESSION, title("a")).unwrap();
+    state.dispatch_server(SESSION, title("b")).unwrap();
+    assert_eq!(*hook.seen_at_commit.lock().unwrap(), [(1, 0), (2, 1)]);
+    assert_eq!(outbox.seqs(), [1, 2]);
 }

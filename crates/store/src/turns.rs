@@ -22,6 +22,33 @@ impl Store {
         record: &TurnRecord,
         modified_at: &str,
     ) -> Result<()> {
+        self.append(chat, record, modified_at, None)
+    }
+
+    /// [`append_turn`](Self::append_turn) and [`set_resume_handle`](Self::set_resume_handle) in
+    /// one transaction: the agent's handle to resume its conversation never disagrees with the
+    /// stored history, whatever moment the process dies at.
+    pub fn append_turn_with_resume_handle(
+        &self,
+        chat: &ChatUri,
+        record: &TurnRecord,
+        modified_at: &str,
+        resume_handle: Option<&serde_json::Value>,
+    ) -> Result<()> {
+        self.append(chat, record, modified_at, Some(resume_handle))
+    }
+
+    fn append(
+        &self,
+        chat: &ChatUri,
+        record: &TurnRecord,
+        modified_at: &str,
+        resume_handle: Option<Option<&serde_json::Value>>,
+    ) -> Result<()> {
+        let handle = match resume_handle {
+            Some(handle) => Some(opt_json("resume handle", handle)?),
+            None => None,
+        };
         let turn = to_json("turn", &record.turn)?;
         let usage = opt_json("turn usage", record.usage.as_ref())?;
         self.write(|tx| {
@@ -51,6 +78,10 @@ impl Store {
                 "UPDATE sessions SET modified_at = MAX(modified_at, ?2) WHERE uri = ?1",
             )?
             .execute((&session, modified_at))?;
+            if let Some(handle) = &handle {
+                tx.prepare_cached("UPDATE chats SET resume_handle = ?2 WHERE uri = ?1")?
+                    .execute((chat.as_str(), handle))?;
+            }
             Ok(())
         })
     }

@@ -281,3 +281,21 @@ fn the_turns_of_a_subagent_chat_are_its_own() {
     assert_eq!(store.turn_count(&chat_uri("c1")).unwrap(), 1);
     assert_eq!(ids(&store.turns(&sub.uri).unwrap()), ["t1", "t2"]);
 }
+
+#[test]
+fn a_turn_and_the_agents_resume_handle_are_written_together() {
+    let (_dir, store) = store_with_chat();
+    let c1 = chat_uri("c1");
+    let handle = json!({ "turnsRun": 1 });
+    store
+        .append_turn_with_resume_handle(&c1, &turn("t1"), T1, Some(&handle))
+        .unwrap();
+    assert_eq!(store.turns(&c1).unwrap().len(), 1);
+    assert_eq!(
+        store.chat(&c1).unwrap().unwrap().resume_handle,
+        Some(handle)
+    );
+    // A plain append leaves the handle alone.
+    store.append_turn(&c1, &turn("t2"), T1).unwrap();
+    assert!(store.chat(&c1).unwrap().unwrap().resume_handle.is_some());
+}
