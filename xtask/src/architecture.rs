@@ -119,13 +119,13 @@ fn check_edge(edge: &Edge<'_>, violations: &mut BTreeSet<String>) {
     if kind == DependencyKind::Dev {
         return;
     }
-    if let (Layer::Rank(from_rank), Layer::Rank(to_rank)) = (from_layer, to_layer) {
-        if to_rank >= from_rank {
-            violations.insert(format!(
-                "{from} ({from_layer}) -> {to} ({to_layer}){note}: a crate may depend only on \
-                 strictly lower layers"
-            ));
-        }
+    if let (Layer::Rank(from_rank), Layer::Rank(to_rank)) = (from_layer, to_layer)
+        && to_rank >= from_rank
+    {
+        violations.insert(format!(
+            "{from} ({from_layer}) -> {to} ({to_layer}){note}: a crate may depend only on \
+             strictly lower layers"
+        ));
     }
 }
 

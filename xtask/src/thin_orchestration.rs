@@ -295,18 +295,17 @@ fn check_entries(
             ));
             continue;
         };
-        if !present.contains(package) {
-            // A crate that is not there cannot be checked, and proves nothing stale: the check
-            // also runs over partial trees (fixtures, a workspace before the crate lands).
-            continue;
-        } else if let Some(paths) = complete.get(package) {
-            if !paths.contains(*path) {
-                violations.push(format!(
-                    "allowlist entry `{path}` ({}) is stale: {package} has no such function; \
-                     remove it from {ALLOWLIST_FILE} (or fix its path)",
-                    reason.name()
-                ));
-            }
+        // A crate that is not there cannot be checked, and proves nothing stale: the check also
+        // runs over partial trees (fixtures, a workspace before the crate lands).
+        if present.contains(package)
+            && let Some(paths) = complete.get(package)
+            && !paths.contains(*path)
+        {
+            violations.push(format!(
+                "allowlist entry `{path}` ({}) is stale: {package} has no such function; \
+                 remove it from {ALLOWLIST_FILE} (or fix its path)",
+                reason.name()
+            ));
         }
     }
     violations

@@ -144,10 +144,10 @@ fn git_capture(fixture: &Fixture, index: &Path) -> String {
     while let Some(record) = records.next() {
         let (code, path) = record.split_at(3);
         paths.push(path.to_owned());
-        if code.starts_with('R') || code.starts_with('C') {
-            if let Some(source) = records.next() {
-                paths.push(source.to_owned());
-            }
+        if (code.starts_with('R') || code.starts_with('C'))
+            && let Some(source) = records.next()
+        {
+            paths.push(source.to_owned());
         }
     }
     fixture.run(

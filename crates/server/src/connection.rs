@@ -448,17 +448,15 @@ pub(crate) async fn run<S>(
         None if sink.is_none() => join_by(&mut reader, Instant::now()).await,
         None => join_by(&mut reader, deadline).await,
     };
-    if let (Some(sink), Some((stream, unread))) = (sink, stream) {
-        if let Ok(ws) = stream.reunite(sink) {
-            close_socket(ws.into_inner(), unread, deadline).await;
-        }
+    if let (Some(sink), Some((stream, unread))) = (sink, stream)
+        && let Ok(ws) = stream.reunite(sink)
+    {
+        close_socket(ws.into_inner(), unread, deadline).await;
     }
 
     // Every message received before the close is still handled, then `disconnected`.
-    if !worker_done {
-        if let Err(error) = worker.await {
-            tracing::error!(conn = %id, %error, "the connection worker failed");
-        }
+    if !worker_done && let Err(error) = worker.await {
+        tracing::error!(conn = %id, %error, "the connection worker failed");
     }
     let request = conn.close_request();
     tracing::info!(

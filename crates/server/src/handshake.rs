@@ -212,10 +212,10 @@ pub(crate) fn precheck(head: &[u8]) -> Result<(), Rejection> {
 /// clients send for a slash-less URL such as `ws://host:port?tkn=…`) into `/?tkn=…`, which is
 /// what browsers send for the same URL and what tungstenite's server side can parse.
 pub(crate) fn normalize_target(mut head: Vec<u8>) -> Vec<u8> {
-    if let Some(space) = head.iter().position(|&b| b == b' ') {
-        if head.get(space + 1) == Some(&b'?') {
-            head.insert(space + 1, b'/');
-        }
+    if let Some(space) = head.iter().position(|&b| b == b' ')
+        && head.get(space + 1) == Some(&b'?')
+    {
+        head.insert(space + 1, b'/');
     }
     head
 }

@@ -195,13 +195,14 @@ pub(crate) fn decode(text: &str) -> Result<Incoming, DecodeError> {
         return Err(DecodeError::invalid(echo_id, r#""jsonrpc" must be "2.0""#));
     }
     let params = object.remove("params");
-    if let Some(params) = &params {
-        if !params.is_object() && !params.is_array() {
-            return Err(DecodeError::invalid(
-                echo_id,
-                r#""params" must be an object or an array"#,
-            ));
-        }
+    if let Some(params) = &params
+        && !params.is_object()
+        && !params.is_array()
+    {
+        return Err(DecodeError::invalid(
+            echo_id,
+            r#""params" must be an object or an array"#,
+        ));
     }
     match object.remove("method") {
         Some(Value::String(method)) => match raw_id {
