@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use agenthost_checkpoint::{CheckpointConfig, GitCheckpointService, MemoryLedger};
 use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
 use agenthost_provider_scripted::{Script, ScriptedProvider};
@@ -150,6 +151,10 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     let mut config = ServerConfig::new(token);
     config.listen = options.listen;
     service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
+    service.set_checkpoints(Arc::new(GitCheckpointService::new(
+        CheckpointConfig::default(),
+        Arc::new(MemoryLedger::new()),
+    )));
     let host = Host::new(
         state,
         Arc::new(service),

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use agenthost_checkpoint::{CheckpointConfig, Checkpointer, MemoryLedger};
 use agenthost_protocol::SessionUri;
 
 use crate::host::{DATABASE_FILE, open_store};
@@ -27,8 +28,22 @@ pub fn list(data_dir: &Path) -> Result<(), String> {
 pub fn delete(data_dir: &Path, session: &str) -> Result<(), String> {
     let uri = SessionUri::parse(session).map_err(|e| e.to_string())?;
     let store = existing_store(data_dir)?;
+    let directories: Vec<std::path::PathBuf> = store
+        .session(&uri)
+        .map_err(|e| e.to_string())?
+        .map(|record| record.working_directories)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|d| agenthost_protocol::uri::file_uri_to_path(d).ok())
+        .collect();
     if store.delete_session(&uri).map_err(|e| e.to_string())? {
-        println!("deleted {uri}");
+        // The session's checkpoint refs go too (a missing repository or ref is fine).
+        let checkpoints = Checkpointer::new(
+            CheckpointConfig::default(),
+            std::sync::Arc::new(MemoryLedger::new()),
+        );
+        let refs = checkpoints.delete_all(&uri, &directories);
+        println!("deleted {uri} ({refs} checkpoint refs)");
         Ok(())
     } else {
         Err(format!("no session {uri} in {}", data_dir.display()))

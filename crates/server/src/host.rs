@@ -213,6 +213,7 @@ impl Host {
                 let chats = self
                     .service
                     .delete_session(&p.channel)
+                    .await
                     .map_err(service_error)?;
                 self.orchestrator.dispose_session(&p.channel, &chats).await;
                 self.notify_root(

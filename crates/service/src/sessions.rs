@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use agenthost_checkpoint::CheckpointService;
 use agenthost_dispatcher::{Dispatcher, HydrationContext, RestoredChat};
 use agenthost_protocol::actions::{
     SessionChatAddedAction, SessionChatRemovedAction, SessionDefaultChatChangedAction,
@@ -61,18 +62,20 @@ pub fn state_for(store: &Store, root: RootState) -> Result<Arc<StateManager>, Se
 }
 
 /// The lifecycle commands over the state manager and the store.
-#[derive(Debug)]
 pub struct SessionService {
     state: Arc<StateManager>,
     dispatcher: Dispatcher,
     store: Store,
     roots: Vec<PathBuf>,
     recorder: Arc<TurnRecorder>,
+    checkpoints: OnceLock<Arc<dyn CheckpointService>>,
 }
 
-impl std::fmt::Debug for TurnRecorder {
+impl std::fmt::Debug for SessionService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnRecorder").finish_non_exhaustive()
+        f.debug_struct("SessionService")
+            .field("roots", &self.roots)
+            .finish_non_exhaustive()
     }
 }
 
@@ -115,6 +118,7 @@ impl SessionService {
             store,
             roots,
             recorder,
+            checkpoints: OnceLock::new(),
         })
     }
 
@@ -122,6 +126,12 @@ impl SessionService {
     /// later calls are ignored).
     pub fn set_resume_handles(&self, handles: Arc<dyn ResumeHandles>) {
         let _ = self.recorder.handles.set(handles);
+    }
+
+    /// The checkpoint service whose refs a deleted session takes along (set once, at
+    /// composition; later calls are ignored).
+    pub fn set_checkpoints(&self, checkpoints: Arc<dyn CheckpointService>) {
+        let _ = self.checkpoints.set(checkpoints);
     }
 
     /// The first root as a `file://` URI (`InitializeResult.defaultDirectory`).
@@ -346,17 +356,35 @@ impl SessionService {
             .collect()
     }
 
-    /// `x-deleteSession`: removes the session, its chats and its history for good. Returns the
-    /// live chats to dispose; the caller announces `root/sessionRemoved`.
-    pub fn delete_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
+    /// `x-deleteSession`: removes the session, its chats, its history and its checkpoint refs
+    /// for good. Returns the live chats to dispose; the caller announces `root/sessionRemoved`.
+    pub async fn delete_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
         let uri = SessionUri::parse(session)?;
+        let directories = match self.store.session(&uri)? {
+            Some(record) => record.working_directories,
+            None => self
+                .state
+                .read(|h| {
+                    h.session(session)
+                        .and_then(|s| s.working_directories.clone())
+                })
+                .unwrap_or_default(),
+        };
         let live = self.state.remove_session(session);
         let stored = self.store.delete_session(&uri)?;
-        match live {
-            Some((_, chats)) => Ok(chats.into_iter().map(|c| c.resource).collect()),
-            None if stored => Ok(Vec::new()),
-            None => Err(ServiceError::SessionNotFound(session.to_owned())),
+        if live.is_none() && !stored {
+            return Err(ServiceError::SessionNotFound(session.to_owned()));
         }
+        if let Some(checkpoints) = self.checkpoints.get() {
+            let dirs: Vec<PathBuf> = directories
+                .iter()
+                .filter_map(|d| file_uri_to_path(d).ok())
+                .collect();
+            checkpoints.delete_all(&uri, &dirs).await;
+        }
+        Ok(live
+            .map(|(_, chats)| chats.into_iter().map(|c| c.resource).collect())
+            .unwrap_or_default())
     }
 
     /// Makes sure the channel a client names is live, restoring its session (and, for a chat,

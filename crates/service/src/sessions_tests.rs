@@ -175,10 +175,14 @@ async fn chats_are_created_listed_and_disposed() {
         1
     );
     // Deleting removes it for good.
-    service.delete_session("scripted:/s1").unwrap();
+    service.delete_session("scripted:/s1").await.unwrap();
     assert!(service.list_sessions().unwrap().items.is_empty());
     assert_eq!(
-        service.delete_session("scripted:/s1").unwrap_err().code(),
+        service
+            .delete_session("scripted:/s1")
+            .await
+            .unwrap_err()
+            .code(),
         -32001
     );
     assert_eq!(
@@ -242,4 +246,46 @@ async fn completed_turns_survive_a_restart_and_come_back_hydrated() {
             .code(),
         -32008
     );
+}
+
+#[tokio::test]
+async fn deleting_a_session_removes_its_checkpoint_refs_and_disposing_keeps_them() {
+    use agenthost_checkpoint::{
+        CheckpointConfig, CheckpointService, GitCheckpointService, MemoryLedger,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().canonicalize().unwrap();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "--quiet"]);
+    std::fs::write(repo.join("a.txt"), "a").unwrap();
+    let checkpoints: Arc<dyn CheckpointService> = Arc::new(GitCheckpointService::new(
+        CheckpointConfig::default(),
+        Arc::new(MemoryLedger::new()),
+    ));
+    let (_, service) = service(&repo);
+    service.set_checkpoints(Arc::clone(&checkpoints));
+    service.create_session(create("scripted:/s1"), "c").unwrap();
+    let session = SessionUri::parse("scripted:/s1").unwrap();
+    checkpoints
+        .capture_baseline(&session, &[repo.clone()])
+        .await;
+    assert!(checkpoints.baseline(&session, Some(&repo)).await.is_some());
+
+    service.dispose_session("scripted:/s1").unwrap();
+    assert!(
+        checkpoints.baseline(&session, Some(&repo)).await.is_some(),
+        "disposal keeps them"
+    );
+
+    service.delete_session("scripted:/s1").await.unwrap();
+    assert_eq!(checkpoints.baseline(&session, Some(&repo)).await, None);
 }
