@@ -276,7 +276,7 @@ async fn deleting_a_session_removes_its_checkpoint_refs_and_disposing_keeps_them
     service.create_session(create("scripted:/s1"), "c").unwrap();
     let session = SessionUri::parse("scripted:/s1").unwrap();
     checkpoints
-        .capture_baseline(&session, &[repo.clone()])
+        .capture_baseline(&session, std::slice::from_ref(&repo))
         .await;
     assert!(checkpoints.baseline(&session, Some(&repo)).await.is_some());
 
