@@ -7,119 +7,14 @@
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read};
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+
+use support::{Spawned, agent_host, runtime};
 
 use agenthost_client::{ClientError, HostConnection};
 use agenthost_protocol::ahp_types::state::SnapshotState;
-
-/// How long a process may take to print its URL or to exit.
-const DEADLINE: Duration = Duration::from_secs(20);
-
-fn agent_host() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-host"));
-    // A token in the environment would change what `serve` uses.
-    command.env_remove("AGENT_HOST_TOKEN");
-    command.env("RUST_LOG", "warn");
-    command
-}
-
-/// A spawned `agent-host`, killed (and reaped) when dropped — also when the test panics.
-struct Spawned {
-    child: Child,
-    stdout: mpsc::Receiver<String>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Spawned {
-    fn spawn(mut command: Command) -> Self {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (lines, stdout) = mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buffer) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buffer[..n]));
-            }
-        });
-        Self {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// The next stdout line, within [`DEADLINE`].
-    fn line(&self) -> String {
-        self.stdout
-            .recv_timeout(DEADLINE)
-            .unwrap_or_else(|e| panic!("no stdout line ({e}); stderr:\n{}", self.stderr()))
-    }
-
-    /// Waits for the process to exit (polling, within [`DEADLINE`]); returns its status, every
-    /// stdout line and its stderr.
-    fn wait(&mut self) -> (ExitStatus, String, String) {
-        let deadline = Instant::now() + DEADLINE;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "agent-host did not exit within {DEADLINE:?}; stderr:\n{}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        // The pipes close with the process; collect what is left.
-        let mut stdout = String::new();
-        while let Ok(line) = self.stdout.recv_timeout(DEADLINE) {
-            stdout.push_str(&line);
-            stdout.push('\n');
-        }
-        let stderr_done = Instant::now() + DEADLINE;
-        while Arc::strong_count(&self.stderr) > 1 && Instant::now() < stderr_done {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        (status, stdout, self.stderr())
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn serve(root: &Path, extra: &[&str]) -> Spawned {
     let mut command = agent_host();
@@ -129,14 +24,6 @@ fn serve(root: &Path, extra: &[&str]) -> Spawned {
     command.arg("--data-dir").arg(root.join(".agenthost-data"));
     command.args(extra);
     Spawned::spawn(command)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// `ws://127.0.0.1:<port>/?tkn=<token>` → the token.
