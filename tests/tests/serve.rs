@@ -1075,3 +1075,51 @@ async fn a_subagent_turn_runs_in_its_own_chat() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_created_with_an_initial_message_runs_its_first_turn() {
+    let host = TestHost::start(Some(short_reply_script())).await;
+    let mut peer = Peer::connect(&host.url, "client-a").await;
+    let (session, _) = peer.create_session("e2e-initial").await;
+    let chat = "ahp-chat:/e2e-initial-chat";
+
+    // Only user messages may start a turn.
+    let refused: Result<Value, _> = peer
+        .client
+        .request(
+            "createChat",
+            json!({ "channel": session.as_str(), "chat": chat,
+                    "initialMessage": { "text": "hi", "origin": { "kind": "agent" } } }),
+        )
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+
+    let _: Value = peer
+        .client
+        .request(
+            "createChat",
+            json!({ "channel": session.as_str(), "chat": chat,
+                    "initialMessage": { "text": "say something", "origin": { "kind": "user" } } }),
+        )
+        .await
+        .unwrap();
+    let snapshot = peer.subscribe(chat).await;
+    let finished = |state: &Value| state["turns"].as_array().is_some_and(|t| !t.is_empty());
+    if !finished(&state_json(&snapshot)) {
+        peer.until(|e| is_turn_end(e, chat, "initial")).await;
+    }
+    let fresh = Peer::connect(&host.url, "client-b")
+        .await
+        .subscribe(chat)
+        .await;
+    let state = state_json(&fresh);
+    let turn = &state["turns"][0];
+    assert_eq!(turn["id"], "initial");
+    assert_eq!(turn["state"], "complete");
+    assert_eq!(turn["message"]["text"], "say something");
+    assert_eq!(turn["message"]["origin"]["kind"], "user");
+    assert_eq!(
+        turn["responseParts"][0]["content"],
+        "A short reply, streamed in a few chunks."
+    );
+}

@@ -118,6 +118,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Orchestrator::start", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::provider_ids", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::resume_handle", Reason::Provider),
+    ("agenthost-side-effects::orchestrator::Orchestrator::start_turn", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::after_client_action", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::answer_permission", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_chat", Reason::Lifecycle),
@@ -146,6 +147,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::persistence::<TurnRecorder as CommitHook>::before_broadcast", Reason::Invariant),
     ("agenthost-service::sessions::<SessionService as Debug>::fmt", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::set_checkpoints", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::start_initial_turn", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::set_resume_handles", Reason::Provider),
     ("agenthost-service::persistence::TurnRecorder::record", Reason::Lifecycle),
     ("agenthost-service::persistence::session_record", Reason::Lifecycle),
@@ -182,6 +184,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 960),
-    ("agenthost-service", 780),
+    ("agenthost-side-effects", 980),
+    ("agenthost-service", 800),
 ];

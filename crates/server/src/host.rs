@@ -227,13 +227,27 @@ impl Host {
             }
             "createChat" => {
                 let p: CreateChatParams = params(raw)?;
-                if p.initial_message.is_some() {
+                if let Some(message) = &p.initial_message
+                    && message.origin.kind != agenthost_protocol::state::MessageKind::User
+                {
                     return Err(RpcError::invalid_params(
-                        "initialMessage is not supported yet: create the chat, then dispatch \
-                         chat/turnStarted on it",
+                        "initialMessage: clients may only send user messages",
                     ));
                 }
                 self.service.create_chat(&p).await.map_err(service_error)?;
+                if let Some(message) = p.initial_message {
+                    // The first turn goes through the normal admission path.
+                    let turn = self
+                        .service
+                        .start_initial_turn(&p.chat, &message)
+                        .map_err(service_error)?;
+                    self.orchestrator.start_turn(
+                        &p.chat,
+                        &turn,
+                        message,
+                        self.client_context(&conn),
+                    );
+                }
                 Ok(Value::Null)
             }
             "disposeChat" => {

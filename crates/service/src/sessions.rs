@@ -295,6 +295,34 @@ impl SessionService {
         self.add_chat(&session, &chat, &now_iso())
     }
 
+    /// A chat's `initialMessage` (AHP §9.2): starts its first turn, as the host, with the
+    /// client's user message; returns the turn id for the turn starter. Like a client's
+    /// `chat/turnStarted`, only user messages are accepted.
+    pub fn start_initial_turn(
+        &self,
+        chat: &str,
+        message: &agenthost_protocol::ahp_types::state::Message,
+    ) -> Result<String, ServiceError> {
+        if message.origin.kind != agenthost_protocol::ahp_types::state::MessageKind::User {
+            return Err(ServiceError::InvalidParams(
+                "initialMessage: clients may only send user messages".into(),
+            ));
+        }
+        let turn_id = "initial".to_owned();
+        let action =
+            StateAction::ChatTurnStarted(agenthost_protocol::actions::ChatTurnStartedAction {
+                turn_id: turn_id.clone(),
+                started_at: now_iso(),
+                message: message.clone(),
+                queued_message_id: None,
+                meta: None,
+            });
+        self.state
+            .dispatch_server(chat, action)
+            .map_err(|e| ServiceError::InvalidParams(format!("initialMessage: {e}")))?;
+        Ok(turn_id)
+    }
+
     /// `disposeChat`: removes the chat from the catalog, the state and the store (an explicit
     /// removal by the client); returns its session. The caller then disposes the chat's provider
     /// conversation and mementos.

@@ -283,6 +283,34 @@ impl Orchestrator {
         runtime.provider.resume_handle()
     }
 
+    /// Starts a turn the host dispatched itself (a `chat/turnStarted` already applied, such as a
+    /// chat's `initialMessage`) through the same turn starter as a client's turn.
+    pub fn start_turn(
+        &self,
+        chat: &str,
+        turn_id: &str,
+        message: agenthost_protocol::ahp_types::state::Message,
+        client_context: ClientContext,
+    ) {
+        self.shared.runtime().turns.insert(
+            chat.to_owned(),
+            TrackedTurn {
+                turn_id: turn_id.to_owned(),
+                started: Instant::now(),
+                client_context: Some(client_context.clone()),
+            },
+        );
+        let request = crate::turns::TurnStart {
+            chat: chat.to_owned(),
+            turn_id: turn_id.to_owned(),
+            message,
+            source: RequestSource::Direct,
+            client_id: client_context.client_id.clone(),
+            client_context,
+        };
+        tokio::spawn(crate::turns::start_turn(Arc::clone(&self.shared), request));
+    }
+
     /// The host's side of an accepted client action (AHP §7): start the provider turn, answer a
     /// permission, abort a cancelled turn — then `onDidApplyClientAction`, always.
     pub fn after_client_action(&self, envelope: &ActionEnvelope, client_context: &ClientContext) {
