@@ -1413,7 +1413,8 @@ impl Core {
             })
     }
 
-    /// The run failed before its body ran (`inputReadFailed`, `invalidInput`, …).
+    /// The run failed before its body ran (`inputReadFailed`, `invalidInput`, …): answered like
+    /// a completed body, with the failed result.
     pub(crate) fn fail_run(
         &mut self,
         key: &ToolCallKey,
@@ -1422,22 +1423,7 @@ impl Core {
         now: Instant,
         fx: &mut Effects,
     ) {
-        if !self.is_current(key, attempt) {
-            return self.unwind(key, attempt, now, fx);
-        }
-        self.send_tool(
-            key,
-            AnswerKind::ToolCallComplete,
-            answers::complete(key, result.clone()),
-            fx,
-        );
-        self.finish(
-            key,
-            attempt,
-            Some(InvocationStatus::Completed(result)),
-            now,
-            fx,
-        );
+        self.complete_run(key, attempt, result, now, fx);
     }
 
     /// The local tool needs a confirmation: show it. `None` when the attempt is gone.
