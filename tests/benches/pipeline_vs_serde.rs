@@ -246,6 +246,7 @@ async fn run() -> Result<(), String> {
         launch_kind: LaunchKind::Embedded("pipeline_vs_serde".into()),
         data_dir: None,
         idle_eviction: None,
+        claude: None,
     })
     .await?;
     let url = server.url();

@@ -113,6 +113,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         launch_kind: LaunchKind::Demo,
         data_dir: None,
         idle_eviction: None,
+        claude: None,
     })
     .await?;
     let url = server.url();

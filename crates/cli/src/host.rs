@@ -7,6 +7,7 @@ use std::sync::Arc;
 use agenthost_checkpoint::{CheckpointConfig, GitCheckpointService, MemoryLedger};
 use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
+use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider};
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
@@ -33,6 +34,9 @@ pub struct HostOptions {
     /// How often idle sessions (no subscriber, no running turn, for a whole period) are evicted
     /// from memory; they stay restorable. `None` never evicts.
     pub idle_eviction: Option<std::time::Duration>,
+    /// How the `claude` provider launches Claude Code (`claude` on the `PATH`, defaults
+    /// otherwise, when `None`).
+    pub claude: Option<ClaudeConfig>,
 }
 
 /// The database file inside a data directory.
@@ -65,7 +69,7 @@ pub fn default_data_dir() -> Option<PathBuf> {
 }
 
 /// Providers this build can run.
-const AVAILABLE: &[&str] = &["scripted"];
+const AVAILABLE: &[&str] = &["scripted", "claude"];
 
 fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
     if options.providers.is_empty() {
@@ -83,6 +87,13 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
                     None => Script::builtin(),
                 };
                 providers.push(Arc::new(ScriptedProvider::new(script)));
+            }
+            "claude" => {
+                let config = options
+                    .claude
+                    .clone()
+                    .unwrap_or_else(|| ClaudeConfig::new("claude"));
+                providers.push(Arc::new(ClaudeProvider::new(config)?));
             }
             other => {
                 return Err(format!(

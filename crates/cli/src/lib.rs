@@ -7,5 +7,7 @@
 
 pub mod demo;
 pub mod host;
+pub mod map;
+pub mod mock_model;
 pub mod serve;
 pub mod sessions;

@@ -22,6 +22,12 @@ enum Command {
     Serve(ServeArgs),
     /// Run a two-turn session end to end against an in-process host and print it.
     Demo(DemoArgs),
+    /// Print the AHP actions an agent transcript maps to, one JSON object per line (for
+    /// debugging a provider and checking new transcripts).
+    Map(MapArgs),
+    /// Serve a scripted mock model (Anthropic Messages, OpenAI Responses and Chat Completions)
+    /// on loopback; the first line on stdout is its base URL.
+    MockModel(MockModelArgs),
     /// List or delete stored sessions (offline: for a running host use `x-deleteSession`).
     Sessions {
         #[command(subcommand)]
@@ -69,6 +75,86 @@ struct ServeArgs {
     /// use); 0 never evicts.
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     idle_evict_secs: u64,
+    #[command(flatten)]
+    claude: ClaudeArgs,
+}
+
+/// How `--provider claude` launches Claude Code. The child inherits this process's environment
+/// (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, …).
+#[derive(Debug, clap::Args)]
+struct ClaudeArgs {
+    /// The `claude` executable.
+    #[arg(
+        long,
+        env = "AGENT_HOST_CLAUDE_BIN",
+        default_value = "claude",
+        value_name = "PATH"
+    )]
+    claude_bin: PathBuf,
+    /// A model to advertise and pass as `--model` (repeatable; the first is the default).
+    #[arg(long = "claude-model", value_name = "MODEL")]
+    claude_models: Vec<String>,
+    /// `--permission-mode` for Claude Code (default, acceptEdits, plan, bypassPermissions).
+    #[arg(long, value_name = "MODE")]
+    claude_permission_mode: Option<String>,
+    /// A tool Claude Code may run without asking (repeatable; `--allowedTools`).
+    #[arg(long = "claude-allowed-tool", value_name = "TOOL")]
+    claude_allowed_tools: Vec<String>,
+    /// Seconds Claude Code may take to start (answer the initialize request).
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    claude_start_timeout_secs: u64,
+}
+
+impl ClaudeArgs {
+    fn config(self) -> agenthost_provider_claude::ClaudeConfig {
+        let mut config = agenthost_provider_claude::ClaudeConfig::new(self.claude_bin);
+        config.model = self.claude_models.first().cloned();
+        config.models = self.claude_models;
+        config.permission_mode = self.claude_permission_mode;
+        config.allowed_tools = self.claude_allowed_tools;
+        config.start_timeout = std::time::Duration::from_secs(self.claude_start_timeout_secs);
+        config
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct MockModelArgs {
+    /// Loopback address to listen on; port 0 lets the OS pick one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// The shell command the model asks to run.
+    #[arg(long = "cmd", default_value = "echo hi > out.txt")]
+    command: String,
+    /// Add a thinking (reasoning) block before the tool call.
+    #[arg(long)]
+    thinking: bool,
+    /// Ask for sandbox escalation where the tool schema allows it (what makes Codex ask).
+    #[arg(long)]
+    escalate: bool,
+    /// Answer every model call with this HTTP status and an error body.
+    #[arg(long, value_name = "STATUS")]
+    fail_status: Option<u16>,
+    /// The message of those errors.
+    #[arg(long, default_value = "mock: scripted failure")]
+    fail_message: String,
+    /// Fill a `workdir` tool argument with this directory.
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<String>,
+    /// Milliseconds to wait between streamed events.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    delay_ms: u64,
+    /// Append one JSON line per request to this file.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct MapArgs {
+    /// The provider whose output format the transcript is in.
+    #[arg(long, value_name = "NAME")]
+    provider: String,
+    /// The transcript: the agent's stdout, one JSON object per line (`-` for stdin).
+    file: PathBuf,
 }
 
 fn data_dir(given: Option<PathBuf>) -> Result<PathBuf, String> {
@@ -118,6 +204,7 @@ fn main() -> ExitCode {
                     data_dir,
                     idle_eviction: (args.idle_evict_secs > 0)
                         .then(|| std::time::Duration::from_secs(args.idle_evict_secs)),
+                    claude: Some(args.claude.config()),
                 }))
             })
         }
@@ -130,6 +217,24 @@ fn main() -> ExitCode {
                 SessionsCommand::List => agenthost::sessions::list(&dir),
                 SessionsCommand::Delete { session } => agenthost::sessions::delete(&dir, &session),
             })
+        }
+        Command::MockModel(args) => {
+            init_logging("info");
+            let config = agenthost_testkit::MockModelConfig {
+                command: args.command,
+                thinking: args.thinking,
+                escalate: args.escalate,
+                fail_status: args.fail_status,
+                fail_message: args.fail_message,
+                workdir: args.workdir,
+                event_delay: std::time::Duration::from_millis(args.delay_ms),
+                log_path: args.log,
+            };
+            runtime.block_on(agenthost::mock_model::run(args.listen, config))
+        }
+        Command::Map(args) => {
+            init_logging("warn");
+            agenthost::map::run(&args.provider, &args.file)
         }
         Command::Demo(args) => {
             init_logging("warn");

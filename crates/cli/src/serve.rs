@@ -25,6 +25,8 @@ pub struct ServeOptions {
     pub data_dir: PathBuf,
     /// How often idle sessions are evicted from memory (`None`: never).
     pub idle_eviction: Option<std::time::Duration>,
+    /// How the `claude` provider launches Claude Code.
+    pub claude: Option<agenthost_provider_claude::ClaudeConfig>,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -38,6 +40,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         launch_kind: LaunchKind::Serve,
         data_dir: Some(options.data_dir),
         idle_eviction: options.idle_eviction,
+        claude: options.claude,
     })
     .await?;
     // The contract: the first line on stdout is the full URL, token included.

@@ -94,7 +94,49 @@ fn an_unknown_provider_fails_naming_the_available_ones() {
     assert!(!status.success(), "{status}");
     assert!(stdout.is_empty(), "no URL is printed: {stdout:?}");
     assert!(stderr.contains("\"nope\""), "{stderr}");
-    assert!(stderr.contains("available: scripted"), "{stderr}");
+    assert!(stderr.contains("available: scripted, claude"), "{stderr}");
+}
+
+#[test]
+fn serve_offers_claude_and_refuses_a_bad_permission_mode() {
+    let root = tempfile::tempdir().unwrap();
+    // Advertising the agent starts no process: a missing `claude` only matters at the first turn.
+    let server = serve(
+        root.path(),
+        &[
+            "--provider",
+            "claude",
+            "--claude-bin",
+            "/nonexistent/claude",
+        ],
+    );
+    let url = server.line();
+    runtime().block_on(async {
+        let client = HostConnection::connect(&url, "cli-test").await.unwrap();
+        let agents: Vec<String> = client
+            .initialized()
+            .snapshots
+            .iter()
+            .flat_map(|snapshot| match &snapshot.state {
+                SnapshotState::Root(root) => {
+                    root.agents.iter().map(|a| a.provider.clone()).collect()
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(agents, ["claude"]);
+        client.close().await;
+    });
+    let mut bad = serve(
+        root.path(),
+        &["--provider", "claude", "--claude-permission-mode", "yolo"],
+    );
+    let (status, _, stderr) = bad.wait();
+    assert!(!status.success());
+    assert!(
+        stderr.contains("unknown Claude permission mode `yolo`"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -182,6 +182,21 @@ impl HostConnection {
         Ok(())
     }
 
+    /// Cancels a running turn (`chat/turnCancelled`, with the time since `started`).
+    pub async fn cancel_turn(
+        &self,
+        chat: &ChatUri,
+        turn_id: &str,
+        duration_ms: i64,
+    ) -> Result<(), ClientError> {
+        let action: StateAction = serde_json::from_value(json!({
+            "type": "chat/turnCancelled", "turnId": turn_id, "duration": duration_ms
+        }))
+        .map_err(|e| ClientError::Unexpected(e.to_string()))?;
+        self.client.dispatch(chat.to_string(), action).await?;
+        Ok(())
+    }
+
     /// Every session of the host.
     pub async fn list_sessions(&self) -> Result<ListSessionsResult, ClientError> {
         Ok(self

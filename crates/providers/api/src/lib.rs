@@ -9,9 +9,19 @@
 //! completed turn); a provider is asked for its own history only when resuming its conversation
 //! ([`ProviderSession::fetch_turns`]).
 //!
+//! The [`mapper`] is shared by every CLI adapter: translators turn their CLI's events into
+//! [`NormEvent`]s and one [`Mapper`] per conversation turns those into signals, so the AHP
+//! ordering rules live in one place. [`signal_json`] renders a signal for people and snapshots.
+//!
 //! Deliberately absent: process management, SDK event formats, AHP routing — they live in the
 //! provider crates and the host.
 #![deny(missing_docs)]
+
+pub mod mapper;
+mod render;
+
+pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
+pub use render::{pending_ready_action, signal_json};
 
 use std::fmt;
 use std::path::PathBuf;

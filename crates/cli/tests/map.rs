@@ -1,0 +1,128 @@
+//! `agent-host map` (a captured transcript → one AHP action per line) and `agent-host
+//! mock-model` (the loopback mock model as a command), through the real binary.
+
+// Test helpers outside `#[test]` functions: a panic here is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use serde_json::Value;
+use support::{Spawned, agent_host};
+
+fn claude_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../providers/claude/tests/fixtures")
+        .join(name)
+}
+
+fn map(args: &[&str], input: Option<&str>) -> (bool, String, String) {
+    let mut command = agent_host();
+    command.arg("map").args(args);
+    command.stdin(std::process::Stdio::piped());
+    command.stdout(std::process::Stdio::piped());
+    command.stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.unwrap_or("").as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn map_prints_one_action_per_line_in_order() {
+    let file = claude_fixture("stdin-approve.stdout.jsonl");
+    let (ok, stdout, stderr) = map(&["--provider", "claude", file.to_str().unwrap()], None);
+    assert!(ok, "{stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "chat/responsePart",
+            "chat/toolCallStart",
+            "chat/toolCallReady",
+            "chat/toolCallReady",
+            "chat/toolCallComplete",
+            "chat/responsePart",
+            "chat/usage",
+            "chat/turnComplete",
+        ],
+        "{stdout}"
+    );
+    // The CLI ran the tool on its own first (not-needed), then asked: the second ready is the
+    // pending confirmation, with what the permission is about.
+    assert_eq!(lines[2]["confirmed"], "not-needed");
+    assert!(lines[3].get("confirmed").is_none(), "{}", lines[3]);
+    assert_eq!(lines[3]["permissionKind"], "shell");
+    assert_eq!(lines[4]["result"]["success"], true);
+    assert!(lines.iter().all(|l| l["turnId"] == "turn-1"));
+}
+
+#[test]
+fn map_reads_stdin_and_names_the_bad_line() {
+    let good = std::fs::read_to_string(claude_fixture("stdin-approve.stdout.jsonl")).unwrap();
+    let first = good.lines().next().unwrap();
+    let input = format!("{first}\nthis is not json\n");
+    let (ok, stdout, stderr) = map(&["--provider", "claude", "-"], Some(&input));
+    assert!(!ok);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("line 2: not a JSON object"), "{stderr}");
+}
+
+#[test]
+fn map_refuses_unknown_providers_and_missing_files() {
+    let (ok, _, stderr) = map(&["--provider", "nope", "-"], None);
+    assert!(!ok);
+    assert!(stderr.contains("mappable: claude"), "{stderr}");
+    let (ok, _, stderr) = map(&["--provider", "claude", "/nonexistent/transcript"], None);
+    assert!(!ok);
+    assert!(
+        stderr.contains("cannot read /nonexistent/transcript"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn mock_model_serves_on_loopback_and_answers_like_a_model() {
+    let mut command = agent_host();
+    command.args(["mock-model", "--cmd", "echo mocked > m.txt"]);
+    let server = Spawned::spawn(command);
+    let url = server.line();
+    let address = url.strip_prefix("http://").unwrap();
+    assert!(address.starts_with("127.0.0.1:"), "{url}");
+    let body = r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"go"}],"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}]}"#;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST /v1/messages HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"tool_use\""), "{answer}");
+    assert!(answer.contains("echo mocked > m.txt"), "{answer}");
+}
+
+#[test]
+fn mock_model_refuses_a_non_loopback_address() {
+    let mut command = agent_host();
+    command.args(["mock-model", "--listen", "0.0.0.0:0"]);
+    let mut server = Spawned::spawn(command);
+    let (status, _, stderr) = server.wait();
+    assert!(!status.success());
+    assert!(stderr.contains("cannot start the mock model"), "{stderr}");
+}

@@ -1,0 +1,1308 @@
+//! The shared, provider-neutral mapper: [`NormEvent`]s in, [`AgentSignal`]s out.
+//!
+//! Every provider translator (Claude Code, Codex, Copilot CLI) turns its CLI's native events into
+//! the same small [`NormEvent`] vocabulary; one [`Mapper`] per provider conversation turns that
+//! into signals. The AHP part and tool-call ordering rules (`providers.md` §3–§4) live here and
+//! nowhere else, so translators stay thin:
+//!
+//! - a markdown or reasoning part exists before any delta for it; a full block whose stream
+//!   already has a part is ignored (the deltas covered it);
+//! - `ToolStarted` closes the open parts of its scope, so text after a tool starts a new part; a
+//!   duplicate start is ignored;
+//! - a tool completed without a ready first gets a synthetic `ready (confirmed: not-needed)`, a
+//!   permission request for a running tool is a second ready without `confirmed` (legal);
+//! - exactly one terminal action per turn: `Failed` → `chat/error`, `Idle` → `chat/turnComplete`,
+//!   `Idle { aborted: true }` → nothing (the client already dispatched `chat/turnCancelled`);
+//! - scoped events carry `parent_tool_call_id`, and the first event of a new subagent scope is
+//!   preceded by `SubagentStarted`; subagents still open when the turn ends are completed just
+//!   before its terminal action.
+//!
+//! Input from a CLI is never trusted: an id that cannot be a [`SafeId`], an event for an unknown
+//! tool call or an event outside a turn is dropped with a `tracing` warning, never a panic.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use agenthost_protocol::actions::{
+    ChatActivityChangedAction, ChatDeltaAction, ChatErrorAction, ChatReasoningAction,
+    ChatResponsePartAction, ChatToolCallCompleteAction, ChatToolCallContentChangedAction,
+    ChatToolCallDeltaAction, ChatToolCallReadyAction, ChatToolCallStartAction,
+    ChatTurnCompleteAction, ChatUsageAction, SessionTitleChangedAction,
+};
+use agenthost_protocol::common::JsonObject;
+use agenthost_protocol::error_info::error_part;
+use agenthost_protocol::state::{
+    ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart,
+    ToolCallConfirmationReason, ToolCallContributor, ToolCallPendingConfirmationState,
+    ToolCallResult, ToolInput, ToolResultContent, UsageInfo,
+};
+use agenthost_protocol::{
+    ActionSignal, AgentSignal, ModelCallCompleted, PendingConfirmation, PermissionKind, SafeId,
+    SessionUri, StateAction, SteeringConsumed, StringOrMarkdown, SubagentCompleted,
+    SubagentStarted,
+};
+use serde_json::json;
+
+/// Where an event happened: the top-level conversation or a subagent's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The chat's own conversation.
+    Root,
+    /// A subagent's conversation, started by tool call `parent_tool_call_id`.
+    Subagent {
+        /// The tool call that started the subagent.
+        parent_tool_call_id: String,
+    },
+}
+
+impl Scope {
+    /// The scope of the subagent started by `parent_tool_call_id`.
+    pub fn subagent(parent_tool_call_id: impl Into<String>) -> Self {
+        Self::Subagent {
+            parent_tool_call_id: parent_tool_call_id.into(),
+        }
+    }
+
+    /// `Root` for `None`, else the subagent of that tool call.
+    pub fn from_parent(parent_tool_call_id: Option<&str>) -> Self {
+        parent_tool_call_id.map_or(Self::Root, Self::subagent)
+    }
+
+    /// The tool call that started the subagent; `None` at top level.
+    pub fn parent_tool_call_id(&self) -> Option<&str> {
+        match self {
+            Self::Root => None,
+            Self::Subagent {
+                parent_tool_call_id,
+            } => Some(parent_tool_call_id),
+        }
+    }
+}
+
+/// The provider-neutral events translators produce (`providers.md` §3).
+///
+/// Deliberately absent for now: input requests (ask-user questions) and permission responders —
+/// the driver that received a permission request keeps it and answers it itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NormEvent {
+    /// A piece of streamed assistant text.
+    TextDelta {
+        /// Where it happened.
+        scope: Scope,
+        /// The SDK's id of the streamed block (message id, item id, …): one part per stream.
+        stream_id: String,
+        /// The text to append.
+        text: String,
+    },
+    /// A whole text block, for a stream that was not streamed.
+    TextFull {
+        /// Where it happened.
+        scope: Scope,
+        /// The SDK's id of the block; ignored when that stream already has a part.
+        stream_id: String,
+        /// The full text.
+        text: String,
+    },
+    /// A piece of streamed reasoning.
+    ReasoningDelta {
+        /// Where it happened.
+        scope: Scope,
+        /// The SDK's id of the streamed block.
+        stream_id: String,
+        /// The text to append.
+        text: String,
+    },
+    /// A whole reasoning block, for a stream that was not streamed.
+    ReasoningFull {
+        /// Where it happened.
+        scope: Scope,
+        /// The SDK's id of the block; ignored when that stream already has a part.
+        stream_id: String,
+        /// The full text.
+        text: String,
+    },
+    /// A tool call began (its arguments may still stream).
+    ToolStarted {
+        /// Where it happened.
+        scope: Scope,
+        /// The SDK's tool call id (must be a valid [`SafeId`]).
+        tool_call_id: String,
+        /// The tool's internal name.
+        tool_name: String,
+        /// The tool's human-readable name.
+        display_name: String,
+        /// Who provides the tool (a client, an MCP server), when not the agent itself.
+        contributor: Option<ToolCallContributor>,
+        /// Provider-specific metadata for the tool call.
+        meta: Option<JsonObject>,
+    },
+    /// A piece of a tool call's streamed arguments.
+    ToolArgsDelta {
+        /// Where it happened.
+        scope: Scope,
+        /// The tool call.
+        tool_call_id: String,
+        /// The partial JSON to append.
+        partial_json: String,
+    },
+    /// A tool call's arguments are final.
+    ToolReady {
+        /// Where it happened.
+        scope: Scope,
+        /// The tool call.
+        tool_call_id: String,
+        /// What the tool will do, for people.
+        invocation_message: String,
+        /// The final input, as text (usually JSON).
+        tool_input: Option<String>,
+        /// The agent runs it without asking: `chat/toolCallReady { confirmed: not-needed }`.
+        /// When `false` nothing is emitted yet: a [`NormEvent::PermissionAsked`] follows.
+        auto_approved: bool,
+        /// Provider-specific metadata (replaces the start's when present).
+        meta: Option<JsonObject>,
+    },
+    /// The agent asks permission to run a tool call.
+    PermissionAsked {
+        /// Where it happened.
+        scope: Scope,
+        /// The tool call (started on the fly if the mapper has not seen it).
+        tool_call_id: String,
+        /// The tool's internal name.
+        tool_name: String,
+        /// The tool's human-readable name.
+        display_name: String,
+        /// What the permission is about.
+        kind: PermissionKind,
+        /// The file or directory concerned, if any.
+        path: Option<String>,
+        /// Short title of the confirmation prompt.
+        title: String,
+        /// What the tool will do, for people.
+        invocation_message: String,
+        /// The tool's input, as text (usually JSON).
+        input: Option<String>,
+    },
+    /// Live output of a running tool call (replaces the previous live content).
+    ToolOutput {
+        /// Where it happened.
+        scope: Scope,
+        /// The tool call.
+        tool_call_id: String,
+        /// The content so far.
+        content: Vec<ToolResultContent>,
+    },
+    /// A tool call finished.
+    ToolCompleted {
+        /// Where it happened.
+        scope: Scope,
+        /// The tool call.
+        tool_call_id: String,
+        /// Whether it succeeded.
+        success: bool,
+        /// What the tool did, in the past tense; derived from the display name when `None`.
+        past_tense_message: Option<String>,
+        /// The result content.
+        content: Vec<ToolResultContent>,
+        /// A structured result object, if the agent reports one.
+        structured_content: Option<JsonObject>,
+        /// The error message and code (`"denied"` for a user-declined call).
+        error: Option<ToolError>,
+    },
+    /// A subagent started by tool call `parent_tool_call_id`.
+    SubagentStarted {
+        /// The tool call that started the subagent (must be a valid [`SafeId`]).
+        parent_tool_call_id: String,
+        /// The agent's internal name.
+        agent_name: String,
+        /// The agent's human-readable name.
+        display_name: String,
+        /// What the subagent was asked to do, in short.
+        description: Option<String>,
+        /// The full prompt it received.
+        prompt: Option<String>,
+        /// The tool call of the subagent that started this one, when nested.
+        grandparent: Option<String>,
+    },
+    /// The subagent started by `parent_tool_call_id` finished.
+    SubagentEnded {
+        /// The tool call that started it.
+        parent_tool_call_id: String,
+    },
+    /// Token usage of the turn so far (each report replaces the previous one).
+    Usage {
+        /// Where it happened.
+        scope: Scope,
+        /// Input tokens.
+        input: u64,
+        /// Output tokens.
+        output: u64,
+        /// Tokens read from the cache.
+        cache_read: Option<u64>,
+        /// The model.
+        model: Option<String>,
+        /// Provider-specific metadata (cost, …).
+        meta: Option<JsonObject>,
+    },
+    /// What the agent is doing now; `None` clears it.
+    Activity {
+        /// The activity line.
+        text: Option<String>,
+    },
+    /// The agent renamed the conversation.
+    Title {
+        /// The new title.
+        title: String,
+    },
+    /// A queued steering message was consumed.
+    SteeringConsumed {
+        /// The steering message id.
+        id: String,
+    },
+    /// One model call of the turn finished.
+    ModelCallCompleted {
+        /// The provider's id of the call.
+        model_call_id: String,
+    },
+    /// The turn failed: `chat/error`, which ends it.
+    Failed {
+        /// What went wrong.
+        error: ErrorInfo,
+        /// The turn's duration as the agent measured it; the mapper's clock when `None`.
+        duration_ms: Option<i64>,
+    },
+    /// The agent is idle: the turn is over.
+    Idle {
+        /// The turn was cancelled (the client already dispatched `chat/turnCancelled`).
+        aborted: bool,
+        /// The turn's duration as the agent measured it; the mapper's clock when `None`.
+        duration_ms: Option<i64>,
+    },
+}
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    /// What went wrong, for people.
+    pub message: String,
+    /// A machine-readable code; `"denied"` marks a user-declined call.
+    pub code: Option<String>,
+}
+
+/// The error code of a tool call the user (or a policy) declined.
+pub const DENIED: &str = "denied";
+
+impl ToolError {
+    /// An error with a message and no code.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: None,
+        }
+    }
+
+    /// A declined call: code [`DENIED`].
+    pub fn denied(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: Some(DENIED.to_owned()),
+        }
+    }
+}
+
+/// Turns one provider conversation's [`NormEvent`]s into [`AgentSignal`]s, one protocol turn at
+/// a time.
+#[derive(Debug)]
+pub struct Mapper {
+    session: SessionUri,
+    turn: Option<TurnMap>,
+}
+
+impl Mapper {
+    /// A mapper for a conversation of `session`, with no turn yet.
+    pub fn new(session: SessionUri) -> Self {
+        Self {
+            session,
+            turn: None,
+        }
+    }
+
+    /// The session the signals belong to.
+    pub fn session(&self) -> &SessionUri {
+        &self.session
+    }
+
+    /// Starts protocol turn `turn_id`: every per-turn map (open parts, tools, subagents) starts
+    /// empty, and durations are measured from now.
+    pub fn begin_turn(&mut self, turn_id: &str) {
+        if let Some(previous) = &self.turn
+            && !previous.ended
+        {
+            tracing::warn!(
+                previous = previous.id,
+                turn = turn_id,
+                "a new turn begins before the previous one ended; forgetting it"
+            );
+        }
+        self.turn = Some(TurnMap::new(turn_id));
+    }
+
+    /// The id of the most recently begun turn (also once it ended).
+    pub fn turn_id(&self) -> Option<&str> {
+        self.turn.as_ref().map(|turn| turn.id.as_str())
+    }
+
+    /// Whether the current turn has ended (its terminal action was produced, or it was aborted);
+    /// `true` when no turn has begun.
+    pub fn turn_ended(&self) -> bool {
+        self.turn.as_ref().is_none_or(|turn| turn.ended)
+    }
+
+    /// Maps one event.
+    pub fn map(&mut self, event: NormEvent) -> Vec<AgentSignal> {
+        let mut out = Emitter {
+            session: &self.session,
+            signals: Vec::new(),
+        };
+        // Events that do not belong to a turn.
+        match event {
+            NormEvent::Activity { text } => {
+                out.action(
+                    None,
+                    StateAction::ChatActivityChanged(ChatActivityChangedAction { activity: text }),
+                );
+                return out.signals;
+            }
+            NormEvent::Title { title } => {
+                out.action(
+                    None,
+                    StateAction::SessionTitleChanged(SessionTitleChangedAction { title }),
+                );
+                return out.signals;
+            }
+            NormEvent::SteeringConsumed { id } => {
+                out.signals
+                    .push(AgentSignal::SteeringConsumed(SteeringConsumed {
+                        session: self.session.clone(),
+                        id,
+                    }));
+                return out.signals;
+            }
+            event => {
+                let Some(turn) = self.turn.as_mut() else {
+                    tracing::warn!(event = kind(&event), "dropping an event outside any turn");
+                    return out.signals;
+                };
+                if turn.ended {
+                    tracing::warn!(
+                        turn = turn.id,
+                        event = kind(&event),
+                        "dropping an event after the turn ended"
+                    );
+                    return out.signals;
+                }
+                turn.map(event, &mut out);
+            }
+        }
+        out.signals
+    }
+
+    /// The turn failed outside the agent's own reporting (the process died, the stream broke):
+    /// `chat/error` with `error`, unless the turn already ended.
+    pub fn fail(&mut self, error: ErrorInfo) -> Vec<AgentSignal> {
+        if self.turn_ended() {
+            return Vec::new();
+        }
+        self.map(NormEvent::Failed {
+            error,
+            duration_ms: None,
+        })
+    }
+}
+
+/// A short name of an event, for logs.
+fn kind(event: &NormEvent) -> &'static str {
+    match event {
+        NormEvent::TextDelta { .. } => "textDelta",
+        NormEvent::TextFull { .. } => "textFull",
+        NormEvent::ReasoningDelta { .. } => "reasoningDelta",
+        NormEvent::ReasoningFull { .. } => "reasoningFull",
+        NormEvent::ToolStarted { .. } => "toolStarted",
+        NormEvent::ToolArgsDelta { .. } => "toolArgsDelta",
+        NormEvent::ToolReady { .. } => "toolReady",
+        NormEvent::PermissionAsked { .. } => "permissionAsked",
+        NormEvent::ToolOutput { .. } => "toolOutput",
+        NormEvent::ToolCompleted { .. } => "toolCompleted",
+        NormEvent::SubagentStarted { .. } => "subagentStarted",
+        NormEvent::SubagentEnded { .. } => "subagentEnded",
+        NormEvent::Usage { .. } => "usage",
+        NormEvent::Activity { .. } => "activity",
+        NormEvent::Title { .. } => "title",
+        NormEvent::SteeringConsumed { .. } => "steeringConsumed",
+        NormEvent::ModelCallCompleted { .. } => "modelCallCompleted",
+        NormEvent::Failed { .. } => "failed",
+        NormEvent::Idle { .. } => "idle",
+    }
+}
+
+/// Collects the signals of one event.
+struct Emitter<'a> {
+    session: &'a SessionUri,
+    signals: Vec<AgentSignal>,
+}
+
+impl Emitter<'_> {
+    fn action(&mut self, parent: Option<&SafeId>, action: StateAction) {
+        self.signals.push(AgentSignal::Action(ActionSignal {
+            session: self.session.clone(),
+            action,
+            parent_tool_call_id: parent.cloned(),
+        }));
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum PartKind {
+    Markdown,
+    Reasoning,
+}
+
+#[derive(Debug)]
+struct OpenPart {
+    stream_id: String,
+    part_id: String,
+}
+
+/// The open parts of one scope.
+#[derive(Debug, Default)]
+struct ScopeParts {
+    markdown: Option<OpenPart>,
+    reasoning: Option<OpenPart>,
+}
+
+impl ScopeParts {
+    fn open(&mut self, kind: PartKind) -> &mut Option<OpenPart> {
+        match kind {
+            PartKind::Markdown => &mut self.markdown,
+            PartKind::Reasoning => &mut self.reasoning,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ToolStatus {
+    /// Started; arguments may still stream. A completion needs a synthetic ready first.
+    Streaming,
+    /// Ready and confirmed (or auto-approved).
+    Running,
+    /// Waiting for the host's answer.
+    Pending,
+    Completed,
+}
+
+#[derive(Debug)]
+struct ToolTrack {
+    scope: Option<SafeId>,
+    display_name: String,
+    status: ToolStatus,
+    invocation_message: Option<String>,
+    tool_input: Option<String>,
+    meta: Option<JsonObject>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SubagentStatus {
+    Open,
+    Closed,
+}
+
+/// The per-turn state of the mapper.
+#[derive(Debug)]
+struct TurnMap {
+    id: String,
+    started: Instant,
+    ended: bool,
+    /// Open parts per scope (keyed by the parent tool call id; `None` is the root).
+    scopes: HashMap<Option<String>, ScopeParts>,
+    /// Every part id used in this turn.
+    part_ids: HashSet<String>,
+    /// Streams that already have a part, by kind and scope.
+    streams: HashSet<(PartKind, Option<String>, String)>,
+    tools: HashMap<String, ToolTrack>,
+    subagents: HashMap<String, SubagentStatus>,
+    /// Subagents in the order they started, to close the open ones deterministically.
+    subagent_order: Vec<SafeId>,
+}
+
+impl TurnMap {
+    fn new(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            started: Instant::now(),
+            ended: false,
+            scopes: HashMap::new(),
+            part_ids: HashSet::new(),
+            streams: HashSet::new(),
+            tools: HashMap::new(),
+            subagents: HashMap::new(),
+            subagent_order: Vec::new(),
+        }
+    }
+
+    fn map(&mut self, event: NormEvent, out: &mut Emitter<'_>) {
+        match event {
+            NormEvent::TextDelta {
+                scope,
+                stream_id,
+                text,
+            } => self.delta(PartKind::Markdown, &scope, stream_id, text, out),
+            NormEvent::ReasoningDelta {
+                scope,
+                stream_id,
+                text,
+            } => self.delta(PartKind::Reasoning, &scope, stream_id, text, out),
+            NormEvent::TextFull {
+                scope,
+                stream_id,
+                text,
+            } => self.full(PartKind::Markdown, &scope, stream_id, text, out),
+            NormEvent::ReasoningFull {
+                scope,
+                stream_id,
+                text,
+            } => self.full(PartKind::Reasoning, &scope, stream_id, text, out),
+            NormEvent::ToolStarted {
+                scope,
+                tool_call_id,
+                tool_name,
+                display_name,
+                contributor,
+                meta,
+            } => {
+                self.tool_started(
+                    &scope,
+                    tool_call_id,
+                    tool_name,
+                    display_name,
+                    contributor,
+                    meta,
+                    out,
+                );
+            }
+            NormEvent::ToolArgsDelta {
+                tool_call_id,
+                partial_json,
+                ..
+            } => self.tool_args(&tool_call_id, partial_json, out),
+            NormEvent::ToolReady {
+                tool_call_id,
+                invocation_message,
+                tool_input,
+                auto_approved,
+                meta,
+                ..
+            } => self.tool_ready(
+                &tool_call_id,
+                invocation_message,
+                tool_input,
+                auto_approved,
+                meta,
+                out,
+            ),
+            NormEvent::PermissionAsked {
+                scope,
+                tool_call_id,
+                tool_name,
+                display_name,
+                kind,
+                path,
+                title,
+                invocation_message,
+                input,
+            } => self.permission(
+                &scope,
+                tool_call_id,
+                tool_name,
+                display_name,
+                kind,
+                path,
+                title,
+                invocation_message,
+                input,
+                out,
+            ),
+            NormEvent::ToolOutput {
+                tool_call_id,
+                content,
+                ..
+            } => self.tool_output(&tool_call_id, content, out),
+            NormEvent::ToolCompleted {
+                tool_call_id,
+                success,
+                past_tense_message,
+                content,
+                structured_content,
+                error,
+                ..
+            } => self.tool_completed(
+                &tool_call_id,
+                success,
+                past_tense_message,
+                content,
+                structured_content,
+                error,
+                out,
+            ),
+            NormEvent::SubagentStarted {
+                parent_tool_call_id,
+                agent_name,
+                display_name,
+                description,
+                prompt,
+                grandparent,
+            } => self.subagent_started(
+                &parent_tool_call_id,
+                agent_name,
+                display_name,
+                description,
+                prompt,
+                grandparent.as_deref(),
+                out,
+            ),
+            NormEvent::SubagentEnded {
+                parent_tool_call_id,
+            } => self.subagent_ended(&parent_tool_call_id, out),
+            NormEvent::Usage {
+                scope,
+                input,
+                output,
+                cache_read,
+                model,
+                meta,
+            } => {
+                let Some(parent) = self.enter_scope(&scope, out) else {
+                    return;
+                };
+                let usage = UsageInfo {
+                    input_tokens: Some(tokens(input)),
+                    output_tokens: Some(tokens(output)),
+                    model,
+                    cache_read_tokens: cache_read.map(tokens),
+                    meta,
+                };
+                out.action(
+                    parent.as_ref(),
+                    StateAction::ChatUsage(ChatUsageAction {
+                        turn_id: self.id.clone(),
+                        usage,
+                        meta: None,
+                    }),
+                );
+            }
+            NormEvent::ModelCallCompleted { model_call_id } => {
+                out.signals
+                    .push(AgentSignal::ModelCallCompleted(ModelCallCompleted {
+                        session: out.session.clone(),
+                        turn_id: self.id.clone(),
+                        model_call_id,
+                    }));
+            }
+            NormEvent::Failed { error, duration_ms } => {
+                self.close_subagents(out);
+                let duration = self.duration(duration_ms);
+                out.action(
+                    None,
+                    StateAction::ChatError(ChatErrorAction {
+                        turn_id: self.id.clone(),
+                        duration,
+                        part: error_part(error, false),
+                        meta: None,
+                    }),
+                );
+                self.ended = true;
+            }
+            NormEvent::Idle {
+                aborted: true,
+                duration_ms: _,
+            } => self.ended = true,
+            NormEvent::Idle {
+                aborted: false,
+                duration_ms,
+            } => {
+                self.close_subagents(out);
+                let duration = self.duration(duration_ms);
+                out.action(
+                    None,
+                    StateAction::ChatTurnComplete(ChatTurnCompleteAction {
+                        turn_id: self.id.clone(),
+                        duration,
+                        meta: None,
+                    }),
+                );
+                self.ended = true;
+            }
+            // Handled by `Mapper::map` before a turn is needed.
+            NormEvent::Activity { .. }
+            | NormEvent::Title { .. }
+            | NormEvent::SteeringConsumed { .. } => {}
+        }
+    }
+
+    fn duration(&self, reported: Option<i64>) -> i64 {
+        reported
+            .unwrap_or_else(|| {
+                i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
+            })
+            .max(0)
+    }
+
+    /// Resolves a scope to the parent id its signals carry, announcing a new subagent first.
+    /// `None` means "drop the event" (an invalid id or a subagent that already ended).
+    fn enter_scope(&mut self, scope: &Scope, out: &mut Emitter<'_>) -> Option<Option<SafeId>> {
+        let Some(parent) = scope.parent_tool_call_id() else {
+            return Some(None);
+        };
+        let parent = valid_id(parent, "subagent scope")?;
+        match self.subagents.get(parent.as_str()) {
+            Some(SubagentStatus::Open) => Some(Some(parent)),
+            Some(SubagentStatus::Closed) => {
+                tracing::warn!(
+                    parent = parent.as_str(),
+                    "dropping an event of a subagent that already ended"
+                );
+                None
+            }
+            None => {
+                let grandparent = self
+                    .tools
+                    .get(parent.as_str())
+                    .and_then(|tool| tool.scope.clone());
+                self.open_subagent(
+                    parent.clone(),
+                    "subagent".to_owned(),
+                    "Subagent".to_owned(),
+                    None,
+                    None,
+                    grandparent,
+                    out,
+                );
+                Some(Some(parent))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn open_subagent(
+        &mut self,
+        parent: SafeId,
+        agent_name: String,
+        display_name: String,
+        description: Option<String>,
+        prompt: Option<String>,
+        grandparent: Option<SafeId>,
+        out: &mut Emitter<'_>,
+    ) {
+        self.subagents
+            .insert(parent.as_str().to_owned(), SubagentStatus::Open);
+        self.subagent_order.push(parent.clone());
+        out.signals
+            .push(AgentSignal::SubagentStarted(SubagentStarted {
+                session: out.session.clone(),
+                tool_call_id: parent,
+                agent_name,
+                agent_display_name: display_name,
+                agent_description: None,
+                task_description: description,
+                task_prompt: prompt,
+                parent_tool_call_id: grandparent,
+            }));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn subagent_started(
+        &mut self,
+        parent: &str,
+        agent_name: String,
+        display_name: String,
+        description: Option<String>,
+        prompt: Option<String>,
+        grandparent: Option<&str>,
+        out: &mut Emitter<'_>,
+    ) {
+        let Some(parent) = valid_id(parent, "subagent") else {
+            return;
+        };
+        let grandparent = match grandparent {
+            None => None,
+            Some(id) => match valid_id(id, "subagent's parent") {
+                Some(id) => Some(id),
+                None => return,
+            },
+        };
+        if self.subagents.contains_key(parent.as_str()) {
+            tracing::debug!(
+                parent = parent.as_str(),
+                "ignoring a second start of a subagent"
+            );
+            return;
+        }
+        self.open_subagent(
+            parent,
+            agent_name,
+            display_name,
+            description,
+            prompt,
+            grandparent,
+            out,
+        );
+    }
+
+    fn subagent_ended(&mut self, parent: &str, out: &mut Emitter<'_>) {
+        let Some(parent) = valid_id(parent, "subagent") else {
+            return;
+        };
+        let previous = self
+            .subagents
+            .insert(parent.as_str().to_owned(), SubagentStatus::Closed);
+        if previous == Some(SubagentStatus::Open) {
+            out.signals
+                .push(AgentSignal::SubagentCompleted(SubagentCompleted {
+                    session: out.session.clone(),
+                    tool_call_id: parent,
+                }));
+        }
+    }
+
+    /// Completes every subagent still open (their chats' turns end with the parent's).
+    fn close_subagents(&mut self, out: &mut Emitter<'_>) {
+        for parent in std::mem::take(&mut self.subagent_order) {
+            if self.subagents.get(parent.as_str()) == Some(&SubagentStatus::Open) {
+                tracing::debug!(
+                    parent = parent.as_str(),
+                    "completing a subagent at turn end"
+                );
+                self.subagent_ended(parent.as_str(), out);
+            }
+        }
+    }
+
+    /// A new part id derived from the turn and stream ids, unique within the turn.
+    fn new_part_id(&mut self, stream_id: &str) -> String {
+        let base = format!("{}#{stream_id}", self.id);
+        let mut id = base.clone();
+        let mut n = 2;
+        while self.part_ids.contains(&id) {
+            id = format!("{base}#{n}");
+            n += 1;
+        }
+        self.part_ids.insert(id.clone());
+        id
+    }
+
+    fn delta(
+        &mut self,
+        kind: PartKind,
+        scope: &Scope,
+        stream_id: String,
+        text: String,
+        out: &mut Emitter<'_>,
+    ) {
+        let Some(parent) = self.enter_scope(scope, out) else {
+            return;
+        };
+        let key = parent.as_ref().map(|p| p.as_str().to_owned());
+        let open = self.scopes.entry(key.clone()).or_default().open(kind);
+        if let Some(part) = open.as_ref().filter(|part| part.stream_id == stream_id) {
+            if text.is_empty() {
+                return;
+            }
+            let (turn_id, part_id) = (self.id.clone(), part.part_id.clone());
+            let action = match kind {
+                PartKind::Markdown => StateAction::ChatDelta(ChatDeltaAction {
+                    turn_id,
+                    part_id,
+                    content: text,
+                    meta: None,
+                }),
+                PartKind::Reasoning => StateAction::ChatReasoning(ChatReasoningAction {
+                    turn_id,
+                    part_id,
+                    content: text,
+                    meta: None,
+                }),
+            };
+            out.action(parent.as_ref(), action);
+            return;
+        }
+        self.new_part(kind, parent.as_ref(), key, stream_id, text, out);
+    }
+
+    fn full(
+        &mut self,
+        kind: PartKind,
+        scope: &Scope,
+        stream_id: String,
+        text: String,
+        out: &mut Emitter<'_>,
+    ) {
+        let key = scope.parent_tool_call_id().map(str::to_owned);
+        if self.streams.contains(&(kind, key, stream_id.clone())) {
+            tracing::trace!(stream_id, "a full block of a streamed part: already shown");
+            return;
+        }
+        if text.is_empty() {
+            return;
+        }
+        let Some(parent) = self.enter_scope(scope, out) else {
+            return;
+        };
+        let key = parent.as_ref().map(|p| p.as_str().to_owned());
+        self.new_part(kind, parent.as_ref(), key, stream_id, text, out);
+    }
+
+    fn new_part(
+        &mut self,
+        kind: PartKind,
+        parent: Option<&SafeId>,
+        key: Option<String>,
+        stream_id: String,
+        content: String,
+        out: &mut Emitter<'_>,
+    ) {
+        let part_id = self.new_part_id(&stream_id);
+        self.streams.insert((kind, key.clone(), stream_id.clone()));
+        let part = match kind {
+            PartKind::Markdown => ResponsePart::Markdown(MarkdownResponsePart {
+                id: part_id.clone(),
+                content,
+            }),
+            PartKind::Reasoning => ResponsePart::Reasoning(ReasoningResponsePart {
+                id: part_id.clone(),
+                content,
+            }),
+        };
+        *self.scopes.entry(key).or_default().open(kind) = Some(OpenPart { stream_id, part_id });
+        out.action(
+            parent,
+            StateAction::ChatResponsePart(ChatResponsePartAction {
+                turn_id: self.id.clone(),
+                part,
+                meta: None,
+            }),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tool_started(
+        &mut self,
+        scope: &Scope,
+        tool_call_id: String,
+        tool_name: String,
+        display_name: String,
+        contributor: Option<ToolCallContributor>,
+        meta: Option<JsonObject>,
+        out: &mut Emitter<'_>,
+    ) {
+        let Some(id) = valid_id(&tool_call_id, "tool call") else {
+            return;
+        };
+        if self.tools.contains_key(id.as_str()) {
+            tracing::debug!(tool_call_id, "ignoring a second start of a tool call");
+            return;
+        }
+        let Some(parent) = self.enter_scope(scope, out) else {
+            return;
+        };
+        let parts = self
+            .scopes
+            .entry(parent.as_ref().map(|p| p.as_str().to_owned()))
+            .or_default();
+        parts.markdown = None;
+        parts.reasoning = None;
+        self.tools.insert(
+            id.into_string(),
+            ToolTrack {
+                scope: parent.clone(),
+                display_name: display_name.clone(),
+                status: ToolStatus::Streaming,
+                invocation_message: None,
+                tool_input: None,
+                meta: None,
+            },
+        );
+        out.action(
+            parent.as_ref(),
+            StateAction::ChatToolCallStart(ChatToolCallStartAction {
+                turn_id: self.id.clone(),
+                tool_call_id,
+                meta,
+                tool_name,
+                display_name,
+                intention: None,
+                contributor,
+            }),
+        );
+    }
+
+    /// The tracked tool call, or `None` (with a warning) when the mapper never saw it start.
+    fn known_tool(&mut self, tool_call_id: &str, event: &str) -> Option<&mut ToolTrack> {
+        let tool = self.tools.get_mut(tool_call_id);
+        if tool.is_none() {
+            tracing::warn!(
+                tool_call_id,
+                event,
+                "dropping an event of an unknown tool call"
+            );
+        }
+        tool
+    }
+
+    fn tool_args(&mut self, tool_call_id: &str, partial_json: String, out: &mut Emitter<'_>) {
+        let turn_id = self.id.clone();
+        let Some(tool) = self.known_tool(tool_call_id, "toolArgsDelta") else {
+            return;
+        };
+        if tool.status != ToolStatus::Streaming {
+            tracing::debug!(tool_call_id, "ignoring arguments of a tool that is ready");
+            return;
+        }
+        let parent = tool.scope.clone();
+        out.action(
+            parent.as_ref(),
+            StateAction::ChatToolCallDelta(ChatToolCallDeltaAction {
+                turn_id,
+                tool_call_id: tool_call_id.to_owned(),
+                meta: None,
+                content: Some(partial_json),
+                invocation_message: None,
+            }),
+        );
+    }
+
+    fn tool_ready(
+        &mut self,
+        tool_call_id: &str,
+        invocation_message: String,
+        tool_input: Option<String>,
+        auto_approved: bool,
+        meta: Option<JsonObject>,
+        out: &mut Emitter<'_>,
+    ) {
+        let turn_id = self.id.clone();
+        let Some(tool) = self.known_tool(tool_call_id, "toolReady") else {
+            return;
+        };
+        if tool.status != ToolStatus::Streaming {
+            // A second ready would override a pending answer or repeat a running one.
+            tracing::debug!(
+                tool_call_id,
+                "ignoring a ready for a tool that is not streaming"
+            );
+            return;
+        }
+        tool.invocation_message = Some(invocation_message);
+        tool.tool_input = tool_input;
+        tool.meta = meta;
+        if !auto_approved {
+            // The permission request that follows moves it on.
+            return;
+        }
+        tool.status = ToolStatus::Running;
+        let action = ready_not_needed(turn_id, tool_call_id, tool);
+        let parent = tool.scope.clone();
+        out.action(parent.as_ref(), action);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn permission(
+        &mut self,
+        scope: &Scope,
+        tool_call_id: String,
+        tool_name: String,
+        display_name: String,
+        kind: PermissionKind,
+        path: Option<String>,
+        title: String,
+        invocation_message: String,
+        input: Option<String>,
+        out: &mut Emitter<'_>,
+    ) {
+        if !self.tools.contains_key(&tool_call_id) {
+            // Invariant 2: the start precedes the (pending) ready.
+            self.tool_started(
+                scope,
+                tool_call_id.clone(),
+                tool_name.clone(),
+                display_name.clone(),
+                None,
+                None,
+                out,
+            );
+        }
+        let turn_id = self.id.clone();
+        let Some(tool) = self.tools.get_mut(&tool_call_id) else {
+            return;
+        };
+        if tool.status == ToolStatus::Completed {
+            tracing::warn!(
+                tool_call_id,
+                "dropping a permission request for a completed tool call"
+            );
+            return;
+        }
+        tool.status = ToolStatus::Pending;
+        let input = input.or_else(|| tool.tool_input.clone());
+        let state = ToolCallPendingConfirmationState {
+            tool_call_id,
+            tool_name,
+            display_name,
+            intention: None,
+            contributor: None,
+            meta: tool.meta.clone(),
+            invocation_message: StringOrMarkdown::Plain(invocation_message),
+            tool_input: input.map(ToolInput::Inline),
+            confirmation_title: (!title.is_empty()).then_some(StringOrMarkdown::Plain(title)),
+            risk_assessment: None,
+            edits: None,
+            editable: None,
+            options: None,
+        };
+        out.signals
+            .push(AgentSignal::PendingConfirmation(PendingConfirmation {
+                session: out.session.clone(),
+                turn_id,
+                state,
+                permission_kind: kind,
+                permission_path: path,
+                parent_tool_call_id: tool.scope.clone(),
+            }));
+    }
+
+    fn tool_output(
+        &mut self,
+        tool_call_id: &str,
+        content: Vec<ToolResultContent>,
+        out: &mut Emitter<'_>,
+    ) {
+        let turn_id = self.id.clone();
+        let Some(tool) = self.known_tool(tool_call_id, "toolOutput") else {
+            return;
+        };
+        if tool.status != ToolStatus::Running {
+            tracing::debug!(
+                tool_call_id,
+                "ignoring output of a tool that is not running"
+            );
+            return;
+        }
+        let parent = tool.scope.clone();
+        out.action(
+            parent.as_ref(),
+            StateAction::ChatToolCallContentChanged(ChatToolCallContentChangedAction {
+                turn_id,
+                tool_call_id: tool_call_id.to_owned(),
+                meta: None,
+                content,
+            }),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tool_completed(
+        &mut self,
+        tool_call_id: &str,
+        success: bool,
+        past_tense_message: Option<String>,
+        content: Vec<ToolResultContent>,
+        structured_content: Option<JsonObject>,
+        error: Option<ToolError>,
+        out: &mut Emitter<'_>,
+    ) {
+        let turn_id = self.id.clone();
+        let Some(tool) = self.known_tool(tool_call_id, "toolCompleted") else {
+            return;
+        };
+        if tool.status == ToolStatus::Completed {
+            tracing::debug!(tool_call_id, "ignoring a second completion of a tool call");
+            return;
+        }
+        let parent = tool.scope.clone();
+        if tool.status == ToolStatus::Streaming {
+            // Invariant 3: the reducer drops a completion of a streaming tool.
+            out.action(
+                parent.as_ref(),
+                ready_not_needed(turn_id.clone(), tool_call_id, tool),
+            );
+        }
+        tool.status = ToolStatus::Completed;
+        let past_tense_message = past_tense_message.unwrap_or_else(|| {
+            if success {
+                format!("Ran {}", tool.display_name)
+            } else {
+                format!("{} failed", tool.display_name)
+            }
+        });
+        let error = error.map(|error| match error.code {
+            Some(code) => json!({ "message": error.message, "code": code }),
+            None => json!({ "message": error.message }),
+        });
+        let result = ToolCallResult {
+            success,
+            past_tense_message: StringOrMarkdown::Plain(past_tense_message),
+            content: (!content.is_empty()).then_some(content),
+            structured_content,
+            error,
+        };
+        out.action(
+            parent.as_ref(),
+            StateAction::ChatToolCallComplete(ChatToolCallCompleteAction {
+                turn_id,
+                tool_call_id: tool_call_id.to_owned(),
+                meta: None,
+                result,
+                requires_result_confirmation: None,
+            }),
+        );
+    }
+}
+
+/// `chat/toolCallReady { confirmed: not-needed }` from what the mapper knows of the tool.
+fn ready_not_needed(turn_id: String, tool_call_id: &str, tool: &ToolTrack) -> StateAction {
+    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
+        turn_id,
+        tool_call_id: tool_call_id.to_owned(),
+        meta: tool.meta.clone(),
+        contributor: None,
+        intention: None,
+        invocation_message: StringOrMarkdown::Plain(
+            tool.invocation_message
+                .clone()
+                .unwrap_or_else(|| tool.display_name.clone()),
+        ),
+        tool_input: tool.tool_input.clone().map(ToolInput::Inline),
+        confirmation_title: None,
+        risk_assessment: None,
+        edits: None,
+        editable: None,
+        confirmed: Some(ToolCallConfirmationReason::NotNeeded),
+        options: None,
+    })
+}
+
+/// `id` as a [`SafeId`], or `None` with a warning.
+fn valid_id(id: &str, what: &str) -> Option<SafeId> {
+    match SafeId::new(id) {
+        Ok(id) => Some(id),
+        Err(error) => {
+            tracing::warn!(%error, what, "dropping an event with an invalid id");
+            None
+        }
+    }
+}
+
+fn tokens(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+#[path = "mapper_tests.rs"]
+mod tests;

@@ -1,0 +1,110 @@
+//! One JSON object per signal, for people and snapshots (`agent-host map` prints these).
+//!
+//! An action renders as its own wire JSON (plus `parentToolCallId` when scoped to a subagent); a
+//! pending confirmation as the `chat/toolCallReady` without `confirmed` it stands for (plus
+//! `permissionKind` / `permissionPath`); every other signal as `{"signal": "<name>", …fields}`.
+
+use agenthost_protocol::actions::ChatToolCallReadyAction;
+use agenthost_protocol::{AgentSignal, PendingConfirmation, SafeId, StateAction};
+use serde_json::{Map, Value, json};
+
+/// The `chat/toolCallReady` (without `confirmed`) the host dispatches for a pending confirmation
+/// that no auto-approve rule answers: the tool moves to `pending-confirmation`.
+pub fn pending_ready_action(pending: &PendingConfirmation) -> StateAction {
+    let state = pending.state.clone();
+    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
+        turn_id: pending.turn_id.clone(),
+        tool_call_id: state.tool_call_id,
+        meta: state.meta,
+        contributor: state.contributor,
+        intention: state.intention,
+        invocation_message: state.invocation_message,
+        tool_input: state.tool_input,
+        confirmation_title: state.confirmation_title,
+        risk_assessment: state.risk_assessment,
+        edits: state.edits,
+        editable: state.editable,
+        confirmed: None,
+        options: state.options,
+    })
+}
+
+/// The JSON rendering of one signal (see the module documentation).
+pub fn signal_json(signal: &AgentSignal) -> Value {
+    match signal {
+        AgentSignal::Action(action) => {
+            action_json(&action.action, action.parent_tool_call_id.as_ref())
+        }
+        AgentSignal::PendingConfirmation(pending) => {
+            let mut value = action_json(
+                &pending_ready_action(pending),
+                pending.parent_tool_call_id.as_ref(),
+            );
+            if let Value::Object(object) = &mut value {
+                object.insert(
+                    "permissionKind".into(),
+                    pending.permission_kind.as_str().into(),
+                );
+                if let Some(path) = &pending.permission_path {
+                    object.insert("permissionPath".into(), path.clone().into());
+                }
+            }
+            value
+        }
+        AgentSignal::SubagentStarted(started) => {
+            let mut object = Map::new();
+            object.insert("signal".into(), "subagentStarted".into());
+            object.insert("chat".into(), started.chat().as_str().into());
+            object.insert("toolCallId".into(), started.tool_call_id.as_str().into());
+            object.insert("agentName".into(), started.agent_name.clone().into());
+            object.insert(
+                "agentDisplayName".into(),
+                started.agent_display_name.clone().into(),
+            );
+            let optional = [
+                ("agentDescription", &started.agent_description),
+                ("taskDescription", &started.task_description),
+                ("taskPrompt", &started.task_prompt),
+            ];
+            for (key, value) in optional {
+                if let Some(value) = value {
+                    object.insert(key.into(), value.clone().into());
+                }
+            }
+            if let Some(parent) = &started.parent_tool_call_id {
+                object.insert("parentToolCallId".into(), parent.as_str().into());
+            }
+            Value::Object(object)
+        }
+        AgentSignal::SubagentCompleted(completed) => json!({
+            "signal": "subagentCompleted",
+            "chat": completed.chat().as_str(),
+            "toolCallId": completed.tool_call_id.as_str(),
+        }),
+        AgentSignal::SteeringConsumed(consumed) => json!({
+            "signal": "steeringConsumed",
+            "id": consumed.id,
+        }),
+        AgentSignal::ModelCallCompleted(call) => json!({
+            "signal": "modelCallCompleted",
+            "turnId": call.turn_id,
+            "modelCallId": call.model_call_id,
+        }),
+    }
+}
+
+fn action_json(action: &StateAction, parent: Option<&SafeId>) -> Value {
+    let mut value = match serde_json::to_value(action) {
+        Ok(value) => value,
+        // Wire types always serialize; keep the output one object per signal regardless.
+        Err(error) => json!({ "signal": "unrenderable", "error": error.to_string() }),
+    };
+    if let (Some(parent), Value::Object(object)) = (parent, &mut value) {
+        object.insert("parentToolCallId".into(), parent.as_str().into());
+    }
+    value
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;

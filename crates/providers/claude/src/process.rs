@@ -1,0 +1,273 @@
+//! The `claude` child process: spawning it in a process group of its own, writing its stdin,
+//! keeping the tail of its stderr, and terminating the whole group.
+//!
+//! Tools the agent runs (shell commands and their children) live in the CLI's process group, so
+//! signalling the group stops them too; a process that ignores `SIGTERM` for the grace period
+//! gets `SIGKILL`. Dropping a [`ClaudeProcess`] without [`ClaudeProcess::terminate`] still kills
+//! the group, so no agent outlives the host's handle on it.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Mutex as AsyncMutex;
+use tokio::task::JoinHandle;
+
+use crate::config::ClaudeConfig;
+
+/// The most stderr text kept for error messages, in bytes.
+const STDERR_TAIL_BYTES: usize = 4096;
+/// The most stderr lines kept.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// The last lines a child wrote to stderr.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        lines.push_back(line);
+        while lines.len() > STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        while lines.iter().map(String::len).sum::<usize>() > STDERR_TAIL_BYTES && lines.len() > 1 {
+            lines.pop_front();
+        }
+    }
+
+    /// The kept lines, newline-joined, cut to [`STDERR_TAIL_BYTES`] at a character boundary.
+    pub(crate) fn text(&self) -> String {
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        let joined = lines.iter().cloned().collect::<Vec<_>>().join("\n");
+        if joined.len() <= STDERR_TAIL_BYTES {
+            return joined;
+        }
+        let mut start = joined.len() - STDERR_TAIL_BYTES;
+        while !joined.is_char_boundary(start) {
+            start += 1;
+        }
+        joined[start..].to_owned()
+    }
+}
+
+/// A running `claude` process.
+#[derive(Debug)]
+pub(crate) struct ClaudeProcess {
+    pid: Option<Pid>,
+    child: AsyncMutex<Option<Child>>,
+    stdin: AsyncMutex<Option<ChildStdin>>,
+    stderr: StderrTail,
+    stderr_task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What [`ClaudeProcess::spawn`] hands back besides the process: its stdout, for the reader.
+pub(crate) struct Spawned {
+    pub process: Arc<ClaudeProcess>,
+    pub stdout: ChildStdout,
+}
+
+impl ClaudeProcess {
+    /// Starts `claude` with `args` in `working_directory`, in a new process group.
+    pub(crate) fn spawn(
+        config: &ClaudeConfig,
+        args: &[String],
+        working_directory: &std::path::Path,
+    ) -> std::io::Result<Spawned> {
+        let mut command = Command::new(&config.binary);
+        command
+            .args(args)
+            .current_dir(working_directory)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        for (name, value) in &config.env {
+            command.env(name, value);
+        }
+        for name in &config.env_remove {
+            command.env_remove(name);
+        }
+        let mut child = command.spawn()?;
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        let missing = |what: &str| std::io::Error::other(format!("the child has no {what} pipe"));
+        let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+        let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+        let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
+        let tail = StderrTail::default();
+        let stderr_task = tokio::spawn(collect_stderr(stderr, tail.clone()));
+        let process = Arc::new(Self {
+            pid,
+            child: AsyncMutex::new(Some(child)),
+            stdin: AsyncMutex::new(Some(stdin)),
+            stderr: tail,
+            stderr_task: Mutex::new(Some(stderr_task)),
+        });
+        Ok(Spawned { process, stdout })
+    }
+
+    /// The process (and group) id.
+    pub(crate) fn pid(&self) -> Option<i32> {
+        self.pid.map(Pid::as_raw_nonzero).map(i32::from)
+    }
+
+    /// Writes one line (a newline is added) and flushes it.
+    pub(crate) async fn write_line(&self, line: &str) -> std::io::Result<()> {
+        let mut stdin = self.stdin.lock().await;
+        let Some(pipe) = stdin.as_mut() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the agent's input is closed",
+            ));
+        };
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        pipe.write_all(&bytes).await?;
+        pipe.flush().await
+    }
+
+    /// The tail of stderr, after giving the stderr reader up to `wait` to reach the end of the
+    /// stream (it does once the process has exited).
+    pub(crate) async fn stderr_tail(&self, wait: Duration) -> String {
+        let task = self
+            .stderr_task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(wait, task).await;
+        }
+        self.stderr.text()
+    }
+
+    /// Waits for the process to exit (after its stdout ended), killing its group when it does
+    /// not within `grace`. Returns the exit status as text.
+    pub(crate) async fn reap(&self, grace: Duration) -> String {
+        let mut guard = self.child.lock().await;
+        let Some(child) = guard.as_mut() else {
+            return "already reaped".to_owned();
+        };
+        let status = match tokio::time::timeout(grace, child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                self.signal_group(Signal::KILL);
+                child.wait().await
+            }
+        };
+        *guard = None;
+        describe(status)
+    }
+
+    /// Closes stdin, sends `SIGTERM` to the group, waits up to `grace`, then `SIGKILL`s the group
+    /// and reaps the process.
+    pub(crate) async fn terminate(&self, grace: Duration) -> String {
+        self.stdin.lock().await.take();
+        self.signal_group(Signal::TERM);
+        let mut guard = self.child.lock().await;
+        let Some(child) = guard.as_mut() else {
+            // Already reaped; members of its group may remain.
+            self.signal_group(Signal::KILL);
+            return "already reaped".to_owned();
+        };
+        let status = match tokio::time::timeout(grace, child.wait()).await {
+            Ok(status) => {
+                // The leader is gone; stray members of its group are not left behind.
+                self.signal_group(Signal::KILL);
+                status
+            }
+            Err(_) => {
+                self.signal_group(Signal::KILL);
+                child.wait().await
+            }
+        };
+        *guard = None;
+        describe(status)
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        if let Some(pid) = self.pid
+            && let Err(error) = kill_process_group(pid, signal)
+            && error != rustix::io::Errno::SRCH
+        {
+            tracing::warn!(%error, pid = pid.as_raw_nonzero(), "could not signal the agent's process group");
+        }
+    }
+}
+
+impl Drop for ClaudeProcess {
+    fn drop(&mut self) {
+        // `kill_on_drop` kills the leader only; its tools would live on.
+        let reaped = self
+            .child
+            .try_lock()
+            .map(|child| child.is_none())
+            .unwrap_or(false);
+        if !reaped {
+            self.signal_group(Signal::KILL);
+        }
+    }
+}
+
+fn describe(status: std::io::Result<ExitStatus>) -> String {
+    match status {
+        Ok(status) => status.to_string(),
+        Err(error) => format!("unknown exit status: {error}"),
+    }
+}
+
+async fn collect_stderr(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
+    let mut lines = BufReader::new(stderr);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        match read_line_capped(&mut lines, &mut buffer, STDERR_TAIL_BYTES).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&buffer);
+                let text = text.trim_end();
+                if !text.is_empty() {
+                    tail.push(text.to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// Reads one line into `buffer` (without the newline), keeping at most `cap` bytes of it; the
+/// rest of an over-long line is read and discarded. Returns the bytes consumed (0 at the end).
+pub(crate) async fn read_line_capped(
+    reader: &mut (impl AsyncBufReadExt + Unpin),
+    buffer: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(consumed);
+        }
+        let (chunk, done) = match available.iter().position(|&byte| byte == b'\n') {
+            Some(end) => (&available[..end], Some(end + 1)),
+            None => (available, None),
+        };
+        let room = cap.saturating_sub(buffer.len());
+        buffer.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = done.unwrap_or(available.len());
+        reader.consume(used);
+        consumed += used;
+        if done.is_some() {
+            return Ok(consumed);
+        }
+    }
+}

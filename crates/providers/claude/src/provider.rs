@@ -1,0 +1,135 @@
+//! The Claude Code backend: advertises itself and starts conversations.
+
+use std::sync::Arc;
+
+use agenthost_protocol::ahp_types::state::{AgentInfo, SessionModelInfo};
+use agenthost_provider_api::{
+    Provider, ProviderError, ProviderSession, RestoreSession, StartSession,
+};
+use futures::future::BoxFuture;
+
+use crate::config::{ClaudeConfig, DEFAULT_MODEL};
+use crate::session::ClaudeSession;
+
+/// The provider id.
+pub const PROVIDER_ID: &str = "claude";
+
+/// The Claude Code provider: each chat gets its own `claude` process.
+#[derive(Debug, Clone)]
+pub struct ClaudeProvider {
+    config: Arc<ClaudeConfig>,
+}
+
+impl ClaudeProvider {
+    /// A provider launching `claude` as `config` says; fails on settings `claude` would refuse.
+    pub fn new(config: ClaudeConfig) -> Result<Self, String> {
+        config.validate()?;
+        Ok(Self {
+            config: Arc::new(config),
+        })
+    }
+
+    /// The launch settings.
+    pub fn config(&self) -> &ClaudeConfig {
+        &self.config
+    }
+
+    /// Starts a conversation and returns the concrete session (tests and tools that want its
+    /// process id use this; the host goes through [`Provider::start_session`]).
+    pub fn start(&self, request: StartSession) -> ClaudeSession {
+        ClaudeSession::new(Arc::clone(&self.config), request, None)
+    }
+}
+
+/// Whether `id` can be a Claude Code session id: `--resume` gets it as an argument, so it must
+/// not look like a flag or carry anything but id characters.
+pub fn is_valid_cli_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn model_info(id: &str) -> SessionModelInfo {
+    SessionModelInfo {
+        id: id.to_owned(),
+        provider: PROVIDER_ID.into(),
+        name: if id == DEFAULT_MODEL {
+            "Default model".to_owned()
+        } else {
+            id.to_owned()
+        },
+        max_context_window: None,
+        max_output_tokens: None,
+        max_prompt_tokens: None,
+        supports_vision: None,
+        policy_state: None,
+        config_schema: None,
+        meta: None,
+    }
+}
+
+impl Provider for ClaudeProvider {
+    fn id(&self) -> &str {
+        PROVIDER_ID
+    }
+
+    fn agent_info(&self) -> AgentInfo {
+        let models = if self.config.models.is_empty() {
+            vec![model_info(DEFAULT_MODEL)]
+        } else {
+            self.config.models.iter().map(|id| model_info(id)).collect()
+        };
+        AgentInfo {
+            provider: PROVIDER_ID.into(),
+            display_name: "Claude Code".into(),
+            description: "Anthropic's Claude Code CLI, driven over stream-json: streamed text \
+                          and thinking, tool calls with host confirmations, subagents."
+                .into(),
+            models,
+            protected_resources: None,
+            customizations: None,
+            capabilities: None,
+        }
+    }
+
+    fn start_session(
+        &self,
+        request: StartSession,
+    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
+        let session: Arc<dyn ProviderSession> = Arc::new(self.start(request));
+        Box::pin(async move { Ok(session) })
+    }
+
+    fn restore_session(
+        &self,
+        request: RestoreSession,
+    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
+        let config = Arc::clone(&self.config);
+        Box::pin(async move {
+            let id = request
+                .resume_handle
+                .get("sessionId")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| ProviderError::StartFailed {
+                    message: "the stored Claude Code resume handle has no `sessionId`".into(),
+                })?;
+            if !is_valid_cli_session_id(id) {
+                return Err(ProviderError::StartFailed {
+                    message: format!(
+                        "the stored Claude Code session id `{}` is not a valid id",
+                        id.escape_debug()
+                    ),
+                });
+            }
+            let session: Arc<dyn ProviderSession> = Arc::new(ClaudeSession::new(
+                config,
+                request.start,
+                Some(id.to_owned()),
+            ));
+            Ok(session)
+        })
+    }
+}

@@ -1,0 +1,696 @@
+//! One chat's conversation with `claude`: the process behind it, the protocol turn it runs, and
+//! the permission requests it is waiting on.
+//!
+//! The process starts on the first turn (and again after a cancel that had to kill it, a crash
+//! or a model change, resuming the CLI's own session with `--resume`). A reader task feeds every
+//! stdout line to the [`Translator`]; state changes of a line (parked permission requests, the
+//! CLI session id, the turn's end) apply before its signals are sent, so a client answering a
+//! confirmation at once finds the request parked, and a client starting the next turn the moment
+//! it sees `chat/turnComplete` finds the conversation idle.
+//!
+//! Starting, cancelling and disposing take the `lifecycle` lock, so a process is never started
+//! and stopped at the same time.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use agenthost_protocol::ahp_types::actions::{ChatResponsePartAction, ChatTurnCancelledAction};
+use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
+use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
+use agenthost_provider_api::{
+    PermissionDecision, ProviderError, ProviderSession, SignalSink, TurnRequest,
+};
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use tokio::io::BufReader;
+use tokio::process::ChildStdout;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::attachments::user_content;
+use crate::config::ClaudeConfig;
+use crate::control;
+use crate::process::{ClaudeProcess, read_line_capped};
+use crate::provider::is_valid_cli_session_id;
+use crate::translate::{Output, Translator};
+
+/// The longest stdout line read whole (larger lines are cut and then fail to parse).
+const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// How long to wait for the stderr reader to finish before quoting the tail.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+/// What the agent is told when the host declines a tool call without a reason.
+pub const DECLINED_MESSAGE: &str = "The user declined this tool call.";
+
+/// A conversation of one chat with Claude Code.
+pub struct ClaudeSession {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ClaudeSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeSession")
+            .field("session", &self.inner.session)
+            .field("working_directory", &self.inner.working_directory)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: Arc<ClaudeConfig>,
+    session: SessionUri,
+    working_directory: PathBuf,
+    default_model: Option<String>,
+    signals: SignalSink,
+    translator: Mutex<Translator>,
+    state: Mutex<State>,
+    lifecycle: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct State {
+    process: Option<Live>,
+    next_generation: u64,
+    next_request: u64,
+    cli_session_id: Option<String>,
+    turn: Option<RunningTurn>,
+    permissions: HashMap<String, Parked>,
+    waiters: HashMap<String, oneshot::Sender<Result<ControlAnswer, ProviderError>>>,
+    drain: Option<oneshot::Sender<()>>,
+    disposed: bool,
+}
+
+struct Live {
+    generation: u64,
+    model: Option<String>,
+    process: Arc<ClaudeProcess>,
+    reader: JoinHandle<()>,
+}
+
+struct RunningTurn {
+    id: String,
+    started: Instant,
+}
+
+struct Parked {
+    request_id: String,
+    input: serde_json::Value,
+}
+
+struct ControlAnswer {
+    success: bool,
+    error: Option<String>,
+}
+
+/// Just enough of a line to see whether it is a `result`.
+#[derive(Deserialize)]
+struct LineKind {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn tail_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", tail.trim())
+    }
+}
+
+impl ClaudeSession {
+    pub(crate) fn new(
+        config: Arc<ClaudeConfig>,
+        start: agenthost_provider_api::StartSession,
+        cli_session_id: Option<String>,
+    ) -> Self {
+        let default_model = start.model.map(|model| model.id);
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                translator: Mutex::new(Translator::new(start.session.clone())),
+                session: start.session,
+                working_directory: start.working_directory,
+                default_model,
+                signals: start.signals,
+                state: Mutex::new(State {
+                    cli_session_id,
+                    ..State::default()
+                }),
+                lifecycle: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The process id of the running `claude`, if one runs.
+    pub fn process_id(&self) -> Option<i32> {
+        lock(&self.inner.state)
+            .process
+            .as_ref()
+            .and_then(|live| live.process.pid())
+    }
+
+    /// The CLI's own session id, once it reported one.
+    pub fn cli_session_id(&self) -> Option<String> {
+        lock(&self.inner.state).cli_session_id.clone()
+    }
+}
+
+impl Inner {
+    fn next_request_id(&self, prefix: &str) -> String {
+        let mut state = lock(&self.state);
+        state.next_request += 1;
+        format!("agenthost-{prefix}-{}", state.next_request)
+    }
+
+    fn current_process(&self) -> Option<(u64, Arc<ClaudeProcess>)> {
+        lock(&self.state)
+            .process
+            .as_ref()
+            .map(|live| (live.generation, Arc::clone(&live.process)))
+    }
+
+    async fn send_signals(&self, signals: Vec<AgentSignal>) {
+        for signal in signals {
+            if self.signals.send(signal).await.is_err() {
+                tracing::debug!("the host no longer listens to this chat");
+                return;
+            }
+        }
+    }
+
+    /// Starts the turn: the process if needed, then the user message.
+    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        {
+            let state = lock(&self.state);
+            if state.disposed {
+                return Err(ProviderError::NotRunning {
+                    message: "this Claude Code conversation has been disposed".into(),
+                });
+            }
+            if let Some(running) = &state.turn {
+                return Err(ProviderError::NotRunning {
+                    message: format!(
+                        "Claude Code is still running turn `{}`: cancel it or wait for it to \
+                         end before sending `{}`",
+                        running.id, turn.turn_id
+                    ),
+                });
+            }
+        }
+        let model = turn
+            .model
+            .as_ref()
+            .map(|model| model.id.clone())
+            .or_else(|| self.default_model.clone());
+        let process = self.ensure_process(model).await?;
+        let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);
+        {
+            lock(&self.translator).begin_turn(&turn.turn_id);
+            lock(&self.state).turn = Some(RunningTurn {
+                id: turn.turn_id.clone(),
+                started: Instant::now(),
+            });
+        }
+        let notices = skipped
+            .into_iter()
+            .map(|note| {
+                AgentSignal::from(ActionSignal {
+                    session: self.session.clone(),
+                    action: StateAction::ChatResponsePart(ChatResponsePartAction {
+                        turn_id: turn.turn_id.clone(),
+                        part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
+                            content: format!("Not sent to Claude Code: {note}").into(),
+                            meta: None,
+                        }),
+                        meta: None,
+                    }),
+                    parent_tool_call_id: None,
+                })
+            })
+            .collect();
+        self.send_signals(notices).await;
+        if let Err(error) = process
+            .write_line(&control::user_message(&content, None))
+            .await
+        {
+            lock(&self.translator).abort_turn();
+            lock(&self.state).turn = None;
+            let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
+            return Err(ProviderError::Exited {
+                status: format!("its input is closed: {error}"),
+                stderr_tail,
+            });
+        }
+        Ok(())
+    }
+
+    /// The running process, started (and initialized) when there is none or when it runs
+    /// another model than `model`.
+    async fn ensure_process(
+        self: &Arc<Self>,
+        model: Option<String>,
+    ) -> Result<Arc<ClaudeProcess>, ProviderError> {
+        let (stale, resume) = {
+            let state = lock(&self.state);
+            match &state.process {
+                Some(live) if live.model == model => return Ok(Arc::clone(&live.process)),
+                Some(live) => (Some(live.generation), state.cli_session_id.clone()),
+                None => (None, state.cli_session_id.clone()),
+            }
+        };
+        if let Some(generation) = stale {
+            // Another model: `claude` takes `--model` at launch; the conversation resumes.
+            self.stop_process(generation).await;
+        }
+        let args = self.config.args(model.as_deref(), resume.as_deref());
+        let spawned = ClaudeProcess::spawn(&self.config, &args, &self.working_directory).map_err(
+            |error| ProviderError::StartFailed {
+                message: format!("could not run `{}`: {error}", self.config.binary.display()),
+            },
+        )?;
+        let process = spawned.process;
+        let generation = {
+            let mut state = lock(&self.state);
+            let generation = state.next_generation;
+            state.next_generation += 1;
+            let reader = tokio::spawn(read_stdout(
+                Arc::downgrade(self),
+                generation,
+                spawned.stdout,
+            ));
+            state.process = Some(Live {
+                generation,
+                model,
+                process: Arc::clone(&process),
+                reader,
+            });
+            generation
+        };
+        lock(&self.translator).process_replaced();
+        tracing::debug!(pid = process.pid(), "started claude");
+        let request_id = self.next_request_id("init");
+        let (tx, rx) = oneshot::channel();
+        lock(&self.state).waiters.insert(request_id.clone(), tx);
+        let start_failed = |message: String| ProviderError::StartFailed { message };
+        if let Err(error) = process
+            .write_line(&control::initialize_request(&request_id))
+            .await
+        {
+            let tail = process.stderr_tail(STDERR_SETTLE).await;
+            self.stop_process(generation).await;
+            return Err(start_failed(format!(
+                "could not send the initialize request: {error}{}",
+                tail_suffix(&tail)
+            )));
+        }
+        match tokio::time::timeout(self.config.start_timeout, rx).await {
+            Ok(Ok(Ok(answer))) if answer.success => Ok(process),
+            Ok(Ok(Ok(answer))) => {
+                let tail = process.stderr_tail(STDERR_SETTLE).await;
+                self.stop_process(generation).await;
+                Err(start_failed(format!(
+                    "claude refused to initialize: {}{}",
+                    answer.error.unwrap_or_else(|| "no reason given".into()),
+                    tail_suffix(&tail)
+                )))
+            }
+            Ok(Ok(Err(error))) => Err(error),
+            Ok(Err(_)) => {
+                let tail = process.stderr_tail(STDERR_SETTLE).await;
+                self.stop_process(generation).await;
+                Err(start_failed(format!(
+                    "claude stopped before answering the initialize request{}",
+                    tail_suffix(&tail)
+                )))
+            }
+            Err(_) => {
+                self.stop_process(generation).await;
+                let tail = process.stderr_tail(STDERR_SETTLE).await;
+                Err(start_failed(format!(
+                    "claude did not answer the initialize request within {} ms{}",
+                    self.config.start_timeout.as_millis(),
+                    tail_suffix(&tail)
+                )))
+            }
+        }
+    }
+
+    /// Terminates process `generation` (if it is still the current one) and reaps it.
+    async fn stop_process(&self, generation: u64) {
+        self.stop_process_from(generation, false).await;
+    }
+
+    /// [`Self::stop_process`]; `from_reader` when called by that process's own reader task,
+    /// which must not abort itself.
+    async fn stop_process_from(&self, generation: u64, from_reader: bool) {
+        let live = {
+            let mut state = lock(&self.state);
+            match &state.process {
+                Some(live) if live.generation == generation => state.process.take(),
+                _ => None,
+            }
+        };
+        if let Some(live) = live {
+            let status = live.process.terminate(self.config.kill_grace).await;
+            if !from_reader {
+                live.reader.abort();
+            }
+            tracing::debug!(status, "stopped claude");
+            self.fail_waiters(&status, &live.process).await;
+        }
+    }
+
+    async fn fail_waiters(&self, status: &str, process: &ClaudeProcess) {
+        let (waiters, drain) = {
+            let mut state = lock(&self.state);
+            (std::mem::take(&mut state.waiters), state.drain.take())
+        };
+        if let Some(drain) = drain {
+            let _ = drain.send(());
+        }
+        if waiters.is_empty() {
+            return;
+        }
+        let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
+        for (_, waiter) in waiters {
+            let _ = waiter.send(Err(ProviderError::Exited {
+                status: status.to_owned(),
+                stderr_tail: stderr_tail.clone(),
+            }));
+        }
+    }
+
+    /// One stdout line of process `generation`. Returns `false` when reading must stop.
+    async fn handle_line(&self, generation: u64, line: &str) -> bool {
+        let Some((current, process)) = self.current_process() else {
+            return false;
+        };
+        if current != generation {
+            return false;
+        }
+        let is_result = serde_json::from_str::<LineKind>(line)
+            .ok()
+            .and_then(|kind| kind.kind)
+            .is_some_and(|kind| kind == "result");
+        let outcome = lock(&self.translator).on_line(line);
+        let outputs = match outcome {
+            Ok(outputs) => outputs,
+            Err(error) => {
+                let tail = process.stderr_tail(Duration::ZERO).await;
+                let info = ProviderError::Protocol {
+                    message: format!("{error}{}", tail_suffix(&tail)),
+                }
+                .to_error_info();
+                let signals = lock(&self.translator).fail_turn(info);
+                self.end_turn_state();
+                self.send_signals(signals).await;
+                // The conversation is in an unknown state: a fresh process resumes it.
+                self.stop_process_from(generation, true).await;
+                return false;
+            }
+        };
+        let mut signals = Vec::new();
+        let mut unsupported = Vec::new();
+        {
+            let mut state = lock(&self.state);
+            for output in outputs {
+                match output {
+                    Output::Signal(signal) => signals.push(signal),
+                    Output::PermissionRequest {
+                        request_id,
+                        tool_use_id,
+                        input,
+                    } => {
+                        state
+                            .permissions
+                            .insert(tool_use_id, Parked { request_id, input });
+                    }
+                    Output::UnsupportedControlRequest {
+                        request_id,
+                        subtype,
+                    } => unsupported.push(control::error_response(
+                        &request_id,
+                        &format!("agenthost does not support `{subtype}` requests"),
+                    )),
+                    Output::DenyPermission {
+                        request_id,
+                        message,
+                    } => unsupported.push(control::deny(&request_id, &message)),
+                    Output::RequestCancelled { request_id } => {
+                        state
+                            .permissions
+                            .retain(|_, parked| parked.request_id != request_id);
+                    }
+                    Output::ControlResponse {
+                        request_id,
+                        success,
+                        error,
+                    } => {
+                        if let Some(waiter) = state.waiters.remove(&request_id) {
+                            let _ = waiter.send(Ok(ControlAnswer { success, error }));
+                        }
+                    }
+                    Output::SessionId(id) if is_valid_cli_session_id(&id) => {
+                        state.cli_session_id = Some(id);
+                    }
+                    Output::SessionId(id) => {
+                        tracing::warn!(
+                            id = id.escape_debug().to_string(),
+                            "ignoring a malformed Claude session id"
+                        );
+                    }
+                    Output::TurnEnded => {
+                        state.turn = None;
+                        state.permissions.clear();
+                    }
+                }
+            }
+            if is_result && let Some(drain) = state.drain.take() {
+                let _ = drain.send(());
+            }
+        }
+        for answer in unsupported {
+            if let Err(error) = process.write_line(&answer).await {
+                tracing::warn!(%error, "could not answer a control request");
+            }
+        }
+        self.send_signals(signals).await;
+        true
+    }
+
+    fn end_turn_state(&self) {
+        let mut state = lock(&self.state);
+        state.turn = None;
+        state.permissions.clear();
+    }
+
+    /// Process `generation`'s output ended: reap it and fail the turn it was running.
+    async fn process_ended(&self, generation: u64, read_error: Option<String>) {
+        let live = {
+            let mut state = lock(&self.state);
+            match &state.process {
+                Some(live) if live.generation == generation => state.process.take(),
+                _ => None,
+            }
+        };
+        let Some(live) = live else {
+            return;
+        };
+        let mut status = live.process.reap(self.config.kill_grace).await;
+        if let Some(read_error) = read_error {
+            status = format!("{status}; {read_error}");
+        }
+        let stderr_tail = live.process.stderr_tail(STDERR_SETTLE).await;
+        tracing::debug!(status, "claude exited");
+        self.fail_waiters(&status, &live.process).await;
+        let error = ProviderError::Exited {
+            status,
+            stderr_tail,
+        };
+        let signals = lock(&self.translator).fail_turn(error.to_error_info());
+        self.end_turn_state();
+        self.send_signals(signals).await;
+    }
+
+    async fn respond(
+        &self,
+        tool_call_id: &str,
+        decision: PermissionDecision,
+    ) -> Result<(), ProviderError> {
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
+        };
+        let (parked, process) = {
+            let mut state = lock(&self.state);
+            let parked = state
+                .permissions
+                .remove(tool_call_id)
+                .ok_or_else(not_waiting)?;
+            let process = state
+                .process
+                .as_ref()
+                .map(|live| Arc::clone(&live.process))
+                .ok_or_else(not_waiting)?;
+            (parked, process)
+        };
+        let line = match decision {
+            PermissionDecision::Approve => control::allow(&parked.request_id, &parked.input),
+            PermissionDecision::Deny { reason } => control::deny(
+                &parked.request_id,
+                reason.as_deref().unwrap_or(DECLINED_MESSAGE),
+            ),
+        };
+        process
+            .write_line(&line)
+            .await
+            .map_err(|error| ProviderError::Exited {
+                status: format!("its input is closed: {error}"),
+                stderr_tail: String::new(),
+            })
+    }
+
+    async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        let started = {
+            let mut state = lock(&self.state);
+            match &state.turn {
+                Some(turn) if turn.id == turn_id => {
+                    let started = turn.started;
+                    state.turn = None;
+                    state.permissions.clear();
+                    started
+                }
+                _ => {
+                    return Err(ProviderError::NotRunning {
+                        message: format!("turn `{turn_id}` is not running"),
+                    });
+                }
+            }
+        };
+        lock(&self.translator).abort_turn();
+        if let Some((generation, process)) = self.current_process() {
+            let (tx, rx) = oneshot::channel();
+            lock(&self.state).drain = Some(tx);
+            let request = control::interrupt_request(&self.next_request_id("interrupt"));
+            let interrupted = process.write_line(&request).await.is_ok()
+                && matches!(
+                    tokio::time::timeout(self.config.interrupt_grace, rx).await,
+                    Ok(Ok(()))
+                );
+            lock(&self.state).drain = None;
+            if !interrupted {
+                tracing::debug!("claude did not wind the turn down in time: terminating it");
+                self.stop_process(generation).await;
+            }
+        }
+        let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.send_signals(vec![AgentSignal::from(ActionSignal {
+            session: self.session.clone(),
+            action: StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
+                turn_id: turn_id.to_owned(),
+                duration,
+                meta: None,
+            }),
+            parent_tool_call_id: None,
+        })])
+        .await;
+        Ok(())
+    }
+
+    async fn dispose(&self) {
+        let _lifecycle = self.lifecycle.lock().await;
+        let live = {
+            let mut state = lock(&self.state);
+            state.disposed = true;
+            state.turn = None;
+            state.permissions.clear();
+            state.process.take()
+        };
+        lock(&self.translator).abort_turn();
+        if let Some(live) = live {
+            let status = live.process.terminate(self.config.kill_grace).await;
+            live.reader.abort();
+            tracing::debug!(status, "disposed claude");
+            self.fail_waiters(&status, &live.process).await;
+        }
+    }
+}
+
+async fn read_stdout(inner: Weak<Inner>, generation: u64, stdout: ChildStdout) {
+    let mut reader = BufReader::new(stdout);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        let read = read_line_capped(&mut reader, &mut buffer, MAX_LINE_BYTES).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        match read {
+            Ok(0) => {
+                inner.process_ended(generation, None).await;
+                return;
+            }
+            Err(error) => {
+                inner
+                    .process_ended(
+                        generation,
+                        Some(format!("reading its output failed: {error}")),
+                    )
+                    .await;
+                return;
+            }
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buffer);
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if !inner.handle_line(generation, &line).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl ProviderSession for ClaudeSession {
+    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>> {
+        Box::pin(self.inner.send_turn(turn))
+    }
+
+    fn respond_to_permission<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        decision: PermissionDecision,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.respond(tool_call_id, decision))
+    }
+
+    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.cancel(turn_id))
+    }
+
+    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
+        // The host's store records every turn; Claude's own transcript is not read back.
+        Box::pin(async {
+            Err(ProviderError::Unsupported {
+                operation: "history",
+            })
+        })
+    }
+
+    fn resume_handle(&self) -> Option<serde_json::Value> {
+        self.cli_session_id()
+            .map(|id| serde_json::json!({ "sessionId": id }))
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.inner.dispose())
+    }
+}

@@ -1,0 +1,570 @@
+//! The process driver against a stand-in CLI (`tests/fake/claude.sh`, a POSIX shell script that
+//! plays a plan of output lines and reads what the driver writes): start failures, hangs,
+//! garbage, crashes, the permission round trip, cancel and dispose. Waits across the process
+//! boundary poll with a deadline; every timeout of the driver is set short here.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agenthost_protocol::{AgentSignal, ChatUri, SafeId, SessionUri, StateAction};
+use agenthost_provider_api::{
+    PermissionDecision, Provider, ProviderError, ProviderSession, RoutedSignal, SignalSink,
+    StartSession, TurnRequest, signal_channel,
+};
+use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider, ClaudeSession};
+use rustix::process::{Pid, test_kill_process_group};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// The longest any wait here takes before the test fails.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn fixture(name: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A stand-in CLI in a temporary directory.
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+impl Fake {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes the plan played by the `start`th process (1-based; 0: every start without one).
+    fn plan(&self, start: usize, steps: &[String]) {
+        let name = if start == 0 {
+            "plan".to_owned()
+        } else {
+            format!("plan.{start}")
+        };
+        std::fs::write(self.path(&name), steps.join("\n") + "\n").unwrap();
+    }
+
+    fn config(&self) -> ClaudeConfig {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/claude.sh");
+        let mut config = ClaudeConfig::new(script)
+            .with_env("FAKE_PLAN", self.path("plan"))
+            .with_env("FAKE_LOG", self.path("stdin.log"))
+            .with_env("FAKE_PIDFILE", self.path("pid"))
+            .with_env("FAKE_ARGS", self.path("args.log"));
+        config.start_timeout = Duration::from_secs(10);
+        config.interrupt_grace = Duration::from_secs(5);
+        config.kill_grace = Duration::from_millis(500);
+        config
+    }
+
+    /// What the driver wrote to the CLI, one JSON value per line.
+    fn written(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.path("stdin.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    /// The command lines of every start.
+    fn starts(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path("args.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn pid(&self) -> Option<Pid> {
+        std::fs::read_to_string(self.path("pid"))
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .and_then(Pid::from_raw)
+    }
+}
+
+fn out(line: &str) -> String {
+    format!("OUT {line}")
+}
+
+fn steps(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+struct Chat {
+    session: ClaudeSession,
+    rx: mpsc::Receiver<RoutedSignal>,
+    seen: Vec<AgentSignal>,
+    _work: tempfile::TempDir,
+}
+
+fn start(config: ClaudeConfig) -> Chat {
+    let provider = ClaudeProvider::new(config).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (tx, rx) = signal_channel(256);
+    let session_uri = SessionUri::canonical(SafeId::new("s1").unwrap());
+    let chat = ChatUri::default_for(&session_uri);
+    let session = provider.start(StartSession {
+        signals: SignalSink::new(chat.as_str(), tx),
+        session: session_uri,
+        chat,
+        working_directory: work.path().to_owned(),
+        model: None,
+    });
+    Chat {
+        session,
+        rx,
+        seen: Vec::new(),
+        _work: work,
+    }
+}
+
+fn turn(id: &str) -> TurnRequest {
+    TurnRequest {
+        turn_id: id.into(),
+        text: "Create out.txt containing hi".into(),
+        instructions: Vec::new(),
+        attachments: Vec::new(),
+        model: None,
+    }
+}
+
+fn action(signal: &AgentSignal) -> Option<&StateAction> {
+    match signal {
+        AgentSignal::Action(action) => Some(&action.action),
+        _ => None,
+    }
+}
+
+impl Chat {
+    /// Signals until `stop` picks one; returns it.
+    async fn until(&mut self, what: &str, stop: impl Fn(&AgentSignal) -> bool) -> AgentSignal {
+        let until = Instant::now() + DEADLINE;
+        loop {
+            let next = tokio::time::timeout_at(until, self.rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no {what} within {DEADLINE:?}; seen {:#?}", self.seen))
+                .expect("the signal channel closed");
+            self.seen.push(next.signal.clone());
+            if stop(&next.signal) {
+                return next.signal;
+            }
+        }
+    }
+
+    async fn chat_error(&mut self) -> (String, String) {
+        let signal = self
+            .until("chat/error", |s| {
+                matches!(action(s), Some(StateAction::ChatError(_)))
+            })
+            .await;
+        let Some(StateAction::ChatError(error)) = action(&signal) else {
+            unreachable!()
+        };
+        (
+            error.part.error.error_type.clone(),
+            error.part.error.message.clone(),
+        )
+    }
+
+    async fn turn_complete(&mut self, turn_id: &str) {
+        self.until("chat/turnComplete", |s| {
+            matches!(action(s), Some(StateAction::ChatTurnComplete(done)) if done.turn_id == turn_id)
+        })
+        .await;
+    }
+
+    async fn pending_confirmation(&mut self) -> String {
+        let signal = self
+            .until("a pending confirmation", |s| {
+                matches!(s, AgentSignal::PendingConfirmation(_))
+            })
+            .await;
+        let AgentSignal::PendingConfirmation(pending) = signal else {
+            unreachable!()
+        };
+        pending.state.tool_call_id.clone()
+    }
+}
+
+async fn poll(what: &str, mut check: impl FnMut() -> bool) {
+    let until = Instant::now() + DEADLINE;
+    while !check() {
+        assert!(Instant::now() < until, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn group_gone(pid: Pid) -> bool {
+    test_kill_process_group(pid).is_err()
+}
+
+/// The approval transcript after the init answer: everything up to and including the
+/// `can_use_tool` request, and everything after it.
+fn approval_transcript() -> (Vec<String>, Vec<String>) {
+    let lines = fixture("stdin-approve.stdout.jsonl");
+    let ask = lines
+        .iter()
+        .position(|line| line.contains("\"can_use_tool\""))
+        .unwrap();
+    (lines[1..=ask].to_vec(), lines[ask + 1..].to_vec())
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_start_failure_naming_it() {
+    let fake = Fake::new();
+    let config = ClaudeConfig {
+        binary: fake.path("no-such-claude"),
+        ..fake.config()
+    };
+    let chat = start(config);
+    let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::StartFailed { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("no-such-claude"), "{error}");
+}
+
+#[tokio::test]
+async fn a_cli_exiting_before_it_answers_reports_its_stderr() {
+    let fake = Fake::new();
+    fake.plan(0, &steps(&["ERR boom: cannot read the settings", "EXIT 3"]));
+    let chat = start(fake.config());
+    let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("boom: cannot read the settings"), "{text}");
+    assert!(text.contains('3'), "the exit status is named: {text}");
+}
+
+#[tokio::test]
+async fn a_cli_hanging_on_start_times_out_and_its_group_is_killed() {
+    let fake = Fake::new();
+    fake.plan(0, &steps(&["ERR starting slowly", "SLEEP 30"]));
+    let config = ClaudeConfig {
+        start_timeout: Duration::from_millis(300),
+        ..fake.config()
+    };
+    let chat = start(config);
+    let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::StartFailed { .. }),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(text.contains("within 300 ms"), "{text}");
+    assert!(
+        text.contains("starting slowly"),
+        "the stderr tail is quoted: {text}"
+    );
+    let pid = fake.pid().unwrap();
+    poll("the process group is gone", || group_gone(pid)).await;
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_fails_the_turn_and_stops_the_process() {
+    let fake = Fake::new();
+    fake.plan(
+        0,
+        &steps(&["ACK", "IN", "OUT this is not json at all", "SLEEP 30"]),
+    );
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let (error_type, message) = chat.chat_error().await;
+    assert_eq!(error_type, "providerProtocol");
+    assert!(message.contains("this is not json"), "{message}");
+    let pid = fake.pid().unwrap();
+    poll("the process group is gone", || group_gone(pid)).await;
+    assert_eq!(chat.session.process_id(), None);
+}
+
+#[tokio::test]
+async fn a_cli_dying_mid_turn_is_a_chat_error_with_the_stderr_tail() {
+    let fake = Fake::new();
+    fake.plan(
+        0,
+        &steps(&["ACK", "IN", "ERR fatal: lost the connection", "EXIT 7"]),
+    );
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let (error_type, message) = chat.chat_error().await;
+    assert_eq!(error_type, "providerExited");
+    assert!(message.contains("fatal: lost the connection"), "{message}");
+    assert!(message.contains('7'), "{message}");
+}
+
+#[tokio::test]
+async fn an_approval_goes_back_as_allow_with_the_tool_input() {
+    let fake = Fake::new();
+    let (before, after) = approval_transcript();
+    let mut plan = steps(&["ACK", "IN"]);
+    plan.extend(before.iter().map(|l| out(l)));
+    plan.push("IN".into());
+    plan.extend(after.iter().map(|l| out(l)));
+    plan.push("IN".into());
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let tool = chat.pending_confirmation().await;
+    chat.session
+        .respond_to_permission(&tool, PermissionDecision::Approve)
+        .await
+        .unwrap();
+    chat.turn_complete("t1").await;
+    let written = fake.written();
+    assert_eq!(written[0]["request"]["subtype"], "initialize");
+    assert_eq!(written[1]["type"], "user");
+    assert_eq!(
+        written[1]["message"]["content"],
+        "Create out.txt containing hi"
+    );
+    let answer = &written[2];
+    assert_eq!(answer["type"], "control_response");
+    assert_eq!(answer["response"]["response"]["behavior"], "allow");
+    assert_eq!(
+        answer["response"]["response"]["updatedInput"],
+        json!({"command": "echo hi > out.txt", "description": "Write hi to out.txt"})
+    );
+    let asked: Value = serde_json::from_str(before.last().unwrap()).unwrap();
+    assert_eq!(answer["response"]["request_id"], asked["request_id"]);
+    // A second answer for the same call has nothing to answer.
+    let again = chat
+        .session
+        .respond_to_permission(&tool, PermissionDecision::Approve)
+        .await;
+    assert!(matches!(again, Err(ProviderError::NotRunning { .. })));
+    assert_eq!(
+        chat.session.resume_handle(),
+        Some(json!({"sessionId": "86b06596-b9e8-4c2b-b994-b908e160dff2"}))
+    );
+}
+
+#[tokio::test]
+async fn a_denial_goes_back_with_the_reason() {
+    let fake = Fake::new();
+    let (before, after) = approval_transcript();
+    let mut plan = steps(&["ACK", "IN"]);
+    plan.extend(before.iter().map(|l| out(l)));
+    plan.push("IN".into());
+    plan.extend(after.iter().map(|l| out(l)));
+    plan.push("IN".into());
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let tool = chat.pending_confirmation().await;
+    chat.session
+        .respond_to_permission(
+            &tool,
+            PermissionDecision::Deny {
+                reason: Some("not in this repository".into()),
+            },
+        )
+        .await
+        .unwrap();
+    chat.turn_complete("t1").await;
+    let answer = &fake.written()[2];
+    assert_eq!(answer["response"]["response"]["behavior"], "deny");
+    assert_eq!(
+        answer["response"]["response"]["message"],
+        "not in this repository"
+    );
+}
+
+#[tokio::test]
+async fn control_requests_the_host_does_not_know_get_an_error_answer() {
+    let fake = Fake::new();
+    fake.plan(
+        0,
+        &steps(&[
+            "ACK",
+            "IN",
+            r#"OUT {"type":"control_request","request_id":"r9","request":{"subtype":"hook_callback"}}"#,
+            "IN",
+            "SLEEP 30",
+        ]),
+    );
+    let chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    poll("the driver answers r9", || fake.written().len() >= 3).await;
+    let answer = &fake.written()[2];
+    assert_eq!(answer["response"]["subtype"], "error");
+    assert_eq!(answer["response"]["request_id"], "r9");
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn cancel_interrupts_the_cli_and_the_conversation_goes_on() {
+    let fake = Fake::new();
+    let lines = fixture("stdin-interrupt.stdout.jsonl");
+    // Init answer, system/init, text, tool_use, can_use_tool | interrupt answer, results of the
+    // interrupted turn | the next turn.
+    let ask = lines
+        .iter()
+        .position(|l| l.contains("\"can_use_tool\""))
+        .unwrap();
+    let first_result = lines
+        .iter()
+        .position(|l| l.contains("\"error_during_execution\""))
+        .unwrap();
+    let mut plan = steps(&["ACK", "IN"]);
+    plan.extend(lines[1..=ask].iter().map(|l| out(l)));
+    plan.push("ACK".into()); // the interrupt
+    plan.extend(lines[ask + 2..=first_result].iter().map(|l| out(l)));
+    plan.push("IN".into()); // the next user message
+    plan.extend(lines[first_result + 1..].iter().map(|l| out(l)));
+    plan.push("IN".into());
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    chat.pending_confirmation().await;
+    chat.session.cancel("t1").await.unwrap();
+    chat.until(
+        "chat/turnCancelled",
+        |s| matches!(action(s), Some(StateAction::ChatTurnCancelled(c)) if c.turn_id == "t1"),
+    )
+    .await;
+    let written = fake.written();
+    assert_eq!(written[2]["request"]["subtype"], "interrupt");
+    // Still the same process: the interrupt was enough.
+    assert_eq!(fake.starts().len(), 1);
+    assert!(chat.session.process_id().is_some());
+    chat.session.send_turn(turn("t2")).await.unwrap();
+    chat.turn_complete("t2").await;
+    // Nothing of the cancelled turn leaked after its cancellation.
+    let cancelled_at = chat
+        .seen
+        .iter()
+        .position(|s| matches!(action(s), Some(StateAction::ChatTurnCancelled(_))))
+        .unwrap();
+    for signal in &chat.seen[cancelled_at + 1..] {
+        let json = agenthost_provider_api::signal_json(signal);
+        assert_ne!(json["turnId"], "t1", "{json}");
+    }
+}
+
+#[tokio::test]
+async fn cancel_kills_a_cli_that_ignores_the_interrupt_and_the_next_turn_resumes() {
+    let fake = Fake::new();
+    let lines = fixture("stdin-approve.stdout.jsonl");
+    let init = lines
+        .iter()
+        .find(|l| l.contains("\"subtype\":\"init\""))
+        .unwrap();
+    let mut first = steps(&["ACK", "IN"]);
+    first.push(out(init));
+    first.push("SLEEP 30".into());
+    fake.plan(1, &first);
+    let (_, after) = approval_transcript();
+    let final_lines: Vec<String> = after[1..].iter().map(|l| out(l)).collect();
+    let mut second = steps(&["ACK", "IN"]);
+    second.extend(final_lines);
+    second.push("IN".into());
+    fake.plan(2, &second);
+    fake.plan(0, &steps(&["EXIT 9"]));
+    let config = ClaudeConfig {
+        interrupt_grace: Duration::from_millis(300),
+        ..fake.config()
+    };
+    let mut chat = start(config);
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    poll("the CLI reports its session", || {
+        chat.session.cli_session_id().is_some()
+    })
+    .await;
+    let pid = fake.pid().unwrap();
+    chat.session.cancel("t1").await.unwrap();
+    chat.until("chat/turnCancelled", |s| {
+        matches!(action(s), Some(StateAction::ChatTurnCancelled(_)))
+    })
+    .await;
+    poll("the process group is gone", || group_gone(pid)).await;
+    chat.session.send_turn(turn("t2")).await.unwrap();
+    chat.turn_complete("t2").await;
+    let starts = fake.starts();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert!(!starts[0].contains("--resume"), "{}", starts[0]);
+    assert!(
+        starts[1].contains("--resume 86b06596-b9e8-4c2b-b994-b908e160dff2"),
+        "{}",
+        starts[1]
+    );
+}
+
+#[tokio::test]
+async fn dispose_terminates_the_whole_process_group() {
+    let fake = Fake::new();
+    fake.plan(0, &steps(&["ACK", "IN", "SLEEP 60"]));
+    let chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let pid = fake.pid().unwrap();
+    assert!(!group_gone(pid));
+    chat.session.dispose().await;
+    poll("the process group is gone", || group_gone(pid)).await;
+    let error = chat.session.send_turn(turn("t2")).await.unwrap_err();
+    assert!(
+        matches!(error, ProviderError::NotRunning { .. }),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_second_turn_while_one_runs_is_refused() {
+    let fake = Fake::new();
+    fake.plan(0, &steps(&["ACK", "IN", "SLEEP 30"]));
+    let chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let error = chat.session.send_turn(turn("t2")).await.unwrap_err();
+    assert!(
+        error.to_string().contains("still running turn `t1`"),
+        "{error}"
+    );
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn a_hostile_resume_handle_is_refused() {
+    let fake = Fake::new();
+    let provider = ClaudeProvider::new(fake.config()).unwrap();
+    let (tx, _rx) = signal_channel(4);
+    let session = SessionUri::canonical(SafeId::new("s1").unwrap());
+    let chat = ChatUri::default_for(&session);
+    let start = StartSession {
+        signals: SignalSink::new(chat.as_str(), tx),
+        session,
+        chat,
+        working_directory: std::env::temp_dir(),
+        model: None,
+    };
+    for handle in [
+        json!({"sessionId": "--dangerously-skip-permissions"}),
+        json!({}),
+        json!({"sessionId": "a b"}),
+    ] {
+        let restored = provider
+            .restore_session(agenthost_provider_api::RestoreSession {
+                start: start.clone(),
+                resume_handle: handle.clone(),
+            })
+            .await;
+        assert!(
+            matches!(restored, Err(ProviderError::StartFailed { .. })),
+            "{handle} was accepted"
+        );
+    }
+}
