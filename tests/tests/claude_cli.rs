@@ -18,7 +18,7 @@ use agenthost::host::{HostOptions, bind};
 use agenthost_client::ahp::SubscriptionEvent;
 use agenthost_client::{ChatView, Event, HostConnection};
 use agenthost_dispatcher::LaunchKind;
-use agenthost_protocol::ChatUri;
+use agenthost_protocol::{ChatUri, SafeId, SessionUri};
 use agenthost_provider_claude::ClaudeConfig;
 use agenthost_testkit::{MockModel, MockModelConfig};
 use tokio::time::Instant;
@@ -51,19 +51,19 @@ fn claude_binary() -> Option<PathBuf> {
     found
 }
 
-/// One host with the `claude` provider pointed at a mock model, and a client on its chat.
-struct Run {
+/// What outlives a host: the mock model, the working directory, `claude`'s home (its session
+/// files) and the host's data directory.
+struct Place {
+    binary: PathBuf,
     mock: MockModel,
     work: PathBuf,
-    client: HostConnection,
-    chat: ChatUri,
-    view: ChatView,
-    events: agenthost_client::ahp::ClientEventStream,
+    home: PathBuf,
+    data: PathBuf,
     _dir: tempfile::TempDir,
 }
 
-impl Run {
-    async fn start(mock: MockModelConfig) -> Option<Self> {
+impl Place {
+    async fn new(mock: MockModelConfig) -> Option<Self> {
         let binary = claude_binary()?;
         let mock = MockModel::start(mock).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -71,27 +71,54 @@ impl Run {
         let home = dir.path().join("home");
         std::fs::create_dir(&work).unwrap();
         std::fs::create_dir(&home).unwrap();
-        let work = work.canonicalize().unwrap();
-        let mut claude = ClaudeConfig::new(binary)
-            .with_env("ANTHROPIC_BASE_URL", mock.base_url())
+        Some(Self {
+            binary,
+            mock,
+            work: work.canonicalize().unwrap(),
+            home,
+            data: dir.path().join("data"),
+            _dir: dir,
+        })
+    }
+
+    fn claude(&self) -> ClaudeConfig {
+        let mut claude = ClaudeConfig::new(&self.binary)
+            .with_env("ANTHROPIC_BASE_URL", self.mock.base_url())
             .with_env("ANTHROPIC_API_KEY", "dummy")
             .with_env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .with_env("DISABLE_TELEMETRY", "1")
-            .with_env("HOME", &home);
+            .with_env("HOME", &self.home);
         claude.env_remove = vec!["ANTHROPIC_AUTH_TOKEN".into(), "CLAUDE_CONFIG_DIR".into()];
         claude.start_timeout = Duration::from_secs(60);
         claude.interrupt_grace = Duration::from_secs(10);
         claude.kill_grace = Duration::from_secs(2);
+        claude
+    }
+}
+
+/// One host with the `claude` provider pointed at the place's mock model, and a client on the
+/// default chat of session `claude:/s1`.
+struct Run {
+    work: PathBuf,
+    client: HostConnection,
+    chat: ChatUri,
+    view: ChatView,
+    events: agenthost_client::ahp::ClientEventStream,
+}
+
+impl Run {
+    /// A host on `place`; creates the session unless it is already stored there.
+    async fn start(place: &Place, create: bool) -> Self {
         let server = bind(HostOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             providers: vec!["claude".into()],
             script: None,
             token: None,
-            roots: vec![work.clone()],
+            roots: vec![place.work.clone()],
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
-            data_dir: Some(dir.path().join("data")),
+            data_dir: Some(place.data.clone()),
             idle_eviction: None,
-            claude: Some(claude),
+            claude: Some(place.claude()),
         })
         .await
         .unwrap();
@@ -99,21 +126,31 @@ impl Run {
         tokio::spawn(server.serve(std::future::pending()));
         let client = HostConnection::connect(&url, "claude-e2e").await.unwrap();
         let events = client.client().events();
-        let directory = format!("file://{}", work.display());
-        let (_session, chat) = client
-            .create_session("claude", "s1", Some(directory))
-            .await
-            .unwrap();
+        let session = SessionUri::with_provider("claude", SafeId::new("s1").unwrap()).unwrap();
+        let chat = ChatUri::default_for(&session);
+        if create {
+            let directory = format!("file://{}", place.work.display());
+            let (_, created) = client
+                .create_session("claude", "s1", Some(directory))
+                .await
+                .unwrap();
+            assert_eq!(created, chat);
+        }
         let (view, _subscription) = client.open_chat(&chat).await.unwrap();
-        Some(Self {
-            mock,
-            work,
+        Self {
+            work: place.work.clone(),
             client,
             chat,
             view,
             events,
-            _dir: dir,
-        })
+        }
+    }
+
+    /// A place with `mock` and a host on it; `None` when the CLI is missing.
+    async fn fresh(mock: MockModelConfig) -> Option<(Place, Self)> {
+        let place = Place::new(mock).await?;
+        let run = Self::start(&place, true).await;
+        Some((place, run))
     }
 
     /// The next events of the chat (at least one), failing after [`STALL`] of silence.
@@ -223,7 +260,7 @@ fn read(path: &Path) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_tool_call_creates_the_file() {
-    let Some(mut run) = Run::start(MockModelConfig::default()).await else {
+    let Some((place, mut run)) = Run::fresh(MockModelConfig::default()).await else {
         return;
     };
     run.client
@@ -247,7 +284,7 @@ async fn an_approved_tool_call_creates_the_file() {
         "the final answer streams into the chat: {events:?}"
     );
     assert_eq!(
-        run.mock.requests().len(),
+        place.mock.requests().len(),
         2,
         "one call for the tool, one for the answer"
     );
@@ -255,7 +292,7 @@ async fn an_approved_tool_call_creates_the_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes() {
-    let Some(mut run) = Run::start(MockModelConfig::default()).await else {
+    let Some((_place, mut run)) = Run::fresh(MockModelConfig::default()).await else {
         return;
     };
     run.client
@@ -286,7 +323,7 @@ async fn an_api_error_surfaces_as_a_chat_error() {
         fail_message: "mock refuses this request".into(),
         ..MockModelConfig::default()
     };
-    let Some(mut run) = Run::start(config).await else {
+    let Some((_place, mut run)) = Run::fresh(config).await else {
         return;
     };
     run.client
@@ -309,7 +346,7 @@ async fn cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on
         command: format!("touch {marker} && tail -f {marker} && echo late > late.txt"),
         ..MockModelConfig::default()
     };
-    let Some(mut run) = Run::start(config).await else {
+    let Some((_place, mut run)) = Run::fresh(config).await else {
         return;
     };
     let started = Instant::now();
@@ -345,4 +382,77 @@ async fn cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on
         .unwrap();
     let (events, error, cancelled) = run.turn_end().await;
     assert_eq!((error, cancelled), (None, false), "{events:?}");
+}
+
+#[test]
+fn after_a_host_restart_the_next_turn_resumes_the_claude_conversation() {
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    // The mock model outlives both hosts on a runtime of its own.
+    let model_runtime = runtime();
+    let Some(place) = model_runtime.block_on(Place::new(MockModelConfig::default())) else {
+        return;
+    };
+    // First host: one approved turn, then the whole host goes away (its runtime is dropped,
+    // which kills the agent's process group).
+    let first = runtime();
+    first.block_on(async {
+        let mut run = Run::start(&place, true).await;
+        run.client
+            .start_turn(&run.chat, "t1", "Create out.txt containing hi")
+            .await
+            .unwrap();
+        let tool = run.confirmation().await;
+        run.client
+            .confirm_tool(&run.chat, "t1", &tool, true)
+            .await
+            .unwrap();
+        let (events, error, _) = run.turn_end().await;
+        assert_eq!(error, None, "{events:?}");
+    });
+    drop(first);
+    let before = place.mock.requests().len();
+    // Second host on the same data directory: the chat comes back from the store and the next
+    // turn continues Claude's own conversation (`--resume`), so the model sees the first turn.
+    runtime().block_on(async {
+        let mut run = Run::start(&place, false).await;
+        assert_eq!(
+            run.view.state().turns.len(),
+            1,
+            "the first turn is restored"
+        );
+        run.client
+            .start_turn(&run.chat, "t2", "Is it there?")
+            .await
+            .unwrap();
+        let seen = run
+            .until(|e| {
+                matches!(
+                    e,
+                    Event::TurnEnded { .. } | Event::ConfirmationNeeded { .. }
+                )
+            })
+            .await;
+        assert!(
+            matches!(seen.last(), Some(Event::TurnEnded { error: None, .. })),
+            "a resumed conversation has the tool result and answers at once: {seen:?}"
+        );
+    });
+    let requests = place.mock.requests();
+    let session_of = |record: &agenthost_testkit::RequestRecord| {
+        record.headers.get("x-claude-code-session-id").cloned()
+    };
+    let first_session = session_of(&requests[0]);
+    assert!(first_session.is_some(), "{:?}", requests[0].headers);
+    let resumed = &requests[before..];
+    assert!(!resumed.is_empty());
+    for record in resumed {
+        assert_eq!(session_of(record), first_session, "the same Claude session");
+        assert_eq!(record.decision, "final_text");
+    }
 }
