@@ -97,7 +97,6 @@ impl Reason {
 pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::actions::chat_error", Reason::Invariant),
     ("agenthost-side-effects::actions::turn_complete", Reason::Routing),
-    ("agenthost-side-effects::actions::tool_call_ready", Reason::Invariant),
     ("agenthost-side-effects::actions::system_notice", Reason::Routing),
     ("agenthost-side-effects::actions::steering_consumed", Reason::Routing),
     ("agenthost-side-effects::actions::subagent_turn_started", Reason::Routing),

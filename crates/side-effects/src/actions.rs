@@ -3,11 +3,11 @@
 use agenthost_protocol::StateAction;
 use agenthost_protocol::actions::{
     ChatErrorAction, ChatPendingMessageRemovedAction, ChatResponsePartAction,
-    ChatToolCallReadyAction, ChatTurnCompleteAction, ChatTurnStartedAction, SessionChatAddedAction,
+    ChatTurnCompleteAction, ChatTurnStartedAction, SessionChatAddedAction,
 };
 use agenthost_protocol::ahp_types::state::{
     ChatState, ErrorInfo, Message, MessageKind, MessageOrigin, PendingMessageKind, ResponsePart,
-    SystemNotificationResponsePart, ToolCallPendingConfirmationState,
+    SystemNotificationResponsePart,
 };
 use agenthost_protocol::error_info::error_part;
 
@@ -32,28 +32,6 @@ pub(crate) fn turn_complete(turn_id: &str, duration_ms: i64) -> StateAction {
         turn_id: turn_id.to_owned(),
         duration: duration_ms,
         meta: None,
-    })
-}
-
-/// `chat/toolCallReady` without `confirmed`: the call waits for a confirmation.
-pub(crate) fn tool_call_ready(
-    turn_id: &str,
-    state: ToolCallPendingConfirmationState,
-) -> StateAction {
-    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
-        turn_id: turn_id.to_owned(),
-        tool_call_id: state.tool_call_id,
-        meta: state.meta,
-        contributor: state.contributor,
-        intention: state.intention,
-        invocation_message: state.invocation_message,
-        tool_input: state.tool_input,
-        confirmation_title: state.confirmation_title,
-        risk_assessment: state.risk_assessment,
-        edits: state.edits,
-        editable: state.editable,
-        confirmed: None,
-        options: state.options,
     })
 }
 

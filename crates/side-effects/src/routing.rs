@@ -16,8 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::actions::{
-    chat_added, now_iso, steering_consumed, subagent_turn_started, system_notice, tool_call_ready,
-    turn_complete,
+    chat_added, now_iso, steering_consumed, subagent_turn_started, system_notice, turn_complete,
 };
 use crate::orchestrator::{Shared, TrackedTurn};
 
@@ -130,7 +129,7 @@ pub(crate) fn route(shared: &Arc<Shared>, chat: &str, signal: AgentSignal) {
             );
         }
         AgentSignal::PendingConfirmation(pending) => {
-            let action = tool_call_ready(&pending.turn_id, pending.state.clone());
+            let action = agenthost_provider_api::pending_ready_action(&pending);
             let parent = pending.parent_tool_call_id.clone();
             let session = pending.session.clone();
             route_action(

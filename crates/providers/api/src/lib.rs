@@ -21,14 +21,16 @@ pub mod mapper;
 mod render;
 
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
-pub use render::{pending_ready_action, signal_json};
+pub use render::{
+    awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,
+};
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agenthost_protocol::ahp_types::state::{
-    AgentInfo, ErrorInfo, MessageAttachment, ModelSelection, Turn,
+    AgentInfo, ErrorInfo, MessageAttachment, ModelSelection, SessionModelInfo, Turn,
 };
 use agenthost_protocol::error_info::{PROVIDER_EXITED, error_info};
 use agenthost_protocol::{AgentSignal, ChatUri, SessionUri};
@@ -92,6 +94,22 @@ impl ProviderError {
             ProviderError::Unsupported { .. } => "providerUnsupported",
         };
         error_info(error_type, self.to_string())
+    }
+}
+
+/// A model entry of [`AgentInfo::models`] with only its id, provider and display name.
+pub fn model_info(provider: &str, id: &str, name: &str) -> SessionModelInfo {
+    SessionModelInfo {
+        id: id.to_owned(),
+        provider: provider.to_owned(),
+        name: name.to_owned(),
+        max_context_window: None,
+        max_output_tokens: None,
+        max_prompt_tokens: None,
+        supports_vision: None,
+        policy_state: None,
+        config_schema: None,
+        meta: None,
     }
 }
 

@@ -26,15 +26,14 @@ use std::time::Instant;
 use agenthost_protocol::actions::{
     ChatActivityChangedAction, ChatDeltaAction, ChatErrorAction, ChatReasoningAction,
     ChatResponsePartAction, ChatToolCallCompleteAction, ChatToolCallContentChangedAction,
-    ChatToolCallDeltaAction, ChatToolCallReadyAction, ChatToolCallStartAction,
-    ChatTurnCompleteAction, ChatUsageAction, SessionTitleChangedAction,
+    ChatToolCallDeltaAction, ChatToolCallStartAction, ChatTurnCompleteAction, ChatUsageAction,
+    SessionTitleChangedAction,
 };
 use agenthost_protocol::common::JsonObject;
 use agenthost_protocol::error_info::error_part;
 use agenthost_protocol::state::{
-    ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart,
-    ToolCallConfirmationReason, ToolCallContributor, ToolCallPendingConfirmationState,
-    ToolCallResult, ToolInput, ToolResultContent, UsageInfo,
+    ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart, ToolCallContributor,
+    ToolCallPendingConfirmationState, ToolCallResult, ToolInput, ToolResultContent, UsageInfo,
 };
 use agenthost_protocol::{
     ActionSignal, AgentSignal, ModelCallCompleted, PendingConfirmation, PermissionKind, SafeId,
@@ -1267,25 +1266,15 @@ impl TurnMap {
 
 /// `chat/toolCallReady { confirmed: not-needed }` from what the mapper knows of the tool.
 fn ready_not_needed(turn_id: String, tool_call_id: &str, tool: &ToolTrack) -> StateAction {
-    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
+    crate::render::running_without_confirmation(
         turn_id,
-        tool_call_id: tool_call_id.to_owned(),
-        meta: tool.meta.clone(),
-        contributor: None,
-        intention: None,
-        invocation_message: StringOrMarkdown::Plain(
-            tool.invocation_message
-                .clone()
-                .unwrap_or_else(|| tool.display_name.clone()),
-        ),
-        tool_input: tool.tool_input.clone().map(ToolInput::Inline),
-        confirmation_title: None,
-        risk_assessment: None,
-        edits: None,
-        editable: None,
-        confirmed: Some(ToolCallConfirmationReason::NotNeeded),
-        options: None,
-    })
+        tool_call_id.to_owned(),
+        tool.invocation_message
+            .clone()
+            .unwrap_or_else(|| tool.display_name.clone()),
+        tool.tool_input.clone().map(ToolInput::Inline),
+        tool.meta.clone(),
+    )
 }
 
 /// `id` as a [`SafeId`], or `None` with a warning.

@@ -4,16 +4,28 @@
 //! pending confirmation as the `chat/toolCallReady` without `confirmed` it stands for (plus
 //! `permissionKind` / `permissionPath`); every other signal as `{"signal": "<name>", …fields}`.
 
+use agenthost_protocol::StringOrMarkdown;
 use agenthost_protocol::actions::ChatToolCallReadyAction;
+use agenthost_protocol::common::JsonObject;
+use agenthost_protocol::state::{
+    ToolCallConfirmationReason, ToolCallPendingConfirmationState, ToolInput,
+};
 use agenthost_protocol::{AgentSignal, PendingConfirmation, SafeId, StateAction};
 use serde_json::{Map, Value, json};
 
 /// The `chat/toolCallReady` (without `confirmed`) the host dispatches for a pending confirmation
 /// that no auto-approve rule answers: the tool moves to `pending-confirmation`.
 pub fn pending_ready_action(pending: &PendingConfirmation) -> StateAction {
-    let state = pending.state.clone();
+    awaiting_confirmation(&pending.turn_id, pending.state.clone())
+}
+
+/// `chat/toolCallReady` without `confirmed` for a call in `state`: it waits for a confirmation.
+pub fn awaiting_confirmation(
+    turn_id: &str,
+    state: ToolCallPendingConfirmationState,
+) -> StateAction {
     StateAction::ChatToolCallReady(ChatToolCallReadyAction {
-        turn_id: pending.turn_id.clone(),
+        turn_id: turn_id.to_owned(),
         tool_call_id: state.tool_call_id,
         meta: state.meta,
         contributor: state.contributor,
@@ -26,6 +38,32 @@ pub fn pending_ready_action(pending: &PendingConfirmation) -> StateAction {
         editable: state.editable,
         confirmed: None,
         options: state.options,
+    })
+}
+
+/// `chat/toolCallReady { confirmed: not-needed }`: a tool the agent runs without asking goes
+/// straight to `running`.
+pub fn running_without_confirmation(
+    turn_id: String,
+    tool_call_id: String,
+    invocation: String,
+    tool_input: Option<ToolInput>,
+    meta: Option<JsonObject>,
+) -> StateAction {
+    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
+        turn_id,
+        tool_call_id,
+        meta,
+        contributor: None,
+        intention: None,
+        invocation_message: StringOrMarkdown::Plain(invocation),
+        tool_input,
+        confirmation_title: None,
+        risk_assessment: None,
+        edits: None,
+        editable: None,
+        confirmed: Some(ToolCallConfirmationReason::NotNeeded),
+        options: None,
     })
 }
 

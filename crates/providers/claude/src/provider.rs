@@ -53,22 +53,12 @@ pub fn is_valid_cli_session_id(id: &str) -> bool {
 }
 
 fn model_info(id: &str) -> SessionModelInfo {
-    SessionModelInfo {
-        id: id.to_owned(),
-        provider: PROVIDER_ID.into(),
-        name: if id == DEFAULT_MODEL {
-            "Default model".to_owned()
-        } else {
-            id.to_owned()
-        },
-        max_context_window: None,
-        max_output_tokens: None,
-        max_prompt_tokens: None,
-        supports_vision: None,
-        policy_state: None,
-        config_schema: None,
-        meta: None,
-    }
+    let name = if id == DEFAULT_MODEL {
+        "Default model"
+    } else {
+        id
+    };
+    agenthost_provider_api::model_info(PROVIDER_ID, id, name)
 }
 
 impl Provider for ClaudeProvider {

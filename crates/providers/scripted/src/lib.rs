@@ -25,7 +25,7 @@ mod test_support;
 
 use std::sync::Arc;
 
-use agenthost_protocol::ahp_types::state::{AgentInfo, SessionModelInfo};
+use agenthost_protocol::ahp_types::state::AgentInfo;
 use agenthost_provider_api::{
     Provider, ProviderError, ProviderSession, RestoreSession, StartSession,
 };
@@ -105,18 +105,11 @@ impl Provider for ScriptedProvider {
                           reasoning, tool calls with confirmations, subagents and usage, the \
                           same way every time. For demos and tests."
                 .into(),
-            models: vec![SessionModelInfo {
-                id: MODEL_ID.into(),
-                provider: PROVIDER_ID.into(),
-                name: "Scripted 1".into(),
-                max_context_window: None,
-                max_output_tokens: None,
-                max_prompt_tokens: None,
-                supports_vision: None,
-                policy_state: None,
-                config_schema: None,
-                meta: None,
-            }],
+            models: vec![agenthost_provider_api::model_info(
+                PROVIDER_ID,
+                MODEL_ID,
+                "Scripted 1",
+            )],
             protected_resources: None,
             customizations: None,
             capabilities: None,

@@ -11,19 +11,18 @@ use std::time::Duration;
 
 use agenthost_protocol::ahp_types::actions::{
     ChatDeltaAction, ChatErrorAction, ChatReasoningAction, ChatResponsePartAction,
-    ChatToolCallCompleteAction, ChatToolCallReadyAction, ChatToolCallStartAction,
-    ChatTurnCompleteAction, ChatUsageAction,
+    ChatToolCallCompleteAction, ChatToolCallStartAction, ChatTurnCompleteAction, ChatUsageAction,
 };
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{
     ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart,
-    ToolCallConfirmationReason, ToolCallPendingConfirmationState, ToolCallResult, ToolInput,
-    ToolResultContent, ToolResultSubagentContent, ToolResultTextContent, UsageInfo,
+    ToolCallPendingConfirmationState, ToolCallResult, ToolInput, ToolResultContent,
+    ToolResultSubagentContent, ToolResultTextContent, UsageInfo,
 };
 use agenthost_protocol::error_info::{INTERNAL_ERROR, error_info, error_part};
 use agenthost_protocol::{
     ActionSignal, AgentSignal, ChatUri, PendingConfirmation, PermissionKind, SafeId, SessionUri,
-    StateAction, StringOrMarkdown, SubagentCompleted, SubagentStarted,
+    StateAction, SubagentCompleted, SubagentStarted,
 };
 use agenthost_provider_api::{PermissionDecision, SignalSink, TurnRequest};
 use futures::future::BoxFuture;
@@ -336,7 +335,7 @@ impl TurnRun {
                 Err(_) => return Err(Stop::Gone),
             }
         } else {
-            let ready = ready_not_needed(
+            let ready = agenthost_provider_api::running_without_confirmation(
                 self.turn_id(),
                 tool_call_id.clone(),
                 texts.invocation.clone(),
@@ -402,7 +401,7 @@ impl TurnRun {
             subagent.description.clone().into(),
         );
         meta.insert("subagentAgentName".into(), subagent.agent.clone().into());
-        let ready = ready_not_needed(
+        let ready = agenthost_provider_api::running_without_confirmation(
             self.turn_id(),
             tool_call_id.to_string(),
             subagent.description.clone(),
@@ -541,30 +540,6 @@ fn permission_kind(tool: &Tool) -> PermissionKind {
 
 fn text_content(text: String) -> ToolResultContent {
     ToolResultContent::Text(ToolResultTextContent { text })
-}
-
-fn ready_not_needed(
-    turn_id: String,
-    tool_call_id: String,
-    invocation: String,
-    tool_input: Option<ToolInput>,
-    meta: Option<JsonObject>,
-) -> StateAction {
-    StateAction::ChatToolCallReady(ChatToolCallReadyAction {
-        turn_id,
-        tool_call_id,
-        meta,
-        contributor: None,
-        intention: None,
-        invocation_message: StringOrMarkdown::Plain(invocation),
-        tool_input,
-        confirmation_title: None,
-        risk_assessment: None,
-        edits: None,
-        editable: None,
-        confirmed: Some(ToolCallConfirmationReason::NotNeeded),
-        options: None,
-    })
 }
 
 fn complete(turn_id: String, tool_call_id: String, result: ToolCallResult) -> StateAction {
