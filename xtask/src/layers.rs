@@ -33,6 +33,7 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("agenthost-tool-execution", Layer::Rank(2)),
     ("agenthost-provider-api", Layer::Rank(2)),
     ("agenthost-testkit", Layer::Rank(2)),
+    ("agenthost-provider-process", Layer::Rank(2)),
     ("agenthost-provider-claude", Layer::Rank(3)),
     ("agenthost-provider-codex", Layer::Rank(3)),
     ("agenthost-provider-copilot", Layer::Rank(3)),

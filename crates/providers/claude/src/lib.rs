@@ -20,7 +20,6 @@
 pub mod attachments;
 mod config;
 pub mod control;
-mod process;
 mod provider;
 mod session;
 mod tools;

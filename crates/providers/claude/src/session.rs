@@ -33,9 +33,9 @@ use tokio::time::Instant;
 use crate::attachments::user_content;
 use crate::config::ClaudeConfig;
 use crate::control;
-use crate::process::{ClaudeProcess, read_line_capped};
 use crate::provider::is_valid_cli_session_id;
 use crate::translate::{Output, Translator};
+use agenthost_provider_process::{AgentProcess as ClaudeProcess, Launch, read_line_capped};
 
 /// The longest stdout line read whole (larger lines are cut and then fail to parse).
 const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
@@ -270,11 +270,16 @@ impl Inner {
             self.stop_process(generation).await;
         }
         let args = self.config.args(model.as_deref(), resume.as_deref());
-        let spawned = ClaudeProcess::spawn(&self.config, &args, &self.working_directory).map_err(
-            |error| ProviderError::StartFailed {
-                message: format!("could not run `{}`: {error}", self.config.binary.display()),
-            },
-        )?;
+        let spawned = ClaudeProcess::spawn(&Launch {
+            binary: &self.config.binary,
+            args: &args,
+            working_directory: &self.working_directory,
+            env: &self.config.env,
+            env_remove: &self.config.env_remove,
+        })
+        .map_err(|error| ProviderError::StartFailed {
+            message: format!("could not run `{}`: {error}", self.config.binary.display()),
+        })?;
         let process = spawned.process;
         let generation = {
             let mut state = lock(&self.state);

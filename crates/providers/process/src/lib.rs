@@ -1,10 +1,16 @@
-//! The `claude` child process: spawning it in a process group of its own, writing its stdin,
-//! keeping the tail of its stderr, and terminating the whole group.
+//! The agent CLIs' child processes, as every provider runs them: spawned in a process group of
+//! their own, stdin written one line at a time, the tail of stderr kept for error messages, and
+//! the whole group terminated at the end.
 //!
-//! Tools the agent runs (shell commands and their children) live in the CLI's process group, so
-//! signalling the group stops them too; a process that ignores `SIGTERM` for the grace period
-//! gets `SIGKILL`. Dropping a [`ClaudeProcess`] without [`ClaudeProcess::terminate`] still kills
-//! the group, so no agent outlives the host's handle on it.
+//! **Central design decision: the process group is the unit.** Tools the agent runs (shell
+//! commands and their children) live in the CLI's process group, so signalling the group stops
+//! them too; a process that ignores `SIGTERM` for the grace period gets `SIGKILL`. Dropping an
+//! [`AgentProcess`] without [`AgentProcess::terminate`] still kills the group, so no agent
+//! outlives the host's handle on it.
+//!
+//! What is deliberately absent: any wire format. Framing and parsing stdout is the provider's
+//! (`read_line_capped` reads bounded lines for the line-based ones).
+#![deny(missing_docs)]
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
@@ -17,16 +23,29 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::task::JoinHandle;
 
-use crate::config::ClaudeConfig;
-
 /// The most stderr text kept for error messages, in bytes.
-const STDERR_TAIL_BYTES: usize = 4096;
+pub const STDERR_TAIL_BYTES: usize = 4096;
 /// The most stderr lines kept.
-const STDERR_TAIL_LINES: usize = 20;
+pub const STDERR_TAIL_LINES: usize = 20;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Launch<'a> {
+    /// The executable.
+    pub binary: &'a std::path::Path,
+    /// Its arguments.
+    pub args: &'a [String],
+    /// Its working directory.
+    pub working_directory: &'a std::path::Path,
+    /// Variables set on it (the rest of the host's environment is inherited).
+    pub env: &'a [(String, std::ffi::OsString)],
+    /// Variables removed from its environment.
+    pub env_remove: &'a [String],
+}
 
 /// The last lines a child wrote to stderr.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct StderrTail {
+pub struct StderrTail {
     lines: Arc<Mutex<VecDeque<String>>>,
 }
 
@@ -43,7 +62,7 @@ impl StderrTail {
     }
 
     /// The kept lines, newline-joined, cut to [`STDERR_TAIL_BYTES`] at a character boundary.
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
         let joined = lines.iter().cloned().collect::<Vec<_>>().join("\n");
         if joined.len() <= STDERR_TAIL_BYTES {
@@ -57,9 +76,9 @@ impl StderrTail {
     }
 }
 
-/// A running `claude` process.
+/// A running agent process.
 #[derive(Debug)]
-pub(crate) struct ClaudeProcess {
+pub struct AgentProcess {
     pid: Option<Pid>,
     child: AsyncMutex<Option<Child>>,
     stdin: AsyncMutex<Option<ChildStdin>>,
@@ -67,32 +86,31 @@ pub(crate) struct ClaudeProcess {
     stderr_task: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// What [`ClaudeProcess::spawn`] hands back besides the process: its stdout, for the reader.
-pub(crate) struct Spawned {
-    pub process: Arc<ClaudeProcess>,
+/// What [`AgentProcess::spawn`] hands back besides the process: its stdout, for the reader.
+#[derive(Debug)]
+pub struct Spawned {
+    /// The process.
+    pub process: Arc<AgentProcess>,
+    /// Its standard output.
     pub stdout: ChildStdout,
 }
 
-impl ClaudeProcess {
-    /// Starts `claude` with `args` in `working_directory`, in a new process group.
-    pub(crate) fn spawn(
-        config: &ClaudeConfig,
-        args: &[String],
-        working_directory: &std::path::Path,
-    ) -> std::io::Result<Spawned> {
-        let mut command = Command::new(&config.binary);
+impl AgentProcess {
+    /// Starts `launch` in a new process group, with piped stdin, stdout and stderr.
+    pub fn spawn(launch: &Launch<'_>) -> std::io::Result<Spawned> {
+        let mut command = Command::new(launch.binary);
         command
-            .args(args)
-            .current_dir(working_directory)
+            .args(launch.args)
+            .current_dir(launch.working_directory)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        for (name, value) in &config.env {
+        for (name, value) in launch.env {
             command.env(name, value);
         }
-        for name in &config.env_remove {
+        for name in launch.env_remove {
             command.env_remove(name);
         }
         let mut child = command.spawn()?;
@@ -117,12 +135,12 @@ impl ClaudeProcess {
     }
 
     /// The process (and group) id.
-    pub(crate) fn pid(&self) -> Option<i32> {
+    pub fn pid(&self) -> Option<i32> {
         self.pid.map(Pid::as_raw_nonzero).map(i32::from)
     }
 
     /// Writes one line (a newline is added) and flushes it.
-    pub(crate) async fn write_line(&self, line: &str) -> std::io::Result<()> {
+    pub async fn write_line(&self, line: &str) -> std::io::Result<()> {
         let mut stdin = self.stdin.lock().await;
         let Some(pipe) = stdin.as_mut() else {
             return Err(std::io::Error::new(
@@ -139,7 +157,7 @@ impl ClaudeProcess {
 
     /// The tail of stderr, after giving the stderr reader up to `wait` to reach the end of the
     /// stream (it does once the process has exited).
-    pub(crate) async fn stderr_tail(&self, wait: Duration) -> String {
+    pub async fn stderr_tail(&self, wait: Duration) -> String {
         let task = self
             .stderr_task
             .lock()
@@ -153,7 +171,7 @@ impl ClaudeProcess {
 
     /// Waits for the process to exit (after its stdout ended), killing its group when it does
     /// not within `grace`. Returns the exit status as text.
-    pub(crate) async fn reap(&self, grace: Duration) -> String {
+    pub async fn reap(&self, grace: Duration) -> String {
         let mut guard = self.child.lock().await;
         let Some(child) = guard.as_mut() else {
             return "already reaped".to_owned();
@@ -171,7 +189,7 @@ impl ClaudeProcess {
 
     /// Closes stdin, sends `SIGTERM` to the group, waits up to `grace`, then `SIGKILL`s the group
     /// and reaps the process.
-    pub(crate) async fn terminate(&self, grace: Duration) -> String {
+    pub async fn terminate(&self, grace: Duration) -> String {
         self.stdin.lock().await.take();
         self.signal_group(Signal::TERM);
         let mut guard = self.child.lock().await;
@@ -205,7 +223,7 @@ impl ClaudeProcess {
     }
 }
 
-impl Drop for ClaudeProcess {
+impl Drop for AgentProcess {
     fn drop(&mut self) {
         // `kill_on_drop` kills the leader only; its tools would live on.
         let reaped = self
@@ -246,7 +264,7 @@ async fn collect_stderr(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
 
 /// Reads one line into `buffer` (without the newline), keeping at most `cap` bytes of it; the
 /// rest of an over-long line is read and discarded. Returns the bytes consumed (0 at the end).
-pub(crate) async fn read_line_capped(
+pub async fn read_line_capped(
     reader: &mut (impl AsyncBufReadExt + Unpin),
     buffer: &mut Vec<u8>,
     cap: usize,
