@@ -247,6 +247,7 @@ async fn run() -> Result<(), String> {
         data_dir: None,
         idle_eviction: None,
         claude: None,
+        codex: None,
     })
     .await?;
     let url = server.url();

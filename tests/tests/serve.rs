@@ -63,6 +63,7 @@ impl TestHost {
             data_dir: Some(dir.path().join("data")),
             idle_eviction: None,
             claude: None,
+            codex: None,
         })
         .await
         .unwrap();

@@ -122,6 +122,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Orchestrator::answer_permission", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_chat", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_session", Reason::Lifecycle),
+    ("agenthost-side-effects::orchestrator::Orchestrator::stop_all_agents", Reason::Lifecycle),
     ("agenthost-side-effects::routing::<SubagentBuffer as Default>::default", Reason::Routing),
     ("agenthost-side-effects::routing::SubagentBuffer::new", Reason::Routing),
     ("agenthost-side-effects::routing::SubagentBuffer::push", Reason::Routing),

@@ -114,6 +114,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         data_dir: None,
         idle_eviction: None,
         claude: None,
+        codex: None,
     })
     .await?;
     let url = server.url();

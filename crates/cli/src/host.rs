@@ -8,6 +8,7 @@ use agenthost_checkpoint::{CheckpointConfig, GitCheckpointService, MemoryLedger}
 use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
 use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider};
+use agenthost_provider_codex::{CodexConfig, CodexProvider};
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
@@ -37,6 +38,9 @@ pub struct HostOptions {
     /// How the `claude` provider launches Claude Code (`claude` on the `PATH`, defaults
     /// otherwise, when `None`).
     pub claude: Option<ClaudeConfig>,
+    /// How the `codex` provider launches Codex (`codex` on the `PATH`, defaults otherwise, when
+    /// `None`).
+    pub codex: Option<CodexConfig>,
 }
 
 /// The database file inside a data directory.
@@ -69,7 +73,7 @@ pub fn default_data_dir() -> Option<PathBuf> {
 }
 
 /// Providers this build can run.
-const AVAILABLE: &[&str] = &["scripted", "claude"];
+const AVAILABLE: &[&str] = &["scripted", "claude", "codex"];
 
 fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
     if options.providers.is_empty() {
@@ -94,6 +98,13 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
                     .clone()
                     .unwrap_or_else(|| ClaudeConfig::new("claude"));
                 providers.push(Arc::new(ClaudeProvider::new(config)?));
+            }
+            "codex" => {
+                let config = options
+                    .codex
+                    .clone()
+                    .unwrap_or_else(|| CodexConfig::new("codex"));
+                providers.push(Arc::new(CodexProvider::new(config)?));
             }
             other => {
                 return Err(format!(

@@ -19,7 +19,7 @@ struct Cli {
 enum Command {
     /// Serve AHP over WebSocket. The first line on stdout is the URL to connect to, token
     /// included; logs go to stderr.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a two-turn session end to end against an in-process host and print it.
     Demo(DemoArgs),
     /// Print the AHP actions an agent transcript maps to, one JSON object per line (for
@@ -77,6 +77,64 @@ struct ServeArgs {
     idle_evict_secs: u64,
     #[command(flatten)]
     claude: ClaudeArgs,
+    #[command(flatten)]
+    codex: CodexArgs,
+}
+
+/// How `--provider codex` launches `codex app-server`. The child inherits this process's
+/// environment (the API key variable, `CODEX_HOME`, …).
+#[derive(Debug, clap::Args)]
+struct CodexArgs {
+    /// The `codex` executable.
+    #[arg(
+        long,
+        env = "AGENT_HOST_CODEX_BIN",
+        default_value = "codex",
+        value_name = "PATH"
+    )]
+    codex_bin: PathBuf,
+    /// A model to advertise and start threads with (repeatable; the first is the default).
+    #[arg(long = "codex-model", value_name = "MODEL")]
+    codex_models: Vec<String>,
+    /// The approval policy of new threads (on-request, never).
+    #[arg(long, default_value = "on-request", value_name = "POLICY")]
+    codex_approval_policy: String,
+    /// The sandbox of new threads (read-only, workspace-write, danger-full-access).
+    #[arg(long, default_value = "workspace-write", value_name = "MODE")]
+    codex_sandbox: String,
+    /// Codex's config and state directory (`CODEX_HOME`).
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<PathBuf>,
+    /// Send model calls to this Responses API base URL (configures a model provider).
+    #[arg(long, value_name = "URL")]
+    codex_base_url: Option<String>,
+    /// The variable holding the API key for `--codex-base-url`.
+    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
+    codex_key_env: String,
+    /// Seconds Codex may take to start (answer `initialize`).
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    codex_start_timeout_secs: u64,
+}
+
+impl CodexArgs {
+    fn config(self) -> agenthost_provider_codex::CodexConfig {
+        let mut config = agenthost_provider_codex::CodexConfig::new(self.codex_bin);
+        config.model = self.codex_models.first().cloned();
+        config.models = self.codex_models;
+        config.approval_policy = self.codex_approval_policy;
+        config.sandbox = self.codex_sandbox;
+        config.codex_home = self.codex_home;
+        config.model_provider =
+            self.codex_base_url
+                .map(|base_url| agenthost_provider_codex::ModelProvider {
+                    id: "agenthost".to_owned(),
+                    base_url,
+                    wire_api: "responses".to_owned(),
+                    env_key: self.codex_key_env,
+                });
+        config.start_timeout = std::time::Duration::from_secs(self.codex_start_timeout_secs);
+        config
+    }
 }
 
 /// How `--provider claude` launches Claude Code. The child inherits this process's environment
@@ -193,6 +251,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => {
+            let args = *args;
             init_logging("info");
             data_dir(args.data_dir).and_then(|data_dir| {
                 runtime.block_on(agenthost::serve::run(agenthost::serve::ServeOptions {
@@ -205,6 +264,7 @@ fn main() -> ExitCode {
                     idle_eviction: (args.idle_evict_secs > 0)
                         .then(|| std::time::Duration::from_secs(args.idle_evict_secs)),
                     claude: Some(args.claude.config()),
+                    codex: Some(args.codex.config()),
                 }))
             })
         }

@@ -11,7 +11,7 @@ use agenthost_protocol::{SafeId, SessionUri};
 use agenthost_provider_api::signal_json;
 
 /// The providers whose transcripts can be mapped.
-pub const MAPPABLE: &[&str] = &["claude"];
+pub const MAPPABLE: &[&str] = &["claude", "codex"];
 
 /// The turn id the transcript is mapped as.
 pub const TURN_ID: &str = "turn-1";
@@ -22,6 +22,9 @@ pub fn map_text(provider: &str, text: &str) -> Result<Vec<String>, String> {
         SessionUri::canonical(SafeId::new("map").map_err(|e| format!("internal session id: {e}"))?);
     let signals = match provider {
         "claude" => agenthost_provider_claude::map_transcript(session, TURN_ID, text)
+            .map_err(|e| e.to_string())?,
+        // `codex app-server` output and `codex exec --json` output are told apart by their lines.
+        "codex" => agenthost_provider_codex::map_transcript(session, TURN_ID, text)
             .map_err(|e| e.to_string())?,
         other => {
             return Err(format!(

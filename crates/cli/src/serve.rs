@@ -27,6 +27,8 @@ pub struct ServeOptions {
     pub idle_eviction: Option<std::time::Duration>,
     /// How the `claude` provider launches Claude Code.
     pub claude: Option<agenthost_provider_claude::ClaudeConfig>,
+    /// How the `codex` provider launches Codex.
+    pub codex: Option<agenthost_provider_codex::CodexConfig>,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -41,6 +43,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         data_dir: Some(options.data_dir),
         idle_eviction: options.idle_eviction,
         claude: options.claude,
+        codex: options.codex,
     })
     .await?;
     // The contract: the first line on stdout is the full URL, token included.

@@ -94,7 +94,37 @@ fn an_unknown_provider_fails_naming_the_available_ones() {
     assert!(!status.success(), "{status}");
     assert!(stdout.is_empty(), "no URL is printed: {stdout:?}");
     assert!(stderr.contains("\"nope\""), "{stderr}");
-    assert!(stderr.contains("available: scripted, claude"), "{stderr}");
+    assert!(
+        stderr.contains("available: scripted, claude, codex"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_refuses_codex_settings_codex_would_refuse() {
+    let root = tempfile::tempdir().unwrap();
+    for (flags, expected) in [
+        (
+            &["--codex-sandbox", "none"][..],
+            "unknown Codex sandbox `none`",
+        ),
+        (
+            &["--codex-approval-policy", "untrusted"][..],
+            "unknown Codex approval policy",
+        ),
+        (
+            &["--codex-base-url", "http://x\",wire_api=\"chat"][..],
+            "is not a plain http(s) URL",
+        ),
+    ] {
+        let mut args = vec!["--provider", "codex"];
+        args.extend_from_slice(flags);
+        let mut server = serve(root.path(), &args);
+        let (status, stdout, stderr) = server.wait();
+        assert!(!status.success(), "{flags:?}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+    }
 }
 
 #[test]

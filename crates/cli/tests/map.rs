@@ -70,6 +70,33 @@ fn map_prints_one_action_per_line_in_order() {
 }
 
 #[test]
+fn map_reads_codex_app_server_and_exec_transcripts() {
+    let fixtures =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../providers/codex/tests/fixtures");
+    for (file, last) in [
+        (
+            "appserver-escalate-decline.stdout.jsonl",
+            "chat/turnComplete",
+        ),
+        ("exec-workspace-write.stdout.jsonl", "chat/turnComplete"),
+        ("exec-api-error.stdout.jsonl", "chat/error"),
+    ] {
+        let path = fixtures.join(file);
+        let (ok, stdout, stderr) = map(&["--provider", "codex", path.to_str().unwrap()], None);
+        assert!(ok, "{file}: {stderr}");
+        let lines: Vec<Value> = stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(
+            lines.last().map(|l| l["type"].clone()),
+            Some(Value::from(last)),
+            "{file}: {stdout}"
+        );
+    }
+}
+
+#[test]
 fn map_reads_stdin_and_names_the_bad_line() {
     let good = std::fs::read_to_string(claude_fixture("stdin-approve.stdout.jsonl")).unwrap();
     let first = good.lines().next().unwrap();
@@ -84,7 +111,7 @@ fn map_reads_stdin_and_names_the_bad_line() {
 fn map_refuses_unknown_providers_and_missing_files() {
     let (ok, _, stderr) = map(&["--provider", "nope", "-"], None);
     assert!(!ok);
-    assert!(stderr.contains("mappable: claude"), "{stderr}");
+    assert!(stderr.contains("mappable: claude, codex"), "{stderr}");
     let (ok, _, stderr) = map(&["--provider", "claude", "/nonexistent/transcript"], None);
     assert!(!ok);
     assert!(

@@ -78,6 +78,12 @@ pub trait ProtocolHandler: Send + Sync + 'static {
     /// WebSocket handshake, after every other call for it has finished.
     fn disconnected(&self, conn: Connection) -> BoxFuture<'_, ()>;
 
+    /// The server stopped accepting and every connection has closed: release what outlives
+    /// connections (the host stops its agents). The default does nothing.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
     /// The client answered a request the host sent it (`resource*` requests may flow either
     /// way). Called from the reader, **not** in order with requests (so a request handler may
     /// wait for such an answer without deadlocking): do not block; complete a oneshot or

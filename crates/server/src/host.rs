@@ -301,6 +301,10 @@ impl Host {
 }
 
 impl ProtocolHandler for Host {
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.orchestrator.stop_all_agents())
+    }
+
     fn initialize(
         &self,
         conn: Connection,

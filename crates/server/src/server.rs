@@ -124,6 +124,7 @@ impl BoundServer {
         while let Some(joined) = connections.join_next().await {
             log_join(joined);
         }
+        self.ctx.handler.shutdown().await;
         tracing::info!("server stopped");
     }
 }

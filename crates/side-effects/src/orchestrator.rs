@@ -414,6 +414,15 @@ impl Orchestrator {
         self.shared.dispatcher.evict_chat(chat);
     }
 
+    /// Stops every agent conversation (host shutdown): each provider session is disposed, so no
+    /// agent process outlives the host. History is untouched; conversations resume on use.
+    pub async fn stop_all_agents(&self) {
+        let chats: Vec<String> = self.shared.runtime().chats.keys().cloned().collect();
+        for chat in chats {
+            self.dispose_chat(&chat).await;
+        }
+    }
+
     /// Disposes every chat of a session (the caller lists them from the chat → session index)
     /// and evicts the session's mementos.
     pub async fn dispose_session(&self, session: &str, chats: &[String]) {

@@ -43,6 +43,7 @@
 
 mod anthropic;
 mod chat;
+pub mod fake_cli;
 mod pyjson;
 mod record;
 mod reply;
@@ -60,6 +61,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use fake_cli::{FakeCli, Step};
 pub use record::{RequestKind, RequestRecord};
 
 use record::Recorder;

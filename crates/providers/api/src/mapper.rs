@@ -10,9 +10,11 @@
 //! - `ToolStarted` closes the open parts of its scope, so text after a tool starts a new part; a
 //!   duplicate start is ignored;
 //! - a tool completed without a ready first gets a synthetic `ready (confirmed: not-needed)`, a
-//!   permission request for a running tool is a second ready without `confirmed` (legal);
+//!   permission request for a running tool is a second ready without `confirmed` (legal), and
+//!   live output is shown only while a tool runs (an approved permission runs it again);
 //! - exactly one terminal action per turn: `Failed` → `chat/error`, `Idle` → `chat/turnComplete`,
-//!   `Idle { aborted: true }` → nothing (the client already dispatched `chat/turnCancelled`);
+//!   `Cancelled` → `chat/turnCancelled` (the agent stopped on its own), `Idle { aborted: true }`
+//!   → nothing (the client already dispatched `chat/turnCancelled`);
 //! - scoped events carry `parent_tool_call_id`, and the first event of a new subagent scope is
 //!   preceded by `SubagentStarted`; subagents still open when the turn ends are completed just
 //!   before its terminal action.
@@ -26,8 +28,8 @@ use std::time::Instant;
 use agenthost_protocol::actions::{
     ChatActivityChangedAction, ChatDeltaAction, ChatErrorAction, ChatReasoningAction,
     ChatResponsePartAction, ChatToolCallCompleteAction, ChatToolCallContentChangedAction,
-    ChatToolCallDeltaAction, ChatToolCallStartAction, ChatTurnCompleteAction, ChatUsageAction,
-    SessionTitleChangedAction,
+    ChatToolCallDeltaAction, ChatToolCallStartAction, ChatTurnCancelledAction,
+    ChatTurnCompleteAction, ChatUsageAction, SessionTitleChangedAction,
 };
 use agenthost_protocol::common::JsonObject;
 use agenthost_protocol::error_info::error_part;
@@ -189,6 +191,19 @@ pub enum NormEvent {
         tool_call_id: String,
         /// The content so far.
         content: Vec<ToolResultContent>,
+        /// Provider-specific metadata (a progress message, …); replaces the tool call's.
+        meta: Option<JsonObject>,
+    },
+    /// The host answered a permission request of tool call `tool_call_id`. Nothing is emitted
+    /// (the client dispatched `chat/toolCallConfirmed`); an approved call runs again, so its
+    /// live output is shown.
+    PermissionResolved {
+        /// Where it happened.
+        scope: Scope,
+        /// The tool call.
+        tool_call_id: String,
+        /// Whether the host approved it.
+        approved: bool,
     },
     /// A tool call finished.
     ToolCompleted {
@@ -266,6 +281,12 @@ pub enum NormEvent {
     Failed {
         /// What went wrong.
         error: ErrorInfo,
+        /// The turn's duration as the agent measured it; the mapper's clock when `None`.
+        duration_ms: Option<i64>,
+    },
+    /// The agent stopped the turn on its own (it was interrupted without the client asking):
+    /// `chat/turnCancelled`, which ends it.
+    Cancelled {
         /// The turn's duration as the agent measured it; the mapper's clock when `None`.
         duration_ms: Option<i64>,
     },
@@ -430,6 +451,7 @@ fn kind(event: &NormEvent) -> &'static str {
         NormEvent::ToolReady { .. } => "toolReady",
         NormEvent::PermissionAsked { .. } => "permissionAsked",
         NormEvent::ToolOutput { .. } => "toolOutput",
+        NormEvent::PermissionResolved { .. } => "permissionResolved",
         NormEvent::ToolCompleted { .. } => "toolCompleted",
         NormEvent::SubagentStarted { .. } => "subagentStarted",
         NormEvent::SubagentEnded { .. } => "subagentEnded",
@@ -439,6 +461,7 @@ fn kind(event: &NormEvent) -> &'static str {
         NormEvent::SteeringConsumed { .. } => "steeringConsumed",
         NormEvent::ModelCallCompleted { .. } => "modelCallCompleted",
         NormEvent::Failed { .. } => "failed",
+        NormEvent::Cancelled { .. } => "cancelled",
         NormEvent::Idle { .. } => "idle",
     }
 }
@@ -632,8 +655,14 @@ impl TurnMap {
             NormEvent::ToolOutput {
                 tool_call_id,
                 content,
+                meta,
                 ..
-            } => self.tool_output(&tool_call_id, content, out),
+            } => self.tool_output(&tool_call_id, content, meta, out),
+            NormEvent::PermissionResolved {
+                tool_call_id,
+                approved,
+                ..
+            } => self.permission_resolved(&tool_call_id, approved),
             NormEvent::ToolCompleted {
                 tool_call_id,
                 success,
@@ -714,6 +743,19 @@ impl TurnMap {
                         turn_id: self.id.clone(),
                         duration,
                         part: error_part(error, false),
+                        meta: None,
+                    }),
+                );
+                self.ended = true;
+            }
+            NormEvent::Cancelled { duration_ms } => {
+                self.close_subagents(out);
+                let duration = self.duration(duration_ms);
+                out.action(
+                    None,
+                    StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
+                        turn_id: self.id.clone(),
+                        duration,
                         meta: None,
                     }),
                 );
@@ -1176,10 +1218,20 @@ impl TurnMap {
             }));
     }
 
+    fn permission_resolved(&mut self, tool_call_id: &str, approved: bool) {
+        let Some(tool) = self.known_tool(tool_call_id, "permissionResolved") else {
+            return;
+        };
+        if approved && tool.status == ToolStatus::Pending {
+            tool.status = ToolStatus::Running;
+        }
+    }
+
     fn tool_output(
         &mut self,
         tool_call_id: &str,
         content: Vec<ToolResultContent>,
+        meta: Option<JsonObject>,
         out: &mut Emitter<'_>,
     ) {
         let turn_id = self.id.clone();
@@ -1199,7 +1251,7 @@ impl TurnMap {
             StateAction::ChatToolCallContentChanged(ChatToolCallContentChangedAction {
                 turn_id,
                 tool_call_id: tool_call_id.to_owned(),
-                meta: None,
+                meta,
                 content,
             }),
         );

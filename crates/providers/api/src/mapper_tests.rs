@@ -96,6 +96,25 @@ fn complete(id: &str, success: bool) -> NormEvent {
     }
 }
 
+fn output(id: &str, text: &str) -> NormEvent {
+    NormEvent::ToolOutput {
+        scope: Scope::Root,
+        tool_call_id: id.into(),
+        content: vec![ToolResultContent::Text(ToolResultTextContent {
+            text: text.into(),
+        })],
+        meta: None,
+    }
+}
+
+fn resolved(id: &str, approved: bool) -> NormEvent {
+    NormEvent::PermissionResolved {
+        scope: Scope::Root,
+        tool_call_id: id.into(),
+        approved,
+    }
+}
+
 fn idle() -> NormEvent {
     NormEvent::Idle {
         aborted: false,
@@ -455,21 +474,124 @@ fn a_completion_after_a_permission_request_needs_no_synthetic_ready() {
 #[test]
 fn tool_output_replaces_the_live_content_of_a_running_tool_only() {
     let mut m = mapper();
-    let output = |text: &str| NormEvent::ToolOutput {
-        scope: Scope::Root,
-        tool_call_id: "c1".into(),
-        content: vec![ToolResultContent::Text(ToolResultTextContent {
-            text: text.into(),
-        })],
-    };
-    let out = run(&mut m, vec![start("c1"), output("early")]);
+    let out = run(&mut m, vec![start("c1"), output("c1", "early")]);
     assert_eq!(types(&out), ["chat/toolCallStart"]);
-    let out = run(&mut m, vec![ready("c1", true), output("live")]);
+    let out = run(&mut m, vec![ready("c1", true), output("c1", "live")]);
     assert_eq!(
         out[1],
         json!({"type": "chat/toolCallContentChanged", "turnId": "t1", "toolCallId": "c1",
                "content": [{"type": "text", "text": "live"}]})
     );
+}
+
+#[test]
+fn tool_output_carries_its_meta() {
+    let mut m = mapper();
+    let mut meta = JsonObject::new();
+    meta.insert("progressMessage".into(), "halfway".into());
+    let out = run(
+        &mut m,
+        vec![
+            start("c1"),
+            ready("c1", true),
+            NormEvent::ToolOutput {
+                scope: Scope::Root,
+                tool_call_id: "c1".into(),
+                content: Vec::new(),
+                meta: Some(meta),
+            },
+        ],
+    );
+    assert_eq!(
+        out[2],
+        json!({"type": "chat/toolCallContentChanged", "turnId": "t1", "toolCallId": "c1",
+               "content": [], "_meta": {"progressMessage": "halfway"}})
+    );
+}
+
+#[test]
+fn an_approved_permission_runs_the_tool_again_so_its_output_is_shown() {
+    let mut m = mapper();
+    let out = run(
+        &mut m,
+        vec![
+            start("c1"),
+            ready("c1", true),
+            ask("c1"),
+            output("c1", "while asking"),
+            resolved("c1", true),
+            output("c1", "live"),
+        ],
+    );
+    assert_eq!(
+        types(&out),
+        [
+            "chat/toolCallStart",
+            "chat/toolCallReady",
+            "chat/toolCallReady",
+            "chat/toolCallContentChanged"
+        ]
+    );
+    assert_eq!(out[3]["content"][0]["text"], "live");
+}
+
+#[test]
+fn a_denied_permission_shows_no_output_and_the_completion_needs_no_ready() {
+    let mut m = mapper();
+    let out = run(
+        &mut m,
+        vec![
+            start("c1"),
+            ask("c1"),
+            resolved("c1", false),
+            output("c1", "ignored"),
+            complete("c1", false),
+            resolved("unknown", true),
+        ],
+    );
+    assert_eq!(
+        types(&out),
+        [
+            "chat/toolCallStart",
+            "chat/toolCallReady",
+            "chat/toolCallComplete"
+        ]
+    );
+    assert_eq!(out[2]["result"]["error"]["code"], "denied");
+}
+
+#[test]
+fn cancelled_ends_the_turn_with_turn_cancelled_exactly_once() {
+    let mut m = mapper();
+    let out = run(
+        &mut m,
+        vec![
+            NormEvent::SubagentStarted {
+                parent_tool_call_id: "task1".into(),
+                agent_name: "explore".into(),
+                display_name: "Explore".into(),
+                description: None,
+                prompt: None,
+                grandparent: None,
+            },
+            NormEvent::Cancelled {
+                duration_ms: Some(9),
+            },
+            idle(),
+            failed(),
+        ],
+    );
+    assert_eq!(
+        out[1..],
+        [
+            json!({"signal": "subagentCompleted",
+                   "chat": ChatUri::subagent(&session(), &SafeId::new("task1").unwrap()).as_str(),
+                   "toolCallId": "task1"}),
+            json!({"type": "chat/turnCancelled", "turnId": "t1", "duration": 9}),
+        ]
+    );
+    assert!(m.turn_ended());
+    assert_eq!(m.fail(error_info("x", "y")), Vec::new());
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! The process driver against a stand-in CLI (`tests/fake/claude.sh`, a POSIX shell script that
-//! plays a plan of output lines and reads what the driver writes): start failures, hangs,
+//! The process driver against a stand-in CLI (`agenthost_testkit::FakeCli`, a POSIX shell script
+//! that plays a plan of output lines and reads what the driver writes): start failures, hangs,
 //! garbage, crashes, the permission round trip, cancel and dispose. Waits across the process
 //! boundary poll with a deadline; every timeout of the driver is set short here.
 
@@ -14,6 +14,7 @@ use agenthost_provider_api::{
     StartSession, TurnRequest, signal_channel,
 };
 use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider, ClaudeSession};
+use agenthost_testkit::{FakeCli, Step};
 use rustix::process::{Pid, test_kill_process_group};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -34,77 +35,50 @@ fn fixture(name: &str) -> Vec<String> {
         .collect()
 }
 
-/// A stand-in CLI in a temporary directory.
+/// The stand-in CLI with launch settings that make every wait short.
 struct Fake {
-    dir: tempfile::TempDir,
+    cli: FakeCli,
 }
 
 impl Fake {
     fn new() -> Self {
         Self {
-            dir: tempfile::tempdir().unwrap(),
+            cli: FakeCli::new().unwrap(),
         }
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.cli.path(name)
     }
 
-    /// Writes the plan played by the `start`th process (1-based; 0: every start without one).
-    fn plan(&self, start: usize, steps: &[String]) {
-        let name = if start == 0 {
-            "plan".to_owned()
-        } else {
-            format!("plan.{start}")
-        };
-        std::fs::write(self.path(&name), steps.join("\n") + "\n").unwrap();
+    fn plan(&self, start: usize, steps: &[Step]) {
+        self.cli.plan(start, steps).unwrap();
     }
 
     fn config(&self) -> ClaudeConfig {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/claude.sh");
-        let mut config = ClaudeConfig::new(script)
-            .with_env("FAKE_PLAN", self.path("plan"))
-            .with_env("FAKE_LOG", self.path("stdin.log"))
-            .with_env("FAKE_PIDFILE", self.path("pid"))
-            .with_env("FAKE_ARGS", self.path("args.log"));
+        let mut config = ClaudeConfig::new(self.cli.binary());
+        config.env = self.cli.env();
         config.start_timeout = Duration::from_secs(10);
         config.interrupt_grace = Duration::from_secs(5);
         config.kill_grace = Duration::from_millis(500);
         config
     }
 
-    /// What the driver wrote to the CLI, one JSON value per line.
     fn written(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.path("stdin.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
+        self.cli.written()
     }
 
-    /// The command lines of every start.
     fn starts(&self) -> Vec<String> {
-        std::fs::read_to_string(self.path("args.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.cli.starts()
     }
 
     fn pid(&self) -> Option<Pid> {
-        std::fs::read_to_string(self.path("pid"))
-            .ok()
-            .and_then(|text| text.trim().parse().ok())
-            .and_then(Pid::from_raw)
+        self.cli.pid().and_then(Pid::from_raw)
     }
 }
 
-fn out(line: &str) -> String {
-    format!("OUT {line}")
-}
-
-fn steps(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| (*s).to_owned()).collect()
+fn out(line: &str) -> Step {
+    Step::out(line)
 }
 
 struct Chat {
@@ -245,7 +219,13 @@ async fn a_missing_binary_is_a_start_failure_naming_it() {
 #[tokio::test]
 async fn a_cli_exiting_before_it_answers_reports_its_stderr() {
     let fake = Fake::new();
-    fake.plan(0, &steps(&["ERR boom: cannot read the settings", "EXIT 3"]));
+    fake.plan(
+        0,
+        &[
+            Step::Err("boom: cannot read the settings".into()),
+            Step::Exit(3),
+        ],
+    );
     let chat = start(fake.config());
     let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
     let text = error.to_string();
@@ -256,7 +236,7 @@ async fn a_cli_exiting_before_it_answers_reports_its_stderr() {
 #[tokio::test]
 async fn a_cli_hanging_on_start_times_out_and_its_group_is_killed() {
     let fake = Fake::new();
-    fake.plan(0, &steps(&["ERR starting slowly", "SLEEP 30"]));
+    fake.plan(0, &[Step::Err("starting slowly".into()), Step::Sleep(30)]);
     let config = ClaudeConfig {
         start_timeout: Duration::from_millis(300),
         ..fake.config()
@@ -282,7 +262,12 @@ async fn garbage_on_stdout_fails_the_turn_and_stops_the_process() {
     let fake = Fake::new();
     fake.plan(
         0,
-        &steps(&["ACK", "IN", "OUT this is not json at all", "SLEEP 30"]),
+        &[
+            Step::Ack,
+            Step::In,
+            Step::out("this is not json at all"),
+            Step::Sleep(30),
+        ],
     );
     let mut chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
@@ -299,7 +284,12 @@ async fn a_cli_dying_mid_turn_is_a_chat_error_with_the_stderr_tail() {
     let fake = Fake::new();
     fake.plan(
         0,
-        &steps(&["ACK", "IN", "ERR fatal: lost the connection", "EXIT 7"]),
+        &[
+            Step::Ack,
+            Step::In,
+            Step::Err("fatal: lost the connection".into()),
+            Step::Exit(7),
+        ],
     );
     let mut chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
@@ -313,11 +303,11 @@ async fn a_cli_dying_mid_turn_is_a_chat_error_with_the_stderr_tail() {
 async fn an_approval_goes_back_as_allow_with_the_tool_input() {
     let fake = Fake::new();
     let (before, after) = approval_transcript();
-    let mut plan = steps(&["ACK", "IN"]);
+    let mut plan = vec![Step::Ack, Step::In];
     plan.extend(before.iter().map(|l| out(l)));
-    plan.push("IN".into());
+    plan.push(Step::In);
     plan.extend(after.iter().map(|l| out(l)));
-    plan.push("IN".into());
+    plan.push(Step::In);
     fake.plan(0, &plan);
     let mut chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
@@ -359,11 +349,11 @@ async fn an_approval_goes_back_as_allow_with_the_tool_input() {
 async fn a_denial_goes_back_with_the_reason() {
     let fake = Fake::new();
     let (before, after) = approval_transcript();
-    let mut plan = steps(&["ACK", "IN"]);
+    let mut plan = vec![Step::Ack, Step::In];
     plan.extend(before.iter().map(|l| out(l)));
-    plan.push("IN".into());
+    plan.push(Step::In);
     plan.extend(after.iter().map(|l| out(l)));
-    plan.push("IN".into());
+    plan.push(Step::In);
     fake.plan(0, &plan);
     let mut chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
@@ -391,13 +381,7 @@ async fn control_requests_the_host_does_not_know_get_an_error_answer() {
     let fake = Fake::new();
     fake.plan(
         0,
-        &steps(&[
-            "ACK",
-            "IN",
-            r#"OUT {"type":"control_request","request_id":"r9","request":{"subtype":"hook_callback"}}"#,
-            "IN",
-            "SLEEP 30",
-        ]),
+        &[Step::Ack, Step::In, Step::out(r#"{"type":"control_request","request_id":"r9","request":{"subtype":"hook_callback"}}"#), Step::In, Step::Sleep(30)],
     );
     let chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
@@ -422,13 +406,13 @@ async fn cancel_interrupts_the_cli_and_the_conversation_goes_on() {
         .iter()
         .position(|l| l.contains("\"error_during_execution\""))
         .unwrap();
-    let mut plan = steps(&["ACK", "IN"]);
+    let mut plan = vec![Step::Ack, Step::In];
     plan.extend(lines[1..=ask].iter().map(|l| out(l)));
-    plan.push("ACK".into()); // the interrupt
+    plan.push(Step::Ack); // the interrupt
     plan.extend(lines[ask + 2..=first_result].iter().map(|l| out(l)));
-    plan.push("IN".into()); // the next user message
+    plan.push(Step::In); // the next user message
     plan.extend(lines[first_result + 1..].iter().map(|l| out(l)));
-    plan.push("IN".into());
+    plan.push(Step::In);
     fake.plan(0, &plan);
     let mut chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
@@ -466,17 +450,17 @@ async fn cancel_kills_a_cli_that_ignores_the_interrupt_and_the_next_turn_resumes
         .iter()
         .find(|l| l.contains("\"subtype\":\"init\""))
         .unwrap();
-    let mut first = steps(&["ACK", "IN"]);
+    let mut first = vec![Step::Ack, Step::In];
     first.push(out(init));
-    first.push("SLEEP 30".into());
+    first.push(Step::Sleep(30));
     fake.plan(1, &first);
     let (_, after) = approval_transcript();
-    let final_lines: Vec<String> = after[1..].iter().map(|l| out(l)).collect();
-    let mut second = steps(&["ACK", "IN"]);
+    let final_lines: Vec<Step> = after[1..].iter().map(|l| out(l)).collect();
+    let mut second = vec![Step::Ack, Step::In];
     second.extend(final_lines);
-    second.push("IN".into());
+    second.push(Step::In);
     fake.plan(2, &second);
-    fake.plan(0, &steps(&["EXIT 9"]));
+    fake.plan(0, &[Step::Exit(9)]);
     let config = ClaudeConfig {
         interrupt_grace: Duration::from_millis(300),
         ..fake.config()
@@ -509,7 +493,7 @@ async fn cancel_kills_a_cli_that_ignores_the_interrupt_and_the_next_turn_resumes
 #[tokio::test]
 async fn dispose_terminates_the_whole_process_group() {
     let fake = Fake::new();
-    fake.plan(0, &steps(&["ACK", "IN", "SLEEP 60"]));
+    fake.plan(0, &[Step::Ack, Step::In, Step::Sleep(60)]);
     let chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
     let pid = fake.pid().unwrap();
@@ -526,7 +510,7 @@ async fn dispose_terminates_the_whole_process_group() {
 #[tokio::test]
 async fn a_second_turn_while_one_runs_is_refused() {
     let fake = Fake::new();
-    fake.plan(0, &steps(&["ACK", "IN", "SLEEP 30"]));
+    fake.plan(0, &[Step::Ack, Step::In, Step::Sleep(30)]);
     let chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
     let error = chat.session.send_turn(turn("t2")).await.unwrap_err();

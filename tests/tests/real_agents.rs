@@ -1,11 +1,15 @@
-//! The real `claude` CLI (Claude Code 2.1.328) end to end: the testkit's mock model on
-//! 127.0.0.1, our host (`agenthost::host::bind`, provider `claude`) over the real WebSocket, and
-//! `agenthost-client` as the AHP client.
+//! The real agent CLIs end to end — Claude Code 2.1.328 (`claude`) and Codex 0.169.0 (`codex
+//! app-server`): the testkit's mock model on 127.0.0.1, our host (`agenthost::host::bind`) over
+//! the real WebSocket, and `agenthost-client` as the AHP client. Every scenario runs for each
+//! agent: an approved tool call runs, a denied one does not and the turn completes, an API error
+//! is a chat error, cancelling stops the running tool and the conversation goes on, and after a
+//! host restart the agent resumes its own conversation.
 //!
-//! The CLI comes from `AGENTHOST_CLAUDE_BIN`, else from the npm cache directory
-//! (`$AGENTHOST_CLI_CACHE`, default `~/.cache/agenthost/clis`, where `.ci/run` installs it).
-//! Without it the tests print why and pass, unless `AGENTHOST_REQUIRE_CLIS=1` (set by `.ci/run`),
-//! which turns a missing CLI into a failure. Every wait polls with a deadline.
+//! A CLI comes from `AGENTHOST_CLAUDE_BIN` / `AGENTHOST_CODEX_BIN`, else from the npm cache
+//! directory (`$AGENTHOST_CLI_CACHE`, default `~/.cache/agenthost/clis`, where `.ci/run`
+//! installs them). Without it a test prints why and passes, unless `AGENTHOST_REQUIRE_CLIS=1`
+//! (set by `.ci/run`), which turns a missing CLI into a failure. Every wait polls with a
+//! deadline.
 
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -20,40 +24,83 @@ use agenthost_client::{ChatView, Event, HostConnection};
 use agenthost_dispatcher::LaunchKind;
 use agenthost_protocol::{ChatUri, SafeId, SessionUri};
 use agenthost_provider_claude::ClaudeConfig;
+use agenthost_provider_codex::{CodexConfig, ModelProvider};
 use agenthost_testkit::{MockModel, MockModelConfig};
 use tokio::time::Instant;
 
 /// The longest a test waits for the next event from the host.
 const STALL: Duration = Duration::from_secs(60);
 
-/// Where `claude` is, or `None` (after saying why) when the tests cannot run.
-fn claude_binary() -> Option<PathBuf> {
-    let explicit = std::env::var_os("AGENTHOST_CLAUDE_BIN").map(PathBuf::from);
-    let cache = std::env::var_os("AGENTHOST_CLI_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/agenthost/clis"))
-        });
-    let found = explicit.or_else(|| {
-        cache
-            .map(|dir| dir.join("node_modules/.bin/claude"))
-            .filter(|path| path.exists())
-    });
-    if found.is_none() {
-        let why = "the claude CLI was not found (set AGENTHOST_CLAUDE_BIN, or `npm install \
-                   @anthropic-ai/claude-code@2.1.328` in ~/.cache/agenthost/clis)";
-        assert!(
-            std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
-            "AGENTHOST_REQUIRE_CLIS is set but {why}"
-        );
-        eprintln!("skipped: {why}");
-    }
-    found
+/// The agents under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Agent {
+    Claude,
+    Codex,
 }
 
-/// What outlives a host: the mock model, the working directory, `claude`'s home (its session
+impl Agent {
+    fn provider(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+        }
+    }
+
+    /// The binary's variable, its name in `node_modules/.bin` and its npm package.
+    fn install(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Agent::Claude => (
+                "AGENTHOST_CLAUDE_BIN",
+                "claude",
+                "@anthropic-ai/claude-code@2.1.328",
+            ),
+            Agent::Codex => ("AGENTHOST_CODEX_BIN", "codex", "@openai/codex@0.169.0"),
+        }
+    }
+
+    /// Where the CLI is, or `None` (after saying why) when the tests cannot run.
+    fn binary(self) -> Option<PathBuf> {
+        let (variable, name, package) = self.install();
+        let explicit = std::env::var_os(variable).map(PathBuf::from);
+        let cache = std::env::var_os("AGENTHOST_CLI_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .map(|home| PathBuf::from(home).join(".cache/agenthost/clis"))
+            });
+        let found = explicit.or_else(|| {
+            cache
+                .map(|dir| dir.join("node_modules/.bin").join(name))
+                .filter(|path| path.exists())
+        });
+        if found.is_none() {
+            let why = format!(
+                "the {name} CLI was not found (set {variable}, or `npm install {package}` in \
+                 ~/.cache/agenthost/clis)"
+            );
+            assert!(
+                std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
+                "AGENTHOST_REQUIRE_CLIS is set but {why}"
+            );
+            eprintln!("skipped: {why}");
+        }
+        found
+    }
+
+    /// The mock model settings the scenarios need: Codex asks for approval only when the model
+    /// requests sandbox escalation.
+    fn mock(self, config: MockModelConfig) -> MockModelConfig {
+        MockModelConfig {
+            escalate: self == Agent::Codex,
+            ..config
+        }
+    }
+}
+
+/// What outlives a host: the mock model, the working directory, the agent's home (its session
 /// files) and the host's data directory.
 struct Place {
+    agent: Agent,
     binary: PathBuf,
     mock: MockModel,
     work: PathBuf,
@@ -63,15 +110,16 @@ struct Place {
 }
 
 impl Place {
-    async fn new(mock: MockModelConfig) -> Option<Self> {
-        let binary = claude_binary()?;
-        let mock = MockModel::start(mock).await.unwrap();
+    async fn new(agent: Agent, mock: MockModelConfig) -> Option<Self> {
+        let binary = agent.binary()?;
+        let mock = MockModel::start(agent.mock(mock)).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         let home = dir.path().join("home");
         std::fs::create_dir(&work).unwrap();
         std::fs::create_dir(&home).unwrap();
         Some(Self {
+            agent,
             binary,
             mock,
             work: work.canonicalize().unwrap(),
@@ -94,11 +142,35 @@ impl Place {
         claude.kill_grace = Duration::from_secs(2);
         claude
     }
+
+    fn codex(&self) -> CodexConfig {
+        let mut codex = CodexConfig::new(&self.binary)
+            .with_env("MOCK_API_KEY", "dummy")
+            .with_env("HOME", &self.home);
+        codex.codex_home = Some(self.home.join("codex"));
+        codex.model = Some("gpt-5.5".into());
+        codex.model_provider = Some(ModelProvider {
+            id: "mock".into(),
+            base_url: format!("{}/v1", self.mock.base_url()),
+            wire_api: "responses".into(),
+            env_key: "MOCK_API_KEY".into(),
+        });
+        // Approvals happen only on escalation out of a read-only sandbox.
+        codex.sandbox = "read-only".into();
+        codex.env_remove = vec!["OPENAI_API_KEY".into(), "CODEX_API_KEY".into()];
+        codex.start_timeout = Duration::from_secs(60);
+        codex.request_timeout = Duration::from_secs(60);
+        codex.interrupt_grace = Duration::from_secs(10);
+        codex.kill_grace = Duration::from_secs(2);
+        codex
+    }
 }
 
-/// One host with the `claude` provider pointed at the place's mock model, and a client on the
-/// default chat of session `claude:/s1`.
+/// One host with the place's agent pointed at its mock model, and a client on the
+/// default chat of session `<provider>:/s1`.
 struct Run {
+    stop: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<()>,
     work: PathBuf,
     client: HostConnection,
     chat: ChatUri,
@@ -111,33 +183,40 @@ impl Run {
     async fn start(place: &Place, create: bool) -> Self {
         let server = bind(HostOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec!["claude".into()],
+            providers: vec![place.agent.provider().into()],
             script: None,
             token: None,
             roots: vec![place.work.clone()],
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(place.data.clone()),
             idle_eviction: None,
-            claude: Some(place.claude()),
+            claude: (place.agent == Agent::Claude).then(|| place.claude()),
+            codex: (place.agent == Agent::Codex).then(|| place.codex()),
         })
         .await
         .unwrap();
         let url = server.url();
-        tokio::spawn(server.serve(std::future::pending()));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(server.serve(async {
+            let _ = stopped.await;
+        }));
         let client = HostConnection::connect(&url, "claude-e2e").await.unwrap();
         let events = client.client().events();
-        let session = SessionUri::with_provider("claude", SafeId::new("s1").unwrap()).unwrap();
+        let provider = place.agent.provider();
+        let session = SessionUri::with_provider(provider, SafeId::new("s1").unwrap()).unwrap();
         let chat = ChatUri::default_for(&session);
         if create {
             let directory = format!("file://{}", place.work.display());
             let (_, created) = client
-                .create_session("claude", "s1", Some(directory))
+                .create_session(provider, "s1", Some(directory))
                 .await
                 .unwrap();
             assert_eq!(created, chat);
         }
         let (view, _subscription) = client.open_chat(&chat).await.unwrap();
         Self {
+            stop,
+            serving,
             work: place.work.clone(),
             client,
             chat,
@@ -146,9 +225,16 @@ impl Run {
         }
     }
 
+    /// Shuts the host down as `agent-host serve` does on Ctrl-C (its agents are stopped).
+    async fn shut_down(self) {
+        self.client.close().await;
+        let _ = self.stop.send(());
+        self.serving.await.unwrap();
+    }
+
     /// A place with `mock` and a host on it; `None` when the CLI is missing.
-    async fn fresh(mock: MockModelConfig) -> Option<(Place, Self)> {
-        let place = Place::new(mock).await?;
+    async fn fresh(agent: Agent, mock: MockModelConfig) -> Option<(Place, Self)> {
+        let place = Place::new(agent, mock).await?;
         let run = Self::start(&place, true).await;
         Some((place, run))
     }
@@ -258,9 +344,8 @@ fn read(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approved_tool_call_creates_the_file() {
-    let Some((place, mut run)) = Run::fresh(MockModelConfig::default()).await else {
+async fn an_approved_tool_call_creates_the_file(agent: Agent) {
+    let Some((place, mut run)) = Run::fresh(agent, MockModelConfig::default()).await else {
         return;
     };
     run.client
@@ -290,9 +375,8 @@ async fn an_approved_tool_call_creates_the_file() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes() {
-    let Some((_place, mut run)) = Run::fresh(MockModelConfig::default()).await else {
+async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes(agent: Agent) {
+    let Some((_place, mut run)) = Run::fresh(agent, MockModelConfig::default()).await else {
         return;
     };
     run.client
@@ -316,14 +400,13 @@ async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_api_error_surfaces_as_a_chat_error() {
+async fn an_api_error_surfaces_as_a_chat_error(agent: Agent) {
     let config = MockModelConfig {
         fail_status: Some(400),
         fail_message: "mock refuses this request".into(),
         ..MockModelConfig::default()
     };
-    let Some((_place, mut run)) = Run::fresh(config).await else {
+    let Some((_place, mut run)) = Run::fresh(agent, config).await else {
         return;
     };
     run.client
@@ -333,12 +416,11 @@ async fn an_api_error_surfaces_as_a_chat_error() {
     let (events, error, cancelled) = run.turn_end().await;
     assert!(!cancelled);
     let error = error.unwrap_or_else(|| panic!("the turn should fail: {events:?}"));
-    assert!(error.contains("400"), "{error}");
+    assert!(error.contains("mock refuses this request"), "{error}");
     assert!(tool_results(&events).is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on() {
+async fn cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on(agent: Agent) {
     // A tool that runs until it is killed, under a name no other process on the machine has.
     // (Claude Code refuses a long `sleep`, so it follows a file instead.)
     let marker = format!("started-{}.txt", std::process::id());
@@ -346,7 +428,7 @@ async fn cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on
         command: format!("touch {marker} && tail -f {marker} && echo late > late.txt"),
         ..MockModelConfig::default()
     };
-    let Some((_place, mut run)) = Run::fresh(config).await else {
+    let Some((_place, mut run)) = Run::fresh(agent, config).await else {
         return;
     };
     let started = Instant::now();
@@ -384,8 +466,7 @@ async fn cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on
     assert_eq!((error, cancelled), (None, false), "{events:?}");
 }
 
-#[test]
-fn after_a_host_restart_the_next_turn_resumes_the_claude_conversation() {
+fn after_a_host_restart_the_next_turn_resumes_the_agent_conversation(agent: Agent) {
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -395,11 +476,10 @@ fn after_a_host_restart_the_next_turn_resumes_the_claude_conversation() {
     };
     // The mock model outlives both hosts on a runtime of its own.
     let model_runtime = runtime();
-    let Some(place) = model_runtime.block_on(Place::new(MockModelConfig::default())) else {
+    let Some(place) = model_runtime.block_on(Place::new(agent, MockModelConfig::default())) else {
         return;
     };
-    // First host: one approved turn, then the whole host goes away (its runtime is dropped,
-    // which kills the agent's process group).
+    // First host: one approved turn, then the host shuts down (stopping its agent).
     let first = runtime();
     first.block_on(async {
         let mut run = Run::start(&place, true).await;
@@ -414,6 +494,7 @@ fn after_a_host_restart_the_next_turn_resumes_the_claude_conversation() {
             .unwrap();
         let (events, error, _) = run.turn_end().await;
         assert_eq!(error, None, "{events:?}");
+        run.shut_down().await;
     });
     drop(first);
     let before = place.mock.requests().len();
@@ -443,16 +524,60 @@ fn after_a_host_restart_the_next_turn_resumes_the_claude_conversation() {
             "a resumed conversation has the tool result and answers at once: {seen:?}"
         );
     });
+    // The model saw the first turn's tool result: only a resumed conversation has it.
     let requests = place.mock.requests();
-    let session_of = |record: &agenthost_testkit::RequestRecord| {
-        record.headers.get("x-claude-code-session-id").cloned()
-    };
-    let first_session = session_of(&requests[0]);
-    assert!(first_session.is_some(), "{:?}", requests[0].headers);
     let resumed = &requests[before..];
     assert!(!resumed.is_empty());
     for record in resumed {
-        assert_eq!(session_of(record), first_session, "the same Claude session");
-        assert_eq!(record.decision, "final_text");
+        assert_eq!(record.decision, "final_text", "{:?}", record.summary);
     }
+    if agent == Agent::Claude {
+        // Claude names its session in a header: the same one continues.
+        let session_of = |record: &agenthost_testkit::RequestRecord| {
+            record.headers.get("x-claude-code-session-id").cloned()
+        };
+        let first_session = session_of(&requests[0]);
+        assert!(first_session.is_some(), "{:?}", requests[0].headers);
+        for record in resumed {
+            assert_eq!(session_of(record), first_session, "the same Claude session");
+        }
+    }
+}
+
+// ─── Each scenario for each agent ────────────────────────────────────────────────────────────
+
+macro_rules! for_each_agent {
+    ($($scenario:ident),* $(,)?) => {
+        mod claude {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $scenario() {
+                super::$scenario(Agent::Claude).await;
+            })*
+        }
+        mod codex {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $scenario() {
+                super::$scenario(Agent::Codex).await;
+            })*
+        }
+    };
+}
+
+for_each_agent!(
+    an_approved_tool_call_creates_the_file,
+    a_denied_tool_call_does_not_run_and_the_turn_still_completes,
+    an_api_error_surfaces_as_a_chat_error,
+    cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on,
+);
+
+#[test]
+fn claude_after_a_host_restart_the_next_turn_resumes_the_agent_conversation() {
+    after_a_host_restart_the_next_turn_resumes_the_agent_conversation(Agent::Claude);
+}
+
+#[test]
+fn codex_after_a_host_restart_the_next_turn_resumes_the_agent_conversation() {
+    after_a_host_restart_the_next_turn_resumes_the_agent_conversation(Agent::Codex);
 }

@@ -1,0 +1,120 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn stdin_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn parsed(line: &str) -> Value {
+    assert!(!line.contains('\n'), "one line: {line}");
+    serde_json::from_str(line).unwrap()
+}
+
+/// Rebuilds every line a captured host wrote with the builders and compares the JSON.
+#[test]
+fn the_builders_reproduce_the_captured_stdin_lines() {
+    for text in [
+        include_str!("../tests/fixtures/appserver-escalate-accept.stdin.jsonl"),
+        include_str!("../tests/fixtures/appserver-escalate-decline.stdin.jsonl"),
+        include_str!("../tests/fixtures/appserver-readonly-noescalate.stdin.jsonl"),
+        include_str!("../tests/fixtures/appserver-workspace-write.stdin.jsonl"),
+    ] {
+        for captured in stdin_lines(text) {
+            let text = |pointer: &str| captured.pointer(pointer).and_then(Value::as_str).unwrap();
+            let id = captured["id"].as_u64();
+            let rebuilt = match captured["method"].as_str() {
+                Some("initialize") => {
+                    let mut params = initialize_params(
+                        text("/params/clientInfo/name"),
+                        text("/params/clientInfo/version"),
+                    );
+                    // The capture's driver also sent a display title; the host sends none.
+                    params["clientInfo"]["title"] =
+                        captured["params"]["clientInfo"]["title"].clone();
+                    request(id.unwrap(), "initialize", &params)
+                }
+                Some("initialized") => notification("initialized", &Value::Null),
+                Some("thread/start") => request(
+                    id.unwrap(),
+                    "thread/start",
+                    &thread_start_params(
+                        text("/params/cwd"),
+                        Some(text("/params/model")),
+                        text("/params/approvalPolicy"),
+                        text("/params/sandbox"),
+                    ),
+                ),
+                Some("turn/start") => request(
+                    id.unwrap(),
+                    "turn/start",
+                    &turn_start_params(
+                        text("/params/threadId"),
+                        captured["params"]["input"].as_array().unwrap().clone(),
+                    ),
+                ),
+                None => {
+                    let approved = match text("/result/decision") {
+                        "accept" => true,
+                        "decline" => false,
+                        other => panic!("{other}"),
+                    };
+                    reply(
+                        &captured["id"],
+                        &approval_answer(ApprovalKind::CommandExecution, approved),
+                    )
+                }
+                Some(other) => panic!("{other}"),
+            };
+            assert_eq!(parsed(&rebuilt), captured);
+        }
+    }
+}
+
+#[test]
+fn approval_answers_use_each_generation_s_words() {
+    let answers: Vec<Value> = [
+        (ApprovalKind::CommandExecution, true),
+        (ApprovalKind::FileChange, false),
+        (ApprovalKind::ExecCommand, true),
+        (ApprovalKind::ApplyPatch, false),
+    ]
+    .into_iter()
+    .map(|(kind, approved)| approval_answer(kind, approved)["decision"].clone())
+    .collect();
+    assert_eq!(answers, ["accept", "decline", "approved", "denied"]);
+}
+
+#[test]
+fn other_lines_and_params_have_the_app_server_shapes() {
+    assert_eq!(
+        parsed(&error_reply(&json!("r-1"), METHOD_NOT_FOUND, "unsupported")),
+        json!({ "id": "r-1", "error": { "code": -32601, "message": "unsupported" } })
+    );
+    assert_eq!(
+        parsed(&notification("initialized", &json!({}))),
+        json!({ "method": "initialized", "params": {} })
+    );
+    assert_eq!(thread_resume_params("th"), json!({ "threadId": "th" }));
+    assert_eq!(
+        turn_interrupt_params("th", "app-1"),
+        json!({ "threadId": "th", "turnId": "app-1" })
+    );
+    assert_eq!(
+        turn_steer_params(
+            "th",
+            vec![json!({ "type": "text", "text": "more" })],
+            "app-1"
+        ),
+        json!({ "threadId": "th", "input": [{ "type": "text", "text": "more" }],
+                "expectedTurnId": "app-1" })
+    );
+    assert_eq!(
+        thread_start_params("/w", None, "never", "danger-full-access"),
+        json!({ "cwd": "/w", "approvalPolicy": "never", "sandbox": "danger-full-access" })
+    );
+    assert!(!request(1, "x", &json!({})).contains("jsonrpc"));
+}

@@ -1,0 +1,108 @@
+//! The Codex backend: advertises itself and starts conversations.
+
+use std::sync::Arc;
+
+use agenthost_protocol::ahp_types::state::AgentInfo;
+use agenthost_provider_api::{
+    Provider, ProviderError, ProviderSession, RestoreSession, StartSession, model_info,
+};
+use futures::future::BoxFuture;
+
+use crate::config::{CodexConfig, DEFAULT_MODEL};
+use crate::session::{CodexSession, is_valid_thread_id};
+
+/// The provider id.
+pub const PROVIDER_ID: &str = "codex";
+
+/// The Codex provider: each chat gets its own `codex app-server` and thread.
+#[derive(Debug, Clone)]
+pub struct CodexProvider {
+    config: Arc<CodexConfig>,
+}
+
+impl CodexProvider {
+    /// A provider launching Codex as `config` says; fails on settings Codex would refuse.
+    pub fn new(config: CodexConfig) -> Result<Self, String> {
+        config.validate()?;
+        Ok(Self {
+            config: Arc::new(config),
+        })
+    }
+
+    /// The launch settings.
+    pub fn config(&self) -> &CodexConfig {
+        &self.config
+    }
+
+    /// Starts a conversation and returns the concrete session.
+    pub fn start(&self, request: StartSession) -> CodexSession {
+        CodexSession::new(Arc::clone(&self.config), request, None)
+    }
+}
+
+impl Provider for CodexProvider {
+    fn id(&self) -> &str {
+        PROVIDER_ID
+    }
+
+    fn agent_info(&self) -> AgentInfo {
+        let models = if self.config.models.is_empty() {
+            vec![model_info(PROVIDER_ID, DEFAULT_MODEL, "Default model")]
+        } else {
+            self.config
+                .models
+                .iter()
+                .map(|id| model_info(PROVIDER_ID, id, id))
+                .collect()
+        };
+        AgentInfo {
+            provider: PROVIDER_ID.into(),
+            display_name: "Codex".into(),
+            description: "OpenAI's Codex CLI, driven over `codex app-server`: streamed messages \
+                          and reasoning, shell commands and file changes with host approvals."
+                .into(),
+            models,
+            protected_resources: None,
+            customizations: None,
+            capabilities: None,
+        }
+    }
+
+    fn start_session(
+        &self,
+        request: StartSession,
+    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
+        let session: Arc<dyn ProviderSession> = Arc::new(self.start(request));
+        Box::pin(async move { Ok(session) })
+    }
+
+    fn restore_session(
+        &self,
+        request: RestoreSession,
+    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
+        let config = Arc::clone(&self.config);
+        Box::pin(async move {
+            let id = request
+                .resume_handle
+                .get("threadId")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| ProviderError::StartFailed {
+                    message: "the stored Codex resume handle has no `threadId`".into(),
+                })?;
+            if !is_valid_thread_id(id) {
+                return Err(ProviderError::StartFailed {
+                    message: format!(
+                        "the stored Codex thread id `{}` is not a valid id",
+                        id.escape_debug()
+                    ),
+                });
+            }
+            let session: Arc<dyn ProviderSession> = Arc::new(CodexSession::new(
+                config,
+                request.start,
+                Some(id.to_owned()),
+            ));
+            Ok(session)
+        })
+    }
+}

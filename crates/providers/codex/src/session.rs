@@ -1,0 +1,879 @@
+//! One chat's conversation with `codex app-server`: the process, the Codex thread it follows,
+//! the protocol turn it runs, the host's requests awaiting answers and the approvals awaiting
+//! the host.
+//!
+//! The process starts on the first turn (`initialize`, `initialized`); the thread is started
+//! (`thread/start`) or, for a restored chat or after a restart of the process, resumed
+//! (`thread/resume`) before the first `turn/start`. A reader task feeds every stdout line to the
+//! [`Translator`]; the state changes of a line apply before its signals are sent. Starting,
+//! cancelling and disposing take the `lifecycle` lock.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use agenthost_protocol::ahp_types::actions::{ChatResponsePartAction, ChatTurnCancelledAction};
+use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
+use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
+use agenthost_provider_api::{
+    PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
+};
+use agenthost_provider_process::{AgentProcess, Launch, read_line_capped};
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::BufReader;
+use tokio::process::ChildStdout;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::attachments::user_input;
+use crate::config::{CodexConfig, DEFAULT_MODEL};
+use crate::control;
+use crate::translate::{ApprovalKind, Output, Translator};
+
+/// The longest stdout line read whole.
+const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// How long to wait for the stderr reader before quoting the tail.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+/// The client name Codex reports as the `originator` of model calls.
+pub const CLIENT_NAME: &str = "agenthost";
+
+/// Whether `id` can be a Codex thread id (it goes back to Codex in `thread/resume`).
+pub fn is_valid_thread_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// A conversation of one chat with Codex.
+pub struct CodexSession {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CodexSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodexSession")
+            .field("session", &self.inner.session)
+            .field("working_directory", &self.inner.working_directory)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: Arc<CodexConfig>,
+    session: SessionUri,
+    working_directory: PathBuf,
+    default_model: Option<String>,
+    signals: SignalSink,
+    translator: Mutex<Translator>,
+    state: Mutex<State>,
+    lifecycle: tokio::sync::Mutex<()>,
+}
+
+type Answer = Result<Value, ProviderError>;
+
+#[derive(Default)]
+struct State {
+    process: Option<Live>,
+    next_generation: u64,
+    next_request: u64,
+    waiters: HashMap<u64, oneshot::Sender<Answer>>,
+    thread_id: Option<String>,
+    /// Whether the current process has the thread loaded (started or resumed).
+    thread_loaded: bool,
+    turn: Option<RunningTurn>,
+    approvals: HashMap<String, Parked>,
+    drain: Option<oneshot::Sender<()>>,
+    disposed: bool,
+}
+
+struct Live {
+    generation: u64,
+    process: Arc<AgentProcess>,
+    reader: JoinHandle<()>,
+}
+
+struct RunningTurn {
+    id: String,
+    started: Instant,
+    app_turn_id: Option<String>,
+    images: Vec<PathBuf>,
+}
+
+struct Parked {
+    request_id: Value,
+    kind: ApprovalKind,
+}
+
+/// Just enough of a line to see whether it is a `turn/completed` notification.
+#[derive(Deserialize)]
+struct LineMethod {
+    method: Option<String>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn tail_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", tail.trim())
+    }
+}
+
+fn remove_images(images: Vec<PathBuf>) {
+    for image in images {
+        if let Err(error) = std::fs::remove_file(&image)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(%error, path = %image.display(), "could not remove an image sent to Codex");
+        }
+    }
+}
+
+impl CodexSession {
+    pub(crate) fn new(
+        config: Arc<CodexConfig>,
+        start: StartSession,
+        thread_id: Option<String>,
+    ) -> Self {
+        let default_model = start.model.map(|model| model.id);
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                translator: Mutex::new(Translator::new(start.session.clone())),
+                session: start.session,
+                working_directory: start.working_directory,
+                default_model,
+                signals: start.signals,
+                state: Mutex::new(State {
+                    thread_id,
+                    ..State::default()
+                }),
+                lifecycle: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The process id of the running `codex`, if one runs.
+    pub fn process_id(&self) -> Option<i32> {
+        lock(&self.inner.state)
+            .process
+            .as_ref()
+            .and_then(|live| live.process.pid())
+    }
+
+    /// The Codex thread this conversation follows, once known.
+    pub fn thread_id(&self) -> Option<String> {
+        lock(&self.inner.state).thread_id.clone()
+    }
+}
+
+impl Inner {
+    fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
+        lock(&self.state)
+            .process
+            .as_ref()
+            .map(|live| (live.generation, Arc::clone(&live.process)))
+    }
+
+    async fn send_signals(&self, signals: Vec<AgentSignal>) {
+        for signal in signals {
+            if self.signals.send(signal).await.is_err() {
+                tracing::debug!("the host no longer listens to this chat");
+                return;
+            }
+        }
+    }
+
+    fn notice(&self, turn_id: &str, text: String) -> AgentSignal {
+        AgentSignal::from(ActionSignal {
+            session: self.session.clone(),
+            action: StateAction::ChatResponsePart(ChatResponsePartAction {
+                turn_id: turn_id.to_owned(),
+                part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
+                    content: text.into(),
+                    meta: None,
+                }),
+                meta: None,
+            }),
+            parent_tool_call_id: None,
+        })
+    }
+
+    /// Sends request `method` and waits up to `timeout` for its result.
+    async fn request(
+        &self,
+        process: &AgentProcess,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Answer {
+        let (id, rx) = self.allocate_request();
+        self.send_request(process, (id, rx), method, params, timeout)
+            .await
+    }
+
+    /// A request id and the receiver its answer will arrive on.
+    fn allocate_request(&self) -> (u64, oneshot::Receiver<Answer>) {
+        let mut state = lock(&self.state);
+        state.next_request += 1;
+        let id = state.next_request;
+        let (tx, rx) = oneshot::channel();
+        state.waiters.insert(id, tx);
+        (id, rx)
+    }
+
+    /// Sends request `id` (allocated by [`Self::allocate_request`]) and waits for its answer.
+    async fn send_request(
+        &self,
+        process: &AgentProcess,
+        (id, rx): (u64, oneshot::Receiver<Answer>),
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Answer {
+        if let Err(error) = process
+            .write_line(&control::request(id, method, &params))
+            .await
+        {
+            lock(&self.state).waiters.remove(&id);
+            let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
+            return Err(ProviderError::Exited {
+                status: format!("its input is closed: {error}"),
+                stderr_tail,
+            });
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(ProviderError::Exited {
+                status: "it stopped before answering".into(),
+                stderr_tail: process.stderr_tail(STDERR_SETTLE).await,
+            }),
+            Err(_) => {
+                lock(&self.state).waiters.remove(&id);
+                Err(ProviderError::Protocol {
+                    message: format!(
+                        "codex did not answer `{method}` within {} ms{}",
+                        timeout.as_millis(),
+                        tail_suffix(&process.stderr_tail(Duration::ZERO).await)
+                    ),
+                })
+            }
+        }
+    }
+
+    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        {
+            let state = lock(&self.state);
+            if state.disposed {
+                return Err(ProviderError::NotRunning {
+                    message: "this Codex conversation has been disposed".into(),
+                });
+            }
+            if let Some(running) = &state.turn {
+                return Err(ProviderError::NotRunning {
+                    message: format!(
+                        "Codex is still running turn `{}`: cancel it or wait for it to end \
+                         before sending `{}`",
+                        running.id, turn.turn_id
+                    ),
+                });
+            }
+        }
+        let process = self.ensure_process().await?;
+        let model = turn
+            .model
+            .as_ref()
+            .map(|model| model.id.clone())
+            .or_else(|| self.default_model.clone())
+            .or_else(|| self.config.model.clone())
+            .filter(|model| model != DEFAULT_MODEL);
+        let (thread_id, mut notices) = self.ensure_thread(&process, model.as_deref()).await?;
+        let image_dir = std::env::temp_dir();
+        let (input, images, skipped) = user_input(
+            &turn.text,
+            &turn.instructions,
+            &turn.attachments,
+            &image_dir,
+        )
+        .map_err(|error| ProviderError::Protocol {
+            message: format!("the message could not be prepared for Codex: {error}"),
+        })?;
+        notices.extend(
+            skipped
+                .into_iter()
+                .map(|note| format!("Not sent to Codex: {note}")),
+        );
+        {
+            lock(&self.translator).begin_turn(&turn.turn_id);
+            lock(&self.state).turn = Some(RunningTurn {
+                id: turn.turn_id.clone(),
+                started: Instant::now(),
+                app_turn_id: None,
+                images,
+            });
+        }
+        let notices = notices
+            .into_iter()
+            .map(|text| self.notice(&turn.turn_id, text))
+            .collect();
+        self.send_signals(notices).await;
+        let mut params = control::turn_start_params(&thread_id, input);
+        if let (Some(model), Some(object)) = (&model, params.as_object_mut()) {
+            object.insert("model".into(), json!(model));
+        }
+        let request = self.allocate_request();
+        lock(&self.translator).turn_start_sent(&json!(request.0));
+        let started = self
+            .send_request(
+                &process,
+                request,
+                "turn/start",
+                params,
+                self.config.request_timeout,
+            )
+            .await;
+        match started {
+            Ok(result) => {
+                let app_turn = result
+                    .pointer("/turn/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                if let Some(running) = lock(&self.state).turn.as_mut()
+                    && running.id == turn.turn_id
+                {
+                    running.app_turn_id = app_turn;
+                }
+                Ok(())
+            }
+            Err(error) => {
+                lock(&self.translator).abort_turn();
+                if let Some(running) = lock(&self.state).turn.take() {
+                    remove_images(running.images);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The running app-server, started and initialized when there is none.
+    async fn ensure_process(self: &Arc<Self>) -> Result<Arc<AgentProcess>, ProviderError> {
+        if let Some((_, process)) = self.current_process() {
+            return Ok(process);
+        }
+        if let Some(home) = &self.config.codex_home {
+            std::fs::create_dir_all(home).map_err(|error| ProviderError::StartFailed {
+                message: format!("cannot create CODEX_HOME {}: {error}", home.display()),
+            })?;
+        }
+        let args = self.config.args();
+        let env = self.config.child_env();
+        let spawned = AgentProcess::spawn(&Launch {
+            binary: &self.config.binary,
+            args: &args,
+            working_directory: &self.working_directory,
+            env: &env,
+            env_remove: &self.config.env_remove,
+        })
+        .map_err(|error| ProviderError::StartFailed {
+            message: format!("could not run `{}`: {error}", self.config.binary.display()),
+        })?;
+        let process = spawned.process;
+        let generation = {
+            let mut state = lock(&self.state);
+            let generation = state.next_generation;
+            state.next_generation += 1;
+            state.thread_loaded = false;
+            let reader = tokio::spawn(read_stdout(
+                Arc::downgrade(self),
+                generation,
+                spawned.stdout,
+            ));
+            state.process = Some(Live {
+                generation,
+                process: Arc::clone(&process),
+                reader,
+            });
+            generation
+        };
+        tracing::debug!(pid = process.pid(), "started codex app-server");
+        let initialized = self
+            .request(
+                &process,
+                "initialize",
+                control::initialize_params(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
+                self.config.start_timeout,
+            )
+            .await;
+        // Every failure of `request` already quotes the stderr tail.
+        let failure = match initialized {
+            Ok(_) => match process
+                .write_line(&control::notification("initialized", &json!({})))
+                .await
+            {
+                Ok(()) => return Ok(process),
+                Err(error) => format!(
+                    "could not send `initialized`: {error}{}",
+                    tail_suffix(&process.stderr_tail(STDERR_SETTLE).await)
+                ),
+            },
+            Err(ProviderError::Protocol { message }) => message,
+            Err(error) => error.to_string(),
+        };
+        self.stop_process(generation, false).await;
+        Err(ProviderError::StartFailed {
+            message: format!("codex app-server did not start: {failure}"),
+        })
+    }
+
+    /// The thread id, after starting or resuming the thread in this process when needed; also
+    /// the notices for the user (a thread that could not be resumed).
+    async fn ensure_thread(
+        &self,
+        process: &AgentProcess,
+        model: Option<&str>,
+    ) -> Result<(String, Vec<String>), ProviderError> {
+        let (loaded, known) = {
+            let state = lock(&self.state);
+            (state.thread_loaded, state.thread_id.clone())
+        };
+        if loaded && let Some(id) = known {
+            return Ok((id, Vec::new()));
+        }
+        let mut notices = Vec::new();
+        if let Some(id) = known {
+            let resumed = self
+                .request(
+                    process,
+                    "thread/resume",
+                    control::thread_resume_params(&id),
+                    self.config.request_timeout,
+                )
+                .await;
+            match resumed {
+                Ok(_) => {
+                    lock(&self.translator).set_thread(&id);
+                    lock(&self.state).thread_loaded = true;
+                    return Ok((id, notices));
+                }
+                Err(ProviderError::Protocol { message }) => {
+                    tracing::warn!(message, "codex could not resume its thread");
+                    notices.push(format!(
+                        "Codex could not resume its earlier conversation ({message}); this \
+                         turn starts a new one."
+                    ));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let cwd = self.working_directory.to_string_lossy();
+        let result = self
+            .request(
+                process,
+                "thread/start",
+                control::thread_start_params(
+                    &cwd,
+                    model,
+                    &self.config.approval_policy,
+                    &self.config.sandbox,
+                ),
+                self.config.request_timeout,
+            )
+            .await?;
+        let id = result
+            .pointer("/thread/id")
+            .and_then(Value::as_str)
+            .filter(|id| is_valid_thread_id(id))
+            .ok_or_else(|| ProviderError::Protocol {
+                message: format!("`thread/start` answered without a valid thread id: {result}"),
+            })?
+            .to_owned();
+        lock(&self.translator).set_thread(&id);
+        {
+            let mut state = lock(&self.state);
+            state.thread_id = Some(id.clone());
+            state.thread_loaded = true;
+        }
+        Ok((id, notices))
+    }
+
+    /// Terminates process `generation` if it is still current; `from_reader` when its own
+    /// reader calls (which must not abort itself).
+    async fn stop_process(&self, generation: u64, from_reader: bool) {
+        let live = {
+            let mut state = lock(&self.state);
+            match &state.process {
+                Some(live) if live.generation == generation => {
+                    state.thread_loaded = false;
+                    state.process.take()
+                }
+                _ => None,
+            }
+        };
+        if let Some(live) = live {
+            let status = live.process.terminate(self.config.kill_grace).await;
+            if !from_reader {
+                live.reader.abort();
+            }
+            tracing::debug!(status, "stopped codex");
+            self.fail_waiters(&status, &live.process).await;
+        }
+    }
+
+    async fn fail_waiters(&self, status: &str, process: &AgentProcess) {
+        let (waiters, drain) = {
+            let mut state = lock(&self.state);
+            (std::mem::take(&mut state.waiters), state.drain.take())
+        };
+        if let Some(drain) = drain {
+            let _ = drain.send(());
+        }
+        if waiters.is_empty() {
+            return;
+        }
+        let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
+        for (_, waiter) in waiters {
+            let _ = waiter.send(Err(ProviderError::Exited {
+                status: status.to_owned(),
+                stderr_tail: stderr_tail.clone(),
+            }));
+        }
+    }
+
+    fn end_turn_state(&self) {
+        let turn = {
+            let mut state = lock(&self.state);
+            state.approvals.clear();
+            state.turn.take()
+        };
+        if let Some(turn) = turn {
+            remove_images(turn.images);
+        }
+    }
+
+    /// One stdout line of process `generation`; `false` when reading must stop.
+    async fn handle_line(&self, generation: u64, line: &str) -> bool {
+        let Some((current, process)) = self.current_process() else {
+            return false;
+        };
+        if current != generation {
+            return false;
+        }
+        let completes_turn = serde_json::from_str::<LineMethod>(line)
+            .ok()
+            .and_then(|m| m.method)
+            .is_some_and(|method| method == "turn/completed");
+        let outcome = lock(&self.translator).on_line(line);
+        let outputs = match outcome {
+            Ok(outputs) => outputs,
+            Err(error) => {
+                let tail = process.stderr_tail(Duration::ZERO).await;
+                let info = ProviderError::Protocol {
+                    message: format!("{error}{}", tail_suffix(&tail)),
+                }
+                .to_error_info();
+                let signals = lock(&self.translator).fail_turn(info);
+                self.end_turn_state();
+                self.send_signals(signals).await;
+                self.stop_process(generation, true).await;
+                return false;
+            }
+        };
+        let mut signals = Vec::new();
+        let mut writes = Vec::new();
+        let mut ended = false;
+        {
+            let mut state = lock(&self.state);
+            for output in outputs {
+                match output {
+                    Output::Signal(signal) => signals.push(signal),
+                    Output::Response { id, result } => {
+                        let waiter = id.as_u64().and_then(|id| state.waiters.remove(&id));
+                        match waiter {
+                            Some(waiter) => {
+                                let _ =
+                                    waiter.send(result.map_err(|error| ProviderError::Protocol {
+                                        message: error.to_string(),
+                                    }));
+                            }
+                            None => tracing::debug!(%id, "a response nobody waits for"),
+                        }
+                    }
+                    Output::ApprovalRequest {
+                        request_id,
+                        tool_call_id,
+                        kind,
+                    } => {
+                        state
+                            .approvals
+                            .insert(tool_call_id, Parked { request_id, kind });
+                    }
+                    Output::Reply { request_id, result } => {
+                        writes.push(control::reply(&request_id, &result));
+                    }
+                    Output::UnsupportedRequest { request_id, method } => {
+                        writes.push(control::error_reply(
+                            &request_id,
+                            control::METHOD_NOT_FOUND,
+                            &format!("agenthost does not support `{method}`"),
+                        ));
+                    }
+                    Output::ThreadStarted(id) if is_valid_thread_id(&id) => {
+                        state.thread_id = Some(id);
+                    }
+                    Output::ThreadStarted(id) => {
+                        tracing::warn!(
+                            id = id.escape_debug().to_string(),
+                            "ignoring a malformed thread id"
+                        );
+                    }
+                    Output::TurnEnded => ended = true,
+                }
+            }
+            if completes_turn && let Some(drain) = state.drain.take() {
+                let _ = drain.send(());
+            }
+        }
+        if ended {
+            self.end_turn_state();
+        }
+        for write in writes {
+            if let Err(error) = process.write_line(&write).await {
+                tracing::warn!(%error, "could not answer a codex request");
+            }
+        }
+        self.send_signals(signals).await;
+        true
+    }
+
+    /// Process `generation`'s output ended: reap it and fail the turn it was running.
+    async fn process_ended(&self, generation: u64, read_error: Option<String>) {
+        let live = {
+            let mut state = lock(&self.state);
+            match &state.process {
+                Some(live) if live.generation == generation => {
+                    state.thread_loaded = false;
+                    state.process.take()
+                }
+                _ => None,
+            }
+        };
+        let Some(live) = live else {
+            return;
+        };
+        let mut status = live.process.reap(self.config.kill_grace).await;
+        if let Some(read_error) = read_error {
+            status = format!("{status}; {read_error}");
+        }
+        let stderr_tail = live.process.stderr_tail(STDERR_SETTLE).await;
+        tracing::debug!(status, "codex exited");
+        self.fail_waiters(&status, &live.process).await;
+        let error = ProviderError::Exited {
+            status,
+            stderr_tail,
+        };
+        let signals = lock(&self.translator).fail_turn(error.to_error_info());
+        self.end_turn_state();
+        self.send_signals(signals).await;
+    }
+
+    async fn respond(
+        &self,
+        tool_call_id: &str,
+        decision: PermissionDecision,
+    ) -> Result<(), ProviderError> {
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
+        };
+        let (parked, process) = {
+            let mut state = lock(&self.state);
+            let parked = state
+                .approvals
+                .remove(tool_call_id)
+                .ok_or_else(not_waiting)?;
+            let process = state
+                .process
+                .as_ref()
+                .map(|live| Arc::clone(&live.process))
+                .ok_or_else(not_waiting)?;
+            (parked, process)
+        };
+        let approved = matches!(decision, PermissionDecision::Approve);
+        lock(&self.translator).record_decision(tool_call_id, approved);
+        let answer = control::approval_answer(parked.kind, approved);
+        process
+            .write_line(&control::reply(&parked.request_id, &answer))
+            .await
+            .map_err(|error| ProviderError::Exited {
+                status: format!("its input is closed: {error}"),
+                stderr_tail: String::new(),
+            })
+    }
+
+    async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        let (started, app_turn, approvals, thread) = {
+            let mut state = lock(&self.state);
+            match state.turn.take() {
+                Some(turn) if turn.id == turn_id => {
+                    let approvals: Vec<Parked> = state.approvals.drain().map(|(_, p)| p).collect();
+                    remove_images(turn.images);
+                    (
+                        turn.started,
+                        turn.app_turn_id,
+                        approvals,
+                        state.thread_id.clone(),
+                    )
+                }
+                other => {
+                    state.turn = other;
+                    return Err(ProviderError::NotRunning {
+                        message: format!("turn `{turn_id}` is not running"),
+                    });
+                }
+            }
+        };
+        let app_turn = app_turn.or_else(|| lock(&self.translator).app_turn_id().map(str::to_owned));
+        lock(&self.translator).abort_turn();
+        if let Some((generation, process)) = self.current_process() {
+            // Approvals still waiting are declined, so the command does not run meanwhile.
+            for parked in approvals {
+                let answer = control::approval_answer(parked.kind, false);
+                let _ = process
+                    .write_line(&control::reply(&parked.request_id, &answer))
+                    .await;
+            }
+            let interrupted = match (thread, app_turn) {
+                (Some(thread), Some(app_turn)) => {
+                    let (tx, rx) = oneshot::channel();
+                    lock(&self.state).drain = Some(tx);
+                    let params = control::turn_interrupt_params(&thread, &app_turn);
+                    let grace = self.config.interrupt_grace;
+                    let deadline = Instant::now() + grace;
+                    let asked = self
+                        .request(&process, "turn/interrupt", params, grace)
+                        .await
+                        .is_ok();
+                    let done =
+                        asked && matches!(tokio::time::timeout_at(deadline, rx).await, Ok(Ok(())));
+                    lock(&self.state).drain = None;
+                    done
+                }
+                _ => false,
+            };
+            if !interrupted {
+                tracing::debug!("codex did not wind the turn down in time: terminating it");
+                self.stop_process(generation, false).await;
+            }
+        }
+        let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.send_signals(vec![AgentSignal::from(ActionSignal {
+            session: self.session.clone(),
+            action: StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
+                turn_id: turn_id.to_owned(),
+                duration,
+                meta: None,
+            }),
+            parent_tool_call_id: None,
+        })])
+        .await;
+        Ok(())
+    }
+
+    async fn dispose(&self) {
+        let _lifecycle = self.lifecycle.lock().await;
+        let live = {
+            let mut state = lock(&self.state);
+            state.disposed = true;
+            state.process.take()
+        };
+        self.end_turn_state();
+        lock(&self.translator).abort_turn();
+        if let Some(live) = live {
+            let status = live.process.terminate(self.config.kill_grace).await;
+            live.reader.abort();
+            tracing::debug!(status, "disposed codex");
+            self.fail_waiters(&status, &live.process).await;
+        }
+    }
+}
+
+async fn read_stdout(inner: Weak<Inner>, generation: u64, stdout: ChildStdout) {
+    let mut reader = BufReader::new(stdout);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        let read = read_line_capped(&mut reader, &mut buffer, MAX_LINE_BYTES).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        match read {
+            Ok(0) => {
+                inner.process_ended(generation, None).await;
+                return;
+            }
+            Err(error) => {
+                inner
+                    .process_ended(
+                        generation,
+                        Some(format!("reading its output failed: {error}")),
+                    )
+                    .await;
+                return;
+            }
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buffer);
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if !inner.handle_line(generation, &line).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl ProviderSession for CodexSession {
+    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>> {
+        Box::pin(self.inner.send_turn(turn))
+    }
+
+    fn respond_to_permission<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        decision: PermissionDecision,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.respond(tool_call_id, decision))
+    }
+
+    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.cancel(turn_id))
+    }
+
+    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
+        // The host's store records every turn; Codex's thread history is not read back.
+        Box::pin(async {
+            Err(ProviderError::Unsupported {
+                operation: "history",
+            })
+        })
+    }
+
+    fn resume_handle(&self) -> Option<serde_json::Value> {
+        self.thread_id().map(|id| json!({ "threadId": id }))
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.inner.dispose())
+    }
+}

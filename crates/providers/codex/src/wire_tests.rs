@@ -1,0 +1,180 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn message(value: Value) -> Message {
+    Message::from_value(value).unwrap()
+}
+
+#[test]
+fn every_captured_line_decodes() {
+    for text in [
+        include_str!("../tests/fixtures/appserver-escalate-accept.stdout.jsonl"),
+        include_str!("../tests/fixtures/appserver-escalate-decline.stdout.jsonl"),
+        include_str!("../tests/fixtures/appserver-readonly-noescalate.stdout.jsonl"),
+        include_str!("../tests/fixtures/appserver-workspace-write.stdout.jsonl"),
+    ] {
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            let value: Value = serde_json::from_str(line).unwrap();
+            if let Err(error) = Message::from_value(value) {
+                panic!("{error}: {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lines_are_told_apart_by_id_and_method() {
+    assert_eq!(
+        message(json!({ "id": 3, "result": { "turn": { "id": "t" } } })),
+        Message::Response(Response {
+            id: json!(3),
+            result: Ok(json!({ "turn": { "id": "t" } }))
+        })
+    );
+    assert_eq!(
+        message(json!({ "id": "a", "error": { "code": -32600, "message": "no", "data": [1] } })),
+        Message::Response(Response {
+            id: json!("a"),
+            result: Err(RpcError {
+                code: -32600,
+                message: "no".into(),
+                data: Some(json!([1]))
+            })
+        })
+    );
+    assert_eq!(
+        message(json!({ "id": 4 })),
+        Message::Response(Response {
+            id: json!(4),
+            result: Ok(Value::Null)
+        })
+    );
+    assert_eq!(
+        message(json!({ "method": "mcpServer/elicitation/request", "id": 0, "params": {} })),
+        Message::Request(ServerRequest {
+            id: json!(0),
+            request: Request::Other {
+                method: "mcpServer/elicitation/request".into()
+            }
+        })
+    );
+    assert_eq!(
+        message(
+            json!({ "method": "configWarning", "params": { "summary": "x" }, "emittedAtMs": 1 })
+        ),
+        Message::Notification(Notification::Other {
+            method: "configWarning".into(),
+            thread_id: None
+        })
+    );
+    // A `null` id is a notification's.
+    assert!(matches!(
+        message(
+            json!({ "method": "serverRequest/resolved", "id": null, "params": { "threadId": "t" } })
+        ),
+        Message::Notification(Notification::Other {
+            thread_id: Some(_),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn an_approval_request_decodes_with_the_fields_the_host_uses() {
+    let Message::Request(request) = message(json!({
+        "method": "item/commandExecution/requestApproval", "id": 0,
+        "params": { "kind": "command", "threadId": "th", "turnId": "tu", "itemId": "call_1",
+                    "reason": "why", "command": "/bin/bash -lc 'ls'", "cwd": "/w",
+                    "availableDecisions": ["accept", { "acceptWithExecpolicyAmendment": {} }] }
+    })) else {
+        panic!("a request");
+    };
+    assert_eq!(request.request.method(), COMMAND_APPROVAL);
+    assert_eq!(
+        request.request,
+        Request::CommandApproval(CommandApprovalParams {
+            thread_id: Some("th".into()),
+            turn_id: Some("tu".into()),
+            item_id: "call_1".into(),
+            reason: Some("why".into()),
+            command: Some("/bin/bash -lc 'ls'".into()),
+            cwd: Some("/w".into()),
+        })
+    );
+}
+
+#[test]
+fn items_tolerate_nulls_and_unknown_types() {
+    let item = ThreadItem::from_value(json!({
+        "type": "reasoning", "id": "r", "summary": null, "content": null, "extra": 1
+    }))
+    .unwrap();
+    assert_eq!(
+        item,
+        ThreadItem::Reasoning(ReasoningItem {
+            id: "r".into(),
+            summary: Vec::new(),
+            content: Vec::new()
+        })
+    );
+    assert_eq!(
+        ThreadItem::from_value(json!({ "type": "hookPrompt", "id": "h", "fragments": [] }))
+            .unwrap(),
+        ThreadItem::Other {
+            kind: "hookPrompt".into(),
+            id: Some("h".into())
+        }
+    );
+    let command = ThreadItem::from_value(json!({
+        "type": "commandExecution", "id": "c", "command": "ls", "status": "somethingElse",
+        "exitCode": null
+    }))
+    .unwrap();
+    let ThreadItem::CommandExecution(command) = command else {
+        panic!("a command");
+    };
+    assert_eq!(command.status, ItemStatus::Other("somethingElse".into()));
+    assert!(ThreadItem::from_value(json!({ "type": 1, "id": "c" })).is_err());
+    assert!(ThreadItem::from_value(json!({ "type": "commandExecution" })).is_err());
+}
+
+#[test]
+fn turn_statuses_and_thread_ids_are_read() {
+    let Message::Notification(notification) = message(json!({
+        "method": "turn/completed",
+        "params": { "threadId": "th", "turn": { "id": "tu", "status": "paused", "items": null } }
+    })) else {
+        panic!("a notification");
+    };
+    assert_eq!(notification.thread_id(), Some("th"));
+    let Notification::TurnCompleted(params) = notification else {
+        panic!("turn/completed");
+    };
+    assert_eq!(params.turn.status, TurnStatus::Other("paused".into()));
+    assert!(params.turn.items.is_empty());
+}
+
+#[test]
+fn known_messages_with_the_wrong_shape_are_errors() {
+    for value in [
+        json!({ "result": {} }),
+        json!({ "method": ["x"] }),
+        json!({ "method": "item/agentMessage/delta", "params": { "delta": "x" } }),
+        json!({ "method": "item/commandExecution/requestApproval", "id": 1, "params": 5 }),
+        json!({ "id": 1, "error": { "message": "no code" } }),
+        json!([1]),
+    ] {
+        assert!(Message::from_value(value.clone()).is_err(), "{value}");
+    }
+}
+
+#[test]
+fn rpc_errors_read_for_people() {
+    let error = RpcError {
+        code: -32600,
+        message: "Invalid request".into(),
+        data: None,
+    };
+    assert_eq!(error.to_string(), "Invalid request (code -32600)");
+}
