@@ -248,6 +248,7 @@ async fn run() -> Result<(), String> {
         idle_eviction: None,
         claude: None,
         codex: None,
+        copilot: None,
     })
     .await?;
     let url = server.url();

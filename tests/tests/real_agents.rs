@@ -1,11 +1,11 @@
-//! The real agent CLIs end to end — Claude Code 2.1.328 (`claude`) and Codex 0.169.0 (`codex
-//! app-server`): the testkit's mock model on 127.0.0.1, our host (`agenthost::host::bind`) over
+//! The real agent CLIs end to end — Claude Code 2.1.328 (`claude`), Codex 0.169.0 (`codex
+//! app-server`) and GitHub Copilot CLI 1.0.102 (`copilot --headless --stdio`, bring-your-own-key): the testkit's mock model on 127.0.0.1, our host (`agenthost::host::bind`) over
 //! the real WebSocket, and `agenthost-client` as the AHP client. Every scenario runs for each
 //! agent: an approved tool call runs, a denied one does not and the turn completes, an API error
 //! is a chat error, cancelling stops the running tool and the conversation goes on, and after a
 //! host restart the agent resumes its own conversation.
 //!
-//! A CLI comes from `AGENTHOST_CLAUDE_BIN` / `AGENTHOST_CODEX_BIN`, else from the npm cache
+//! A CLI comes from `AGENTHOST_CLAUDE_BIN` / `AGENTHOST_CODEX_BIN` / `AGENTHOST_COPILOT_BIN`, else from the npm cache
 //! directory (`$AGENTHOST_CLI_CACHE`, default `~/.cache/agenthost/clis`, where `.ci/run`
 //! installs them). Without it a test prints why and passes, unless `AGENTHOST_REQUIRE_CLIS=1`
 //! (set by `.ci/run`), which turns a missing CLI into a failure. Every wait polls with a
@@ -25,6 +25,7 @@ use agenthost_dispatcher::LaunchKind;
 use agenthost_protocol::{ChatUri, SafeId, SessionUri};
 use agenthost_provider_claude::ClaudeConfig;
 use agenthost_provider_codex::{CodexConfig, ModelProvider};
+use agenthost_provider_copilot::{ByokProvider, CopilotConfig};
 use agenthost_testkit::{MockModel, MockModelConfig};
 use tokio::time::Instant;
 
@@ -36,6 +37,7 @@ const STALL: Duration = Duration::from_secs(60);
 enum Agent {
     Claude,
     Codex,
+    Copilot,
 }
 
 impl Agent {
@@ -43,6 +45,7 @@ impl Agent {
         match self {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -55,6 +58,11 @@ impl Agent {
                 "@anthropic-ai/claude-code@2.1.328",
             ),
             Agent::Codex => ("AGENTHOST_CODEX_BIN", "codex", "@openai/codex@0.169.0"),
+            Agent::Copilot => (
+                "AGENTHOST_COPILOT_BIN",
+                "copilot",
+                "@github/copilot@1.0.102",
+            ),
         }
     }
 
@@ -164,6 +172,22 @@ impl Place {
         codex.kill_grace = Duration::from_secs(2);
         codex
     }
+
+    fn copilot(&self) -> CopilotConfig {
+        let mut copilot = CopilotConfig::new(&self.binary).with_env("HOME", &self.home);
+        copilot.copilot_home = Some(self.home.join("copilot"));
+        copilot.model = Some("gpt-5.4".into());
+        copilot.byok = Some(ByokProvider {
+            kind: "openai".into(),
+            base_url: format!("{}/v1", self.mock.base_url()),
+            api_key: "dummy".into(),
+        });
+        copilot.start_timeout = Duration::from_secs(60);
+        copilot.request_timeout = Duration::from_secs(60);
+        copilot.abort_grace = Duration::from_secs(10);
+        copilot.kill_grace = Duration::from_secs(2);
+        copilot
+    }
 }
 
 /// One host with the place's agent pointed at its mock model, and a client on the
@@ -192,6 +216,7 @@ impl Run {
             idle_eviction: None,
             claude: (place.agent == Agent::Claude).then(|| place.claude()),
             codex: (place.agent == Agent::Codex).then(|| place.codex()),
+            copilot: (place.agent == Agent::Copilot).then(|| place.copilot()),
         })
         .await
         .unwrap();
@@ -562,6 +587,13 @@ macro_rules! for_each_agent {
                 super::$scenario(Agent::Codex).await;
             })*
         }
+        mod copilot {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $scenario() {
+                super::$scenario(Agent::Copilot).await;
+            })*
+        }
     };
 }
 
@@ -580,4 +612,9 @@ fn claude_after_a_host_restart_the_next_turn_resumes_the_agent_conversation() {
 #[test]
 fn codex_after_a_host_restart_the_next_turn_resumes_the_agent_conversation() {
     after_a_host_restart_the_next_turn_resumes_the_agent_conversation(Agent::Codex);
+}
+
+#[test]
+fn copilot_after_a_host_restart_the_next_turn_resumes_the_agent_conversation() {
+    after_a_host_restart_the_next_turn_resumes_the_agent_conversation(Agent::Copilot);
 }

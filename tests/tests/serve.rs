@@ -64,6 +64,7 @@ impl TestHost {
             idle_eviction: None,
             claude: None,
             codex: None,
+            copilot: None,
         })
         .await
         .unwrap();

@@ -47,6 +47,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         idle_eviction: None,
         claude: Some(claude),
         codex: None,
+        copilot: None,
     })
     .await
     .unwrap();

@@ -115,6 +115,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         idle_eviction: None,
         claude: None,
         codex: None,
+        copilot: None,
     })
     .await?;
     let url = server.url();

@@ -9,6 +9,7 @@ use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
 use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider};
 use agenthost_provider_codex::{CodexConfig, CodexProvider};
+use agenthost_provider_copilot::{CopilotConfig, CopilotProvider};
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
@@ -41,6 +42,9 @@ pub struct HostOptions {
     /// How the `codex` provider launches Codex (`codex` on the `PATH`, defaults otherwise, when
     /// `None`).
     pub codex: Option<CodexConfig>,
+    /// How the `copilot` provider launches the Copilot CLI (`copilot` on the `PATH`, defaults
+    /// otherwise, when `None`).
+    pub copilot: Option<CopilotConfig>,
 }
 
 /// The database file inside a data directory.
@@ -73,7 +77,7 @@ pub fn default_data_dir() -> Option<PathBuf> {
 }
 
 /// Providers this build can run.
-const AVAILABLE: &[&str] = &["scripted", "claude", "codex"];
+const AVAILABLE: &[&str] = &["scripted", "claude", "codex", "copilot"];
 
 fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
     if options.providers.is_empty() {
@@ -105,6 +109,13 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
                     .clone()
                     .unwrap_or_else(|| CodexConfig::new("codex"));
                 providers.push(Arc::new(CodexProvider::new(config)?));
+            }
+            "copilot" => {
+                let config = options
+                    .copilot
+                    .clone()
+                    .unwrap_or_else(|| CopilotConfig::new("copilot"));
+                providers.push(Arc::new(CopilotProvider::new(config)?));
             }
             other => {
                 return Err(format!(

@@ -79,6 +79,65 @@ struct ServeArgs {
     claude: ClaudeArgs,
     #[command(flatten)]
     codex: CodexArgs,
+    #[command(flatten)]
+    copilot: CopilotArgs,
+}
+
+/// How `--provider copilot` launches `copilot --headless --stdio`. Without
+/// `--copilot-byok-url` the CLI uses its own GitHub sign-in.
+#[derive(Debug, clap::Args)]
+struct CopilotArgs {
+    /// The `copilot` executable.
+    #[arg(
+        long,
+        env = "AGENT_HOST_COPILOT_BIN",
+        default_value = "copilot",
+        value_name = "PATH"
+    )]
+    copilot_bin: PathBuf,
+    /// A model to advertise and create sessions with (repeatable; the first is the default).
+    #[arg(long = "copilot-model", value_name = "MODEL")]
+    copilot_models: Vec<String>,
+    /// The Copilot CLI's state directory (`COPILOT_HOME`).
+    #[arg(long, value_name = "DIR")]
+    copilot_home: Option<PathBuf>,
+    /// Bring your own key: send model calls to this base URL, offline, with no GitHub account.
+    #[arg(long, value_name = "URL")]
+    copilot_byok_url: Option<String>,
+    /// The provider type behind `--copilot-byok-url` (openai, anthropic, azure).
+    #[arg(long, default_value = "openai", value_name = "TYPE")]
+    copilot_byok_type: String,
+    /// The variable holding the API key for `--copilot-byok-url` (read at startup).
+    #[arg(long, default_value = "COPILOT_PROVIDER_API_KEY", value_name = "VAR")]
+    copilot_byok_key_env: String,
+    /// Seconds the Copilot CLI may take to start (answer `ping`).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    copilot_start_timeout_secs: u64,
+}
+
+impl CopilotArgs {
+    fn config(self) -> Result<agenthost_provider_copilot::CopilotConfig, String> {
+        let mut config = agenthost_provider_copilot::CopilotConfig::new(self.copilot_bin);
+        config.model = self.copilot_models.first().cloned();
+        config.models = self.copilot_models;
+        config.copilot_home = self.copilot_home;
+        if let Some(base_url) = self.copilot_byok_url {
+            let api_key = std::env::var(&self.copilot_byok_key_env).map_err(|_| {
+                format!(
+                    "--copilot-byok-url needs the API key in ${} (set it, or name another \
+                     variable with --copilot-byok-key-env)",
+                    self.copilot_byok_key_env
+                )
+            })?;
+            config.byok = Some(agenthost_provider_copilot::ByokProvider {
+                kind: self.copilot_byok_type,
+                base_url,
+                api_key,
+            });
+        }
+        config.start_timeout = std::time::Duration::from_secs(self.copilot_start_timeout_secs);
+        Ok(config)
+    }
 }
 
 /// How `--provider codex` launches `codex app-server`. The child inherits this process's
@@ -253,7 +312,9 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             let args = *args;
             init_logging("info");
+            let copilot = args.copilot.config();
             data_dir(args.data_dir).and_then(|data_dir| {
+                let copilot = copilot?;
                 runtime.block_on(agenthost::serve::run(agenthost::serve::ServeOptions {
                     listen: args.listen,
                     providers: args.providers,
@@ -265,6 +326,7 @@ fn main() -> ExitCode {
                         .then(|| std::time::Duration::from_secs(args.idle_evict_secs)),
                     claude: Some(args.claude.config()),
                     codex: Some(args.codex.config()),
+                    copilot: Some(copilot),
                 }))
             })
         }

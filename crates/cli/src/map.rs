@@ -11,7 +11,7 @@ use agenthost_protocol::{SafeId, SessionUri};
 use agenthost_provider_api::signal_json;
 
 /// The providers whose transcripts can be mapped.
-pub const MAPPABLE: &[&str] = &["claude", "codex"];
+pub const MAPPABLE: &[&str] = &["claude", "codex", "copilot"];
 
 /// The turn id the transcript is mapped as.
 pub const TURN_ID: &str = "turn-1";
@@ -25,6 +25,9 @@ pub fn map_text(provider: &str, text: &str) -> Result<Vec<String>, String> {
             .map_err(|e| e.to_string())?,
         // `codex app-server` output and `codex exec --json` output are told apart by their lines.
         "codex" => agenthost_provider_codex::map_transcript(session, TURN_ID, text)
+            .map_err(|e| e.to_string())?,
+        // Decoded headless frames and `copilot -p --output-format json` lines alike.
+        "copilot" => agenthost_provider_copilot::map_transcript(session, TURN_ID, text)
             .map_err(|e| e.to_string())?,
         other => {
             return Err(format!(

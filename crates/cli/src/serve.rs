@@ -29,6 +29,8 @@ pub struct ServeOptions {
     pub claude: Option<agenthost_provider_claude::ClaudeConfig>,
     /// How the `codex` provider launches Codex.
     pub codex: Option<agenthost_provider_codex::CodexConfig>,
+    /// How the `copilot` provider launches the Copilot CLI.
+    pub copilot: Option<agenthost_provider_copilot::CopilotConfig>,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -44,6 +46,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         idle_eviction: options.idle_eviction,
         claude: options.claude,
         codex: options.codex,
+        copilot: options.copilot,
     })
     .await?;
     // The contract: the first line on stdout is the full URL, token included.

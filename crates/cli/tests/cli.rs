@@ -95,7 +95,7 @@ fn an_unknown_provider_fails_naming_the_available_ones() {
     assert!(stdout.is_empty(), "no URL is printed: {stdout:?}");
     assert!(stderr.contains("\"nope\""), "{stderr}");
     assert!(
-        stderr.contains("available: scripted, claude, codex"),
+        stderr.contains("available: scripted, claude, codex, copilot"),
         "{stderr}"
     );
 }
@@ -125,6 +125,29 @@ fn serve_refuses_codex_settings_codex_would_refuse() {
         assert!(stdout.is_empty(), "{stdout}");
         assert!(stderr.contains(expected), "{flags:?}: {stderr}");
     }
+}
+
+#[test]
+fn serve_refuses_a_copilot_key_it_cannot_find() {
+    let root = tempfile::tempdir().unwrap();
+    let mut command = support::agent_host();
+    command.args(["serve", "--listen", "127.0.0.1:0", "--root"]);
+    command.arg(root.path());
+    command.arg("--data-dir").arg(root.path().join(".data"));
+    command.args([
+        "--provider",
+        "copilot",
+        "--copilot-byok-url",
+        "http://127.0.0.1:9/v1",
+        "--copilot-byok-key-env",
+        "AGENTHOST_TEST_NO_SUCH_KEY",
+    ]);
+    command.env_remove("AGENTHOST_TEST_NO_SUCH_KEY");
+    let mut server = support::Spawned::spawn(command);
+    let (status, stdout, stderr) = server.wait();
+    assert!(!status.success());
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("$AGENTHOST_TEST_NO_SUCH_KEY"), "{stderr}");
 }
 
 #[test]

@@ -97,6 +97,27 @@ fn map_reads_codex_app_server_and_exec_transcripts() {
 }
 
 #[test]
+fn map_reads_copilot_headless_frames_and_prompt_mode_lines() {
+    let fixtures =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../providers/copilot/tests/fixtures");
+    for (file, last) in [
+        ("sdk-approve.stdout.jsonl", "chat/turnComplete"),
+        ("prompt-allowall.stdout.jsonl", "chat/turnComplete"),
+        ("prompt-api-error.stdout.jsonl", "chat/error"),
+    ] {
+        let path = fixtures.join(file);
+        let (ok, stdout, stderr) = map(&["--provider", "copilot", path.to_str().unwrap()], None);
+        assert!(ok, "{file}: {stderr}");
+        let last_type = stdout
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter_map(|line| line["type"].as_str().map(str::to_owned))
+            .next_back();
+        assert_eq!(last_type.as_deref(), Some(last), "{file}: {stdout}");
+    }
+}
+
+#[test]
 fn map_reads_stdin_and_names_the_bad_line() {
     let good = std::fs::read_to_string(claude_fixture("stdin-approve.stdout.jsonl")).unwrap();
     let first = good.lines().next().unwrap();
@@ -111,7 +132,10 @@ fn map_reads_stdin_and_names_the_bad_line() {
 fn map_refuses_unknown_providers_and_missing_files() {
     let (ok, _, stderr) = map(&["--provider", "nope", "-"], None);
     assert!(!ok);
-    assert!(stderr.contains("mappable: claude, codex"), "{stderr}");
+    assert!(
+        stderr.contains("mappable: claude, codex, copilot"),
+        "{stderr}"
+    );
     let (ok, _, stderr) = map(&["--provider", "claude", "/nonexistent/transcript"], None);
     assert!(!ok);
     assert!(

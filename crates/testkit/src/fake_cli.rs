@@ -23,6 +23,25 @@ if [ -n "$FAKE_ARGS" ]; then
   starts=$(wc -l < "$FAKE_ARGS" | tr -d ' ')
   [ -f "$FAKE_PLAN.$starts" ] && plan="$FAKE_PLAN.$starts"
 fi
+# Reads one `Content-Length` frame from the driver into $body (and the log).
+read_frame() {
+  len=0
+  while IFS= read -r header <&3; do
+    header=$(printf '%s' "$header" | tr -d '\r')
+    [ -z "$header" ] && break
+    case "$header" in
+      [Cc]ontent-[Ll]ength:*) len=$(printf '%s' "${header#*:}" | tr -d ' ') ;;
+    esac
+  done
+  [ "$len" -gt 0 ] 2>/dev/null || exit 0
+  body=$(dd bs=1 count="$len" <&3 2>/dev/null)
+  printf '%s\n' "$body" >> "$log"
+}
+# Writes $1 as one `Content-Length` frame.
+write_frame() {
+  n=$(printf '%s' "$1" | wc -c | tr -d ' ')
+  printf 'Content-Length: %s\r\n\r\n%s' "$n" "$1"
+}
 while IFS= read -r step; do
   verb=${step%% *}
   arg=${step#* }
@@ -41,6 +60,13 @@ while IFS= read -r step; do
       printf '%s\n' "$line" >> "$log"
       id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
       printf '{"id":%s,"result":%s}\n' "$id" "$arg"
+      ;;
+    FOUT) write_frame "$arg" ;;
+    FIN) read_frame ;;
+    FREPLY)
+      read_frame
+      id=$(printf '%s' "$body" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+      write_frame "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":$arg}"
       ;;
     SLEEP) sleep "$arg" ;;
     EXIT) exit "$arg" ;;
@@ -62,6 +88,13 @@ pub enum Step {
     /// Read a JSON-RPC request whose line starts with `{"id":N,` and answer
     /// `{"id":N,"result":<this JSON>}`.
     Reply(String),
+    /// Print this JSON as one `Content-Length` frame (LSP-style framing, as Copilot speaks).
+    FrameOut(String),
+    /// Read one `Content-Length` frame.
+    FrameIn,
+    /// Read a framed JSON-RPC request whose body starts with `{"id":N,` and answer with the
+    /// frame `{"jsonrpc":"2.0","id":N,"result":<this JSON>}`.
+    FrameReply(String),
     /// Run `sleep` for this many seconds (as a child, in the CLI's process group).
     Sleep(u32),
     /// Exit with this code.
@@ -81,6 +114,9 @@ impl Step {
             Self::In => "IN".to_owned(),
             Self::Ack => "ACK".to_owned(),
             Self::Reply(result) => format!("REPLY {result}"),
+            Self::FrameOut(body) => format!("FOUT {body}"),
+            Self::FrameIn => "FIN".to_owned(),
+            Self::FrameReply(result) => format!("FREPLY {result}"),
             Self::Sleep(seconds) => format!("SLEEP {seconds}"),
             Self::Exit(code) => format!("EXIT {code}"),
         }

@@ -146,6 +146,20 @@ pub enum NormEvent {
         /// The partial JSON to append.
         partial_json: String,
     },
+    /// A piece of a tool call's streamed arguments and/or what the call will do, recomputed from
+    /// the arguments so far: one `chat/toolCallDelta` carrying both (nothing when both are
+    /// absent or the tool is no longer streaming). The invocation message is also what a
+    /// synthetic ready shows until a [`NormEvent::ToolReady`] says otherwise.
+    ToolDelta {
+        /// Where it happened.
+        scope: Scope,
+        /// The tool call.
+        tool_call_id: String,
+        /// The partial JSON to append.
+        partial_json: Option<String>,
+        /// What the tool will do, for people, as far as the arguments tell yet.
+        invocation_message: Option<String>,
+    },
     /// A tool call's arguments are final.
     ToolReady {
         /// Where it happened.
@@ -448,6 +462,7 @@ fn kind(event: &NormEvent) -> &'static str {
         NormEvent::ReasoningFull { .. } => "reasoningFull",
         NormEvent::ToolStarted { .. } => "toolStarted",
         NormEvent::ToolArgsDelta { .. } => "toolArgsDelta",
+        NormEvent::ToolDelta { .. } => "toolDelta",
         NormEvent::ToolReady { .. } => "toolReady",
         NormEvent::PermissionAsked { .. } => "permissionAsked",
         NormEvent::ToolOutput { .. } => "toolOutput",
@@ -614,7 +629,13 @@ impl TurnMap {
                 tool_call_id,
                 partial_json,
                 ..
-            } => self.tool_args(&tool_call_id, partial_json, out),
+            } => self.tool_args(&tool_call_id, Some(partial_json), None, out),
+            NormEvent::ToolDelta {
+                tool_call_id,
+                partial_json,
+                invocation_message,
+                ..
+            } => self.tool_args(&tool_call_id, partial_json, invocation_message, out),
             NormEvent::ToolReady {
                 tool_call_id,
                 invocation_message,
@@ -1097,7 +1118,13 @@ impl TurnMap {
         tool
     }
 
-    fn tool_args(&mut self, tool_call_id: &str, partial_json: String, out: &mut Emitter<'_>) {
+    fn tool_args(
+        &mut self,
+        tool_call_id: &str,
+        partial_json: Option<String>,
+        invocation_message: Option<String>,
+        out: &mut Emitter<'_>,
+    ) {
         let turn_id = self.id.clone();
         let Some(tool) = self.known_tool(tool_call_id, "toolArgsDelta") else {
             return;
@@ -1106,6 +1133,12 @@ impl TurnMap {
             tracing::debug!(tool_call_id, "ignoring arguments of a tool that is ready");
             return;
         }
+        if partial_json.is_none() && invocation_message.is_none() {
+            return;
+        }
+        if let Some(message) = &invocation_message {
+            tool.invocation_message = Some(message.clone());
+        }
         let parent = tool.scope.clone();
         out.action(
             parent.as_ref(),
@@ -1113,8 +1146,8 @@ impl TurnMap {
                 turn_id,
                 tool_call_id: tool_call_id.to_owned(),
                 meta: None,
-                content: Some(partial_json),
-                invocation_message: None,
+                content: partial_json,
+                invocation_message: invocation_message.map(StringOrMarkdown::Plain),
             }),
         );
     }

@@ -300,6 +300,46 @@ fn argument_deltas_stream_until_the_tool_is_ready() {
 }
 
 #[test]
+fn tool_deltas_carry_arguments_and_invocation_messages_while_streaming() {
+    let mut m = mapper();
+    let delta = |json: Option<&str>, message: Option<&str>| NormEvent::ToolDelta {
+        scope: Scope::Root,
+        tool_call_id: "c1".into(),
+        partial_json: json.map(str::to_owned),
+        invocation_message: message.map(str::to_owned),
+    };
+    let out = run(
+        &mut m,
+        vec![
+            start("c1"),
+            delta(Some("{\"command\": \"l"), Some("Run `l`")),
+            delta(Some("s\""), None),
+            delta(None, Some("Run `ls`")),
+            delta(None, None),
+            complete("c1", true),
+            delta(Some("}"), Some("too late")),
+        ],
+    );
+    assert_eq!(
+        out[1..4],
+        [
+            json!({"type": "chat/toolCallDelta", "turnId": "t1", "toolCallId": "c1",
+                   "content": "{\"command\": \"l", "invocationMessage": "Run `l`"}),
+            json!({"type": "chat/toolCallDelta", "turnId": "t1", "toolCallId": "c1",
+                   "content": "s\""}),
+            json!({"type": "chat/toolCallDelta", "turnId": "t1", "toolCallId": "c1",
+                   "invocationMessage": "Run `ls`"}),
+        ]
+    );
+    // The synthetic ready shows the last message; nothing follows the completion.
+    assert_eq!(
+        types(&out[4..]),
+        ["chat/toolCallReady", "chat/toolCallComplete"]
+    );
+    assert_eq!(out[4]["invocationMessage"], "Run `ls`");
+}
+
+#[test]
 fn an_auto_approved_ready_runs_the_tool_and_a_second_ready_is_ignored() {
     let mut m = mapper();
     let out = run(

@@ -139,8 +139,8 @@ impl AgentProcess {
         self.pid.map(Pid::as_raw_nonzero).map(i32::from)
     }
 
-    /// Writes one line (a newline is added) and flushes it.
-    pub async fn write_line(&self, line: &str) -> std::io::Result<()> {
+    /// Writes `bytes` as they are (a framed message) and flushes them.
+    pub async fn write_bytes(&self, bytes: &[u8]) -> std::io::Result<()> {
         let mut stdin = self.stdin.lock().await;
         let Some(pipe) = stdin.as_mut() else {
             return Err(std::io::Error::new(
@@ -148,11 +148,16 @@ impl AgentProcess {
                 "the agent's input is closed",
             ));
         };
+        pipe.write_all(bytes).await?;
+        pipe.flush().await
+    }
+
+    /// Writes one line (a newline is added) and flushes it.
+    pub async fn write_line(&self, line: &str) -> std::io::Result<()> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        pipe.write_all(&bytes).await?;
-        pipe.flush().await
+        self.write_bytes(&bytes).await
     }
 
     /// The tail of stderr, after giving the stderr reader up to `wait` to reach the end of the

@@ -1,0 +1,994 @@
+//! One chat's conversation with `copilot --headless --stdio`: the process, the Copilot session
+//! it follows, the protocol turn it runs, the host's requests awaiting answers and the
+//! permission requests awaiting the host.
+//!
+//! The process starts on the first turn (`ping`); the Copilot session is created
+//! (`session.create`) or, for a restored chat or after a restart of the process, resumed
+//! (`session.resume`) before the first `session.send`. A reader task decodes the
+//! `Content-Length` frames of stdout and feeds each message to the [`Translator`]; the state
+//! changes of a message apply before its signals are sent. Starting, cancelling and disposing
+//! take the `lifecycle` lock. The reader never waits for an answer of its own requests (it is
+//! the one that would deliver it).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use agenthost_protocol::ahp_types::actions::{ChatResponsePartAction, ChatTurnCancelledAction};
+use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
+use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
+use agenthost_provider_api::{
+    PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
+};
+use agenthost_provider_process::{AgentProcess, Launch};
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::process::ChildStdout;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::attachments::attachments;
+use crate::config::{CopilotConfig, DEFAULT_MODEL};
+use crate::control;
+use crate::framing::{FrameDecoder, encode};
+use crate::translate::{Output, Translator};
+
+/// The largest header section of a frame.
+const MAX_HEADER_BYTES: usize = 8 * 1024;
+/// The largest frame body (Copilot's system prompt and message snapshots are large).
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// How long to wait for the stderr reader before quoting the tail.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+/// What the agent is told when the host declines a tool call without a reason.
+pub const DECLINED_MESSAGE: &str = "The user declined this tool call.";
+/// The client name Copilot records for sessions.
+pub const CLIENT_NAME: &str = "agenthost";
+
+/// Whether `id` can be a Copilot session id (it goes back to Copilot in `session.resume`).
+pub fn is_valid_copilot_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// A conversation of one chat with Copilot.
+pub struct CopilotSession {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CopilotSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CopilotSession")
+            .field("session", &self.inner.session)
+            .field("working_directory", &self.inner.working_directory)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: Arc<CopilotConfig>,
+    session: SessionUri,
+    working_directory: PathBuf,
+    default_model: Option<String>,
+    signals: SignalSink,
+    translator: Mutex<Translator>,
+    state: Mutex<State>,
+    lifecycle: tokio::sync::Mutex<()>,
+}
+
+type Answer = Result<Value, ProviderError>;
+
+#[derive(Default)]
+struct State {
+    process: Option<Live>,
+    next_generation: u64,
+    next_request: u64,
+    waiters: HashMap<u64, oneshot::Sender<Answer>>,
+    copilot_session: Option<String>,
+    /// Whether the current process has the Copilot session loaded (created or resumed).
+    session_loaded: bool,
+    turn: Option<RunningTurn>,
+    permissions: HashMap<String, String>,
+    drain: Option<oneshot::Sender<()>>,
+    /// An abort interrupted running tools: Copilot leaves a command running in its shell, so
+    /// the process is replaced to stop it.
+    interrupted_tools: bool,
+    disposed: bool,
+}
+
+struct Live {
+    generation: u64,
+    process: Arc<AgentProcess>,
+    reader: JoinHandle<()>,
+}
+
+struct RunningTurn {
+    id: String,
+    started: Instant,
+}
+
+/// Just enough of a message to see the session events the driver itself acts on.
+#[derive(Deserialize)]
+struct EventKind {
+    method: Option<String>,
+    params: Option<EventParams>,
+}
+
+#[derive(Deserialize)]
+struct EventParams {
+    event: Option<EventType>,
+}
+
+#[derive(Deserialize)]
+struct EventType {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    data: Option<EventData>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventData {
+    tool_call_ids: Option<Vec<Value>>,
+}
+
+/// What a message means to the driver: `session.idle`, or `agent.interrupted` while tools ran.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Markers {
+    idle: bool,
+    interrupted_tools: bool,
+}
+
+fn markers(body: &str) -> Markers {
+    let Ok(message) = serde_json::from_str::<EventKind>(body) else {
+        return Markers::default();
+    };
+    if message.method.as_deref() != Some("session.event") {
+        return Markers::default();
+    }
+    let Some(event) = message.params.and_then(|p| p.event) else {
+        return Markers::default();
+    };
+    match event.kind.as_deref() {
+        Some("session.idle") => Markers {
+            idle: true,
+            interrupted_tools: false,
+        },
+        Some("agent.interrupted") => Markers {
+            idle: false,
+            interrupted_tools: event
+                .data
+                .and_then(|d| d.tool_call_ids)
+                .is_some_and(|ids| !ids.is_empty()),
+        },
+        _ => Markers::default(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn tail_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", tail.trim())
+    }
+}
+
+impl CopilotSession {
+    pub(crate) fn new(
+        config: Arc<CopilotConfig>,
+        start: StartSession,
+        copilot_session: Option<String>,
+    ) -> Self {
+        let default_model = start.model.map(|model| model.id);
+        let mut translator = Translator::new(start.session.clone());
+        if let Some(id) = &copilot_session {
+            translator.set_copilot_session(id);
+        }
+        translator.set_working_directory(&start.working_directory.to_string_lossy());
+        translator.set_temp_dir(&std::env::temp_dir().to_string_lossy());
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                translator: Mutex::new(translator),
+                session: start.session,
+                working_directory: start.working_directory,
+                default_model,
+                signals: start.signals,
+                state: Mutex::new(State {
+                    copilot_session,
+                    ..State::default()
+                }),
+                lifecycle: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The process id of the running `copilot`, if one runs.
+    pub fn process_id(&self) -> Option<i32> {
+        lock(&self.inner.state)
+            .process
+            .as_ref()
+            .and_then(|live| live.process.pid())
+    }
+
+    /// The Copilot session this conversation follows, once known.
+    pub fn copilot_session_id(&self) -> Option<String> {
+        lock(&self.inner.state).copilot_session.clone()
+    }
+}
+
+impl Inner {
+    fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
+        lock(&self.state)
+            .process
+            .as_ref()
+            .map(|live| (live.generation, Arc::clone(&live.process)))
+    }
+
+    fn model(&self, turn: Option<&TurnRequest>) -> Option<String> {
+        turn.and_then(|turn| turn.model.as_ref().map(|model| model.id.clone()))
+            .or_else(|| self.default_model.clone())
+            .or_else(|| self.config.model.clone())
+            .filter(|model| model != DEFAULT_MODEL)
+    }
+
+    async fn send_signals(&self, signals: Vec<AgentSignal>) {
+        for signal in signals {
+            if self.signals.send(signal).await.is_err() {
+                tracing::debug!("the host no longer listens to this chat");
+                return;
+            }
+        }
+    }
+
+    fn notice(&self, turn_id: &str, text: String) -> AgentSignal {
+        AgentSignal::from(ActionSignal {
+            session: self.session.clone(),
+            action: StateAction::ChatResponsePart(ChatResponsePartAction {
+                turn_id: turn_id.to_owned(),
+                part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
+                    content: text.into(),
+                    meta: None,
+                }),
+                meta: None,
+            }),
+            parent_tool_call_id: None,
+        })
+    }
+
+    fn allocate_request(&self) -> (u64, oneshot::Receiver<Answer>) {
+        let mut state = lock(&self.state);
+        state.next_request += 1;
+        let id = state.next_request;
+        let (tx, rx) = oneshot::channel();
+        state.waiters.insert(id, tx);
+        (id, rx)
+    }
+
+    async fn write(&self, process: &AgentProcess, body: &str) -> std::io::Result<()> {
+        process.write_bytes(&encode(body.as_bytes())).await
+    }
+
+    /// Sends request `method` and waits up to `timeout` for its result.
+    async fn request(
+        &self,
+        process: &AgentProcess,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Answer {
+        let request = self.allocate_request();
+        self.send_request(process, request, method, params, timeout)
+            .await
+    }
+
+    /// Sends request `id` (allocated by [`Self::allocate_request`]) and waits for its answer.
+    async fn send_request(
+        &self,
+        process: &AgentProcess,
+        (id, rx): (u64, oneshot::Receiver<Answer>),
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Answer {
+        if let Err(error) = self
+            .write(process, &control::request(id, method, &params))
+            .await
+        {
+            lock(&self.state).waiters.remove(&id);
+            return Err(ProviderError::Exited {
+                status: format!("its input is closed: {error}"),
+                stderr_tail: process.stderr_tail(STDERR_SETTLE).await,
+            });
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(ProviderError::Exited {
+                status: "it stopped before answering".into(),
+                stderr_tail: process.stderr_tail(STDERR_SETTLE).await,
+            }),
+            Err(_) => {
+                lock(&self.state).waiters.remove(&id);
+                Err(ProviderError::Protocol {
+                    message: format!(
+                        "copilot did not answer `{method}` within {} ms{}",
+                        timeout.as_millis(),
+                        tail_suffix(&process.stderr_tail(Duration::ZERO).await)
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Sends request `method` without waiting for its answer (from the reader).
+    async fn notify_request(&self, process: &AgentProcess, method: &str, params: Value) {
+        let id = {
+            let mut state = lock(&self.state);
+            state.next_request += 1;
+            state.next_request
+        };
+        if let Err(error) = self
+            .write(process, &control::request(id, method, &params))
+            .await
+        {
+            tracing::warn!(%error, method, "could not send a request to copilot");
+        }
+    }
+
+    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        {
+            let state = lock(&self.state);
+            if state.disposed {
+                return Err(ProviderError::NotRunning {
+                    message: "this Copilot conversation has been disposed".into(),
+                });
+            }
+            if let Some(running) = &state.turn {
+                return Err(ProviderError::NotRunning {
+                    message: format!(
+                        "Copilot is still running turn `{}`: cancel it or wait for it to end \
+                         before sending `{}`",
+                        running.id, turn.turn_id
+                    ),
+                });
+            }
+        }
+        let model = self.model(Some(&turn));
+        let process = self.ensure_process(model.as_deref()).await?;
+        let (session_id, mut notices) = self.ensure_session(&process, model.as_deref()).await?;
+        let (items, skipped) = attachments(&turn.attachments, |path| std::fs::read_to_string(path));
+        notices.extend(
+            skipped
+                .into_iter()
+                .map(|note| format!("Not sent to Copilot: {note}")),
+        );
+        let mut prompt = turn.text.clone();
+        for instruction in &turn.instructions {
+            prompt.push_str("\n\n");
+            prompt.push_str(instruction);
+        }
+        {
+            lock(&self.translator).begin_turn(&turn.turn_id);
+            lock(&self.state).turn = Some(RunningTurn {
+                id: turn.turn_id.clone(),
+                started: Instant::now(),
+            });
+        }
+        let notices = notices
+            .into_iter()
+            .map(|text| self.notice(&turn.turn_id, text))
+            .collect();
+        self.send_signals(notices).await;
+        let request = self.allocate_request();
+        lock(&self.translator).send_sent(&json!(request.0));
+        let sent = self
+            .send_request(
+                &process,
+                request,
+                control::SESSION_SEND,
+                control::session_send_params(&session_id, &prompt, items),
+                self.config.request_timeout,
+            )
+            .await;
+        if let Err(error) = sent {
+            lock(&self.translator).abort_turn();
+            lock(&self.state).turn = None;
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// The running CLI, started and pinged when there is none.
+    async fn ensure_process(
+        self: &Arc<Self>,
+        model: Option<&str>,
+    ) -> Result<Arc<AgentProcess>, ProviderError> {
+        if let Some((_, process)) = self.current_process() {
+            return Ok(process);
+        }
+        if let Some(home) = &self.config.copilot_home {
+            std::fs::create_dir_all(home).map_err(|error| ProviderError::StartFailed {
+                message: format!("cannot create COPILOT_HOME {}: {error}", home.display()),
+            })?;
+        }
+        let args = self.config.args();
+        let env = self.config.child_env(model);
+        let env_remove = self.config.child_env_remove();
+        let spawned = AgentProcess::spawn(&Launch {
+            binary: &self.config.binary,
+            args: &args,
+            working_directory: &self.working_directory,
+            env: &env,
+            env_remove: &env_remove,
+        })
+        .map_err(|error| ProviderError::StartFailed {
+            message: format!("could not run `{}`: {error}", self.config.binary.display()),
+        })?;
+        let process = spawned.process;
+        let generation = {
+            let mut state = lock(&self.state);
+            let generation = state.next_generation;
+            state.next_generation += 1;
+            state.session_loaded = false;
+            let reader = tokio::spawn(read_stdout(
+                Arc::downgrade(self),
+                generation,
+                spawned.stdout,
+            ));
+            state.process = Some(Live {
+                generation,
+                process: Arc::clone(&process),
+                reader,
+            });
+            generation
+        };
+        tracing::debug!(pid = process.pid(), "started copilot");
+        let pinged = self
+            .request(
+                &process,
+                control::PING,
+                control::ping_params(CLIENT_NAME),
+                self.config.start_timeout,
+            )
+            .await;
+        match pinged {
+            Ok(_) => Ok(process),
+            Err(error) => {
+                self.stop_process(generation, false).await;
+                let failure = match error {
+                    ProviderError::Protocol { message } => message,
+                    other => other.to_string(),
+                };
+                Err(ProviderError::StartFailed {
+                    message: format!("copilot did not start: {failure}"),
+                })
+            }
+        }
+    }
+
+    /// The Copilot session id, after creating or resuming the session in this process when
+    /// needed; also the notices for the user (a session that could not be resumed).
+    async fn ensure_session(
+        &self,
+        process: &AgentProcess,
+        model: Option<&str>,
+    ) -> Result<(String, Vec<String>), ProviderError> {
+        let (loaded, known) = {
+            let state = lock(&self.state);
+            (state.session_loaded, state.copilot_session.clone())
+        };
+        if loaded && let Some(id) = known {
+            return Ok((id, Vec::new()));
+        }
+        let cwd = self.working_directory.to_string_lossy().into_owned();
+        let byok = self.config.byok.as_ref();
+        let mut notices = Vec::new();
+        if let Some(id) = known {
+            let resumed = self
+                .request(
+                    process,
+                    control::SESSION_RESUME,
+                    control::session_resume_params(&id, model, &cwd, CLIENT_NAME, byok),
+                    self.config.request_timeout,
+                )
+                .await;
+            match resumed {
+                Ok(result) => {
+                    self.learn_workspace(&result);
+                    lock(&self.translator).set_copilot_session(&id);
+                    lock(&self.state).session_loaded = true;
+                    return Ok((id, notices));
+                }
+                Err(ProviderError::Protocol { message }) => {
+                    tracing::warn!(message, "copilot could not resume its session");
+                    notices.push(format!(
+                        "Copilot could not resume its earlier conversation ({message}); this \
+                         turn starts a new one."
+                    ));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let result = self
+            .request(
+                process,
+                control::SESSION_CREATE,
+                control::session_create_params(model, &cwd, CLIENT_NAME, byok),
+                self.config.request_timeout,
+            )
+            .await?;
+        let id = result
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .filter(|id| is_valid_copilot_session_id(id))
+            .ok_or_else(|| ProviderError::Protocol {
+                message: format!("`session.create` answered without a valid session id: {result}"),
+            })?
+            .to_owned();
+        self.learn_workspace(&result);
+        lock(&self.translator).set_copilot_session(&id);
+        {
+            let mut state = lock(&self.state);
+            state.copilot_session = Some(id.clone());
+            state.session_loaded = true;
+        }
+        Ok((id, notices))
+    }
+
+    /// The session's state directory (`workspacePath` of a create / resume answer): the
+    /// translator auto-approves Copilot's own reads and writes there.
+    fn learn_workspace(&self, result: &Value) {
+        if let Some(dir) = result.get("workspacePath").and_then(Value::as_str) {
+            lock(&self.translator).set_session_state_dir(dir);
+        }
+    }
+
+    /// Terminates process `generation` if it is still current; `from_reader` when its own
+    /// reader calls (which must not abort itself).
+    async fn stop_process(&self, generation: u64, from_reader: bool) {
+        let live = {
+            let mut state = lock(&self.state);
+            match &state.process {
+                Some(live) if live.generation == generation => {
+                    state.session_loaded = false;
+                    state.process.take()
+                }
+                _ => None,
+            }
+        };
+        if let Some(live) = live {
+            let status = live.process.terminate(self.config.kill_grace).await;
+            if !from_reader {
+                live.reader.abort();
+            }
+            tracing::debug!(status, "stopped copilot");
+            self.fail_waiters(&status, &live.process).await;
+        }
+    }
+
+    async fn fail_waiters(&self, status: &str, process: &AgentProcess) {
+        let (waiters, drain) = {
+            let mut state = lock(&self.state);
+            (std::mem::take(&mut state.waiters), state.drain.take())
+        };
+        if let Some(drain) = drain {
+            let _ = drain.send(());
+        }
+        if waiters.is_empty() {
+            return;
+        }
+        let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
+        for (_, waiter) in waiters {
+            let _ = waiter.send(Err(ProviderError::Exited {
+                status: status.to_owned(),
+                stderr_tail: stderr_tail.clone(),
+            }));
+        }
+    }
+
+    fn end_turn_state(&self) {
+        let mut state = lock(&self.state);
+        state.permissions.clear();
+        state.turn = None;
+    }
+
+    /// One message of process `generation`; `false` when reading must stop.
+    async fn handle_message(&self, generation: u64, body: &str) -> bool {
+        let Some((current, process)) = self.current_process() else {
+            return false;
+        };
+        if current != generation {
+            return false;
+        }
+        let markers = markers(body);
+        let outcome = lock(&self.translator).on_message(body);
+        let outputs = match outcome {
+            Ok(outputs) => outputs,
+            Err(error) => {
+                self.protocol_failure(generation, &process, error.to_string())
+                    .await;
+                return false;
+            }
+        };
+        let mut signals = Vec::new();
+        let mut writes = Vec::new();
+        let mut answers = Vec::new();
+        let mut ended = false;
+        let copilot_session = {
+            let mut state = lock(&self.state);
+            for output in outputs {
+                match output {
+                    Output::Signal(signal) => signals.push(signal),
+                    Output::Response { id, result } => {
+                        let waiter = id.as_u64().and_then(|id| state.waiters.remove(&id));
+                        match waiter {
+                            Some(waiter) => {
+                                let _ =
+                                    waiter.send(result.map_err(|error| ProviderError::Protocol {
+                                        message: error.to_string(),
+                                    }));
+                            }
+                            None => tracing::debug!(%id, "a response nobody waits for"),
+                        }
+                    }
+                    Output::PermissionRequest {
+                        request_id,
+                        tool_call_id,
+                    } => {
+                        state.permissions.insert(tool_call_id, request_id);
+                    }
+                    Output::AnswerPermission {
+                        request_id,
+                        approved,
+                        feedback,
+                    } => answers.push((request_id, approved, feedback)),
+                    Output::UnsupportedRequest { request_id, method } => {
+                        writes.push(control::error_reply(
+                            &request_id,
+                            control::METHOD_NOT_FOUND,
+                            &format!("agenthost does not support `{method}`"),
+                        ));
+                    }
+                    Output::TurnEnded => ended = true,
+                }
+            }
+            if markers.interrupted_tools {
+                state.interrupted_tools = true;
+            }
+            if markers.idle
+                && let Some(drain) = state.drain.take()
+            {
+                let _ = drain.send(());
+            }
+            state.copilot_session.clone()
+        };
+        if ended {
+            self.end_turn_state();
+        }
+        for write in writes {
+            if let Err(error) = self.write(&process, &write).await {
+                tracing::warn!(%error, "could not answer a copilot request");
+            }
+        }
+        if let Some(session_id) = copilot_session {
+            for (request_id, approved, feedback) in answers {
+                let params = control::permission_answer_params(
+                    &session_id,
+                    &request_id,
+                    approved,
+                    feedback.as_deref(),
+                    false,
+                );
+                self.notify_request(&process, control::HANDLE_PERMISSION, params)
+                    .await;
+            }
+        }
+        self.send_signals(signals).await;
+        true
+    }
+
+    /// The CLI sent something unreadable: the turn fails and the process is stopped.
+    async fn protocol_failure(&self, generation: u64, process: &AgentProcess, message: String) {
+        let tail = process.stderr_tail(Duration::ZERO).await;
+        let info = ProviderError::Protocol {
+            message: format!("{message}{}", tail_suffix(&tail)),
+        }
+        .to_error_info();
+        let signals = lock(&self.translator).fail_turn(info);
+        self.end_turn_state();
+        self.send_signals(signals).await;
+        self.stop_process(generation, true).await;
+    }
+
+    /// Process `generation`'s output ended: reap it and fail the turn it was running.
+    async fn process_ended(&self, generation: u64, read_error: Option<String>) {
+        let live = {
+            let mut state = lock(&self.state);
+            match &state.process {
+                Some(live) if live.generation == generation => {
+                    state.session_loaded = false;
+                    state.process.take()
+                }
+                _ => None,
+            }
+        };
+        let Some(live) = live else {
+            return;
+        };
+        let mut status = live.process.reap(self.config.kill_grace).await;
+        if let Some(read_error) = read_error {
+            status = format!("{status}; {read_error}");
+        }
+        let stderr_tail = live.process.stderr_tail(STDERR_SETTLE).await;
+        tracing::debug!(status, "copilot exited");
+        self.fail_waiters(&status, &live.process).await;
+        let error = ProviderError::Exited {
+            status,
+            stderr_tail,
+        };
+        let signals = lock(&self.translator).fail_turn(error.to_error_info());
+        self.end_turn_state();
+        self.send_signals(signals).await;
+    }
+
+    async fn respond(
+        &self,
+        tool_call_id: &str,
+        decision: PermissionDecision,
+    ) -> Result<(), ProviderError> {
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
+        };
+        let (request_id, session_id, process) = {
+            let mut state = lock(&self.state);
+            let request_id = state
+                .permissions
+                .remove(tool_call_id)
+                .ok_or_else(not_waiting)?;
+            let session_id = state.copilot_session.clone().ok_or_else(not_waiting)?;
+            let process = state
+                .process
+                .as_ref()
+                .map(|live| Arc::clone(&live.process))
+                .ok_or_else(not_waiting)?;
+            (request_id, session_id, process)
+        };
+        let (approved, feedback) = match &decision {
+            PermissionDecision::Approve => (true, None),
+            // Copilot calls the model again only when a rejection carries feedback.
+            PermissionDecision::Deny { reason } => (
+                false,
+                Some(
+                    reason
+                        .clone()
+                        .unwrap_or_else(|| DECLINED_MESSAGE.to_owned()),
+                ),
+            ),
+        };
+        lock(&self.translator).record_decision(tool_call_id, approved);
+        let method = control::HANDLE_PERMISSION;
+        let mut answered = Err(not_waiting());
+        // Older CLIs take other result kinds: the second attempt uses them.
+        for legacy in [false, true] {
+            let params = control::permission_answer_params(
+                &session_id,
+                &request_id,
+                approved,
+                feedback.as_deref(),
+                legacy,
+            );
+            answered = self
+                .request(&process, method, params, self.config.request_timeout)
+                .await;
+            match &answered {
+                Err(ProviderError::Protocol { message }) => {
+                    tracing::debug!(message, legacy, "copilot refused the permission answer");
+                }
+                _ => break,
+            }
+        }
+        answered.map(|_| ())
+    }
+
+    async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        let (started, session_id, permissions) = {
+            let mut state = lock(&self.state);
+            match state.turn.take() {
+                Some(turn) if turn.id == turn_id => {
+                    let permissions: Vec<String> = state
+                        .permissions
+                        .drain()
+                        .map(|(_, request)| request)
+                        .collect();
+                    (turn.started, state.copilot_session.clone(), permissions)
+                }
+                other => {
+                    state.turn = other;
+                    return Err(ProviderError::NotRunning {
+                        message: format!("turn `{turn_id}` is not running"),
+                    });
+                }
+            }
+        };
+        lock(&self.translator).abort_turn();
+        if let Some((generation, process)) = self.current_process() {
+            let aborted = match session_id {
+                Some(session_id) => {
+                    // Permission requests still waiting are rejected first.
+                    for request_id in permissions {
+                        let params = control::permission_answer_params(
+                            &session_id,
+                            &request_id,
+                            false,
+                            Some("The turn was cancelled."),
+                            false,
+                        );
+                        self.notify_request(&process, control::HANDLE_PERMISSION, params)
+                            .await;
+                    }
+                    let (tx, rx) = oneshot::channel();
+                    {
+                        let mut state = lock(&self.state);
+                        state.drain = Some(tx);
+                        state.interrupted_tools = false;
+                    }
+                    let grace = self.config.abort_grace;
+                    let deadline = Instant::now() + grace;
+                    let asked = self
+                        .request(
+                            &process,
+                            control::SESSION_ABORT,
+                            control::session_abort_params(&session_id),
+                            grace,
+                        )
+                        .await
+                        .is_ok();
+                    let done =
+                        asked && matches!(tokio::time::timeout_at(deadline, rx).await, Ok(Ok(())));
+                    let interrupted_tools = {
+                        let mut state = lock(&self.state);
+                        state.drain = None;
+                        std::mem::take(&mut state.interrupted_tools)
+                    };
+                    // Copilot's abort leaves a command already running in its shell: only
+                    // replacing the process stops it (the next turn resumes the session).
+                    done && !interrupted_tools
+                }
+                None => false,
+            };
+            if !aborted {
+                tracing::debug!("copilot did not stop its work: terminating it");
+                self.stop_process(generation, false).await;
+            }
+        }
+        let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.send_signals(vec![AgentSignal::from(ActionSignal {
+            session: self.session.clone(),
+            action: StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
+                turn_id: turn_id.to_owned(),
+                duration,
+                meta: None,
+            }),
+            parent_tool_call_id: None,
+        })])
+        .await;
+        Ok(())
+    }
+
+    async fn dispose(&self) {
+        let _lifecycle = self.lifecycle.lock().await;
+        let live = {
+            let mut state = lock(&self.state);
+            state.disposed = true;
+            state.process.take()
+        };
+        self.end_turn_state();
+        lock(&self.translator).abort_turn();
+        if let Some(live) = live {
+            let status = live.process.terminate(self.config.kill_grace).await;
+            live.reader.abort();
+            tracing::debug!(status, "disposed copilot");
+            self.fail_waiters(&status, &live.process).await;
+        }
+    }
+}
+
+async fn read_stdout(inner: Weak<Inner>, generation: u64, mut stdout: ChildStdout) {
+    let mut decoder = FrameDecoder::new(MAX_HEADER_BYTES, MAX_BODY_BYTES);
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let read = stdout.read(&mut chunk).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let n = match read {
+            Ok(0) => {
+                inner.process_ended(generation, None).await;
+                return;
+            }
+            Ok(n) => n,
+            Err(error) => {
+                inner
+                    .process_ended(
+                        generation,
+                        Some(format!("reading its output failed: {error}")),
+                    )
+                    .await;
+                return;
+            }
+        };
+        decoder.push(&chunk[..n]);
+        loop {
+            match decoder.next_frame() {
+                Ok(Some(body)) => {
+                    let body = String::from_utf8_lossy(&body);
+                    if !inner.handle_message(generation, &body).await {
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    let Some((_, process)) = inner.current_process() else {
+                        return;
+                    };
+                    inner
+                        .protocol_failure(
+                            generation,
+                            &process,
+                            format!("unreadable output framing: {error}"),
+                        )
+                        .await;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl ProviderSession for CopilotSession {
+    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>> {
+        Box::pin(self.inner.send_turn(turn))
+    }
+
+    fn respond_to_permission<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        decision: PermissionDecision,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.respond(tool_call_id, decision))
+    }
+
+    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.cancel(turn_id))
+    }
+
+    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
+        // The host's store records every turn; Copilot's own history is not read back.
+        Box::pin(async {
+            Err(ProviderError::Unsupported {
+                operation: "history",
+            })
+        })
+    }
+
+    fn resume_handle(&self) -> Option<serde_json::Value> {
+        self.copilot_session_id()
+            .map(|id| json!({ "sessionId": id }))
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.inner.dispose())
+    }
+}

@@ -1,0 +1,928 @@
+//! The Copilot CLI wire (`providers.md` §7.2–§7.4, §7.8): JSON-RPC 2.0 messages in
+//! `Content-Length` frames for `--headless --stdio`, and bare session events, one per line, for
+//! `-p --output-format json`.
+//!
+//! A decoded message is a [`Message`]: a [`Response`] to one of the host's requests, a
+//! [`Notification`] (`session.event` carries an [`Event`]; `session.lifecycle`, `host.event` and
+//! anything else is [`Notification::Other`]), a [`ServerRequest`], or — in prompt mode — a bare
+//! [`Event`] or the final [`PromptResult`]. Ids are numbers or strings and are kept as JSON
+//! values.
+//!
+//! Copilot adds event types and fields in nearly every release, so only the events the
+//! translator uses have typed `data` ([`EventData`]); every other type decodes to
+//! [`EventData::Other`] with its name — never an error. Fields the host does not need are
+//! ignored and optional ones default (also when `null`). Only a known message whose fields have
+//! the wrong shape (a `session.event` without an event, a tool event without a tool call id, a
+//! string where an object belongs) is an error.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// One decoded message (a frame body, or a line of prompt-mode output).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// The answer to one of the host's requests.
+    Response(Response),
+    /// A notification (no answer expected).
+    Notification(Notification),
+    /// A request the host must answer.
+    Request(ServerRequest),
+    /// A bare session event (`copilot -p --output-format json`).
+    Event(Event),
+    /// The last line of `copilot -p --output-format json`.
+    PromptResult(PromptResult),
+}
+
+impl Message {
+    /// Classifies and decodes one parsed message. `Err` explains what is wrong with it.
+    pub fn from_value(value: Value) -> Result<Self, String> {
+        let Value::Object(mut object) = value else {
+            return Err("a message is a JSON object".to_owned());
+        };
+        // Bare events carry an `id` too: a `type` without any JSON-RPC member is an event.
+        let is_rpc = ["jsonrpc", "method", "result", "error"]
+            .iter()
+            .any(|key| object.contains_key(*key))
+            || !object.get("type").is_some_and(Value::is_string);
+        if !is_rpc {
+            return match object.get("type") {
+                Some(Value::String(kind)) if kind == "result" => Ok(Self::PromptResult(
+                    decode(Value::Object(object)).map_err(|e| format!("`result`: {e}"))?,
+                )),
+                Some(Value::String(_)) => Ok(Self::Event(Event::from_object(object)?)),
+                _ => Err("neither a JSON-RPC message nor a session event".to_owned()),
+            };
+        }
+        let id = object.remove("id").filter(|id| !id.is_null());
+        match object.remove("method") {
+            Some(Value::String(method)) => {
+                let params = object.remove("params").unwrap_or(Value::Null);
+                match id {
+                    Some(id) => Ok(Self::Request(ServerRequest { id, method, params })),
+                    None => Ok(Self::Notification(Notification::decode(method, params)?)),
+                }
+            }
+            Some(other) => Err(format!("`method` is not a string: {other}")),
+            None => {
+                let Some(id) = id else {
+                    return Err("neither a response, a notification nor a request".to_owned());
+                };
+                let result = match object.remove("error").filter(|error| !error.is_null()) {
+                    Some(error) => Err(decode::<RpcError>(error)
+                        .map_err(|error| format!("response error: {error}"))?),
+                    None => Ok(object.remove("result").unwrap_or(Value::Null)),
+                };
+                Ok(Self::Response(Response { id, result }))
+            }
+        }
+    }
+}
+
+fn decode<T: DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
+    serde_json::from_value(value)
+}
+
+/// `null` or absent → the default value.
+fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Any finite JSON number (`100`, `100.0`); anything else → `None`.
+fn number(value: Option<Value>) -> Option<f64> {
+    value
+        .as_ref()
+        .and_then(Value::as_f64)
+        .filter(|n| n.is_finite())
+}
+
+/// A token count: any number, truncated and clamped at zero; absent or not a number → 0.
+fn count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    Ok(opt_count(deserializer)?.unwrap_or(0))
+}
+
+/// An optional token count (see [`count`]).
+fn opt_count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    // `as` saturates: what a count of tokens wants.
+    Ok(number(Option::<Value>::deserialize(deserializer)?).map(|n| n.max(0.0) as u64))
+}
+
+/// An optional integer (exit codes, HTTP statuses) from any JSON number.
+fn opt_int<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    Ok(number(Option::<Value>::deserialize(deserializer)?).map(|n| n as i64))
+}
+
+/// The answer to one of the host's requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the host's request.
+    pub id: Value,
+    /// `result`, or `error`.
+    pub result: Result<Value, RpcError>,
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// The error code (`-32601` method not found, …).
+    pub code: i64,
+    /// What went wrong.
+    #[serde(default, deserialize_with = "nullable")]
+    pub message: String,
+    /// Additional data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+/// A request from the CLI, with the id its answer carries. The host implements none of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerRequest {
+    /// The request id (a number or a string).
+    pub id: Value,
+    /// The method.
+    pub method: String,
+    /// The parameters, as sent.
+    pub params: Value,
+}
+
+/// `session.event`.
+pub const SESSION_EVENT: &str = "session.event";
+
+/// A notification, by method.
+// Decoded messages live for one frame and are matched once: boxing the event buys nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notification {
+    /// `session.event {sessionId, event}`.
+    SessionEvent {
+        /// The Copilot session the event belongs to.
+        session_id: String,
+        /// The event.
+        event: Event,
+    },
+    /// Any other method (`session.lifecycle`, `host.event`, …): ignored.
+    Other {
+        /// The method.
+        method: String,
+    },
+}
+
+impl Notification {
+    fn decode(method: String, params: Value) -> Result<Self, String> {
+        if method != SESSION_EVENT {
+            return Ok(Self::Other { method });
+        }
+        let Value::Object(mut params) = params else {
+            return Err("`session.event`: params are not an object".to_owned());
+        };
+        let session_id = match params.remove("sessionId") {
+            Some(Value::String(id)) => id,
+            _ => return Err("`session.event`: no `sessionId`".to_owned()),
+        };
+        let event = match params.remove("event") {
+            Some(Value::Object(event)) => Event::from_object(event)?,
+            _ => return Err("`session.event`: no `event` object".to_owned()),
+        };
+        Ok(Self::SessionEvent { session_id, event })
+    }
+}
+
+/// The last line of `copilot -p --output-format json`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResult {
+    /// When the run ended.
+    #[serde(default)]
+    pub timestamp: Option<String>,
+    /// The Copilot session.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// The process exit code (`0` on success).
+    #[serde(default, deserialize_with = "opt_int")]
+    pub exit_code: Option<i64>,
+}
+
+/// A session event: `{type, data, id, timestamp, parentId, ephemeral?, agentId?}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The event id (a UUID).
+    pub id: Option<String>,
+    /// When it happened (ISO 8601).
+    pub timestamp: Option<String>,
+    /// The id of the chronologically preceding event.
+    pub parent_id: Option<String>,
+    /// Transient: not persisted by the CLI.
+    pub ephemeral: bool,
+    /// The subagent that produced it; `None` for the main agent and session-level events.
+    pub agent_id: Option<String>,
+    /// The typed payload.
+    pub data: EventData,
+}
+
+impl Event {
+    fn from_object(mut object: Map<String, Value>) -> Result<Self, String> {
+        let kind = match object.remove("type") {
+            Some(Value::String(kind)) => kind,
+            _ => return Err("a session event has no `type`".to_owned()),
+        };
+        let text = |object: &mut Map<String, Value>, key: &str| match object.remove(key) {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        };
+        let id = text(&mut object, "id");
+        let timestamp = text(&mut object, "timestamp");
+        let parent_id = text(&mut object, "parentId");
+        let agent_id = text(&mut object, "agentId");
+        let ephemeral = object
+            .get("ephemeral")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let data = object.remove("data").unwrap_or(Value::Null);
+        Ok(Self {
+            id,
+            timestamp,
+            parent_id,
+            ephemeral,
+            agent_id,
+            data: EventData::decode(kind, data)?,
+        })
+    }
+
+    /// The event type.
+    pub fn kind(&self) -> &str {
+        self.data.kind()
+    }
+}
+
+/// The `data` of the events the translator uses, by `type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventData {
+    /// `session.start`.
+    SessionStart(SessionStartData),
+    /// `session.resume`.
+    SessionResume(SessionStartData),
+    /// `session.title_changed`.
+    TitleChanged(TitleChangedData),
+    /// `user.message`.
+    UserMessage(UserMessageData),
+    /// `assistant.message_delta`.
+    MessageDelta(MessageDeltaData),
+    /// `assistant.message`.
+    Message(AssistantMessageData),
+    /// `assistant.reasoning_delta`.
+    ReasoningDelta(ReasoningDeltaData),
+    /// `assistant.reasoning`.
+    Reasoning(ReasoningData),
+    /// `assistant.tool_call_delta`.
+    ToolCallDelta(ToolCallDeltaData),
+    /// `tool.execution_start`.
+    ToolExecutionStart(ToolExecutionStartData),
+    /// `tool.execution_partial_result`.
+    ToolPartialResult(ToolPartialResultData),
+    /// `tool.execution_progress`.
+    ToolProgress(ToolProgressData),
+    /// `tool.execution_complete`.
+    ToolExecutionComplete(ToolExecutionCompleteData),
+    /// `permission.requested` (boxed: by far the largest payload).
+    PermissionRequested(Box<PermissionRequestedData>),
+    /// `permission.completed`.
+    PermissionCompleted(PermissionCompletedData),
+    /// `assistant.usage`.
+    Usage(UsageData),
+    /// `subagent.started`.
+    SubagentStarted(SubagentStartedData),
+    /// `subagent.completed`.
+    SubagentCompleted(SubagentEndedData),
+    /// `subagent.failed`.
+    SubagentFailed(SubagentEndedData),
+    /// `skill.invoked`.
+    SkillInvoked(SkillInvokedData),
+    /// `session.error`.
+    SessionError(SessionErrorData),
+    /// `session.idle`.
+    SessionIdle(SessionIdleData),
+    /// `model.call_finished`.
+    ModelCallFinished(ModelCallFinishedData),
+    /// Any other type (`assistant.turn_start`, `assistant.streaming_delta`, `model.*`, …).
+    Other {
+        /// The event type.
+        kind: String,
+    },
+}
+
+/// Event type names.
+pub mod kinds {
+    /// `session.start`.
+    pub const SESSION_START: &str = "session.start";
+    /// `session.resume`.
+    pub const SESSION_RESUME: &str = "session.resume";
+    /// `session.title_changed`.
+    pub const TITLE_CHANGED: &str = "session.title_changed";
+    /// `user.message`.
+    pub const USER_MESSAGE: &str = "user.message";
+    /// `assistant.message_delta`.
+    pub const MESSAGE_DELTA: &str = "assistant.message_delta";
+    /// `assistant.message`.
+    pub const MESSAGE: &str = "assistant.message";
+    /// `assistant.reasoning_delta`.
+    pub const REASONING_DELTA: &str = "assistant.reasoning_delta";
+    /// `assistant.reasoning`.
+    pub const REASONING: &str = "assistant.reasoning";
+    /// `assistant.tool_call_delta`.
+    pub const TOOL_CALL_DELTA: &str = "assistant.tool_call_delta";
+    /// `tool.execution_start`.
+    pub const TOOL_EXECUTION_START: &str = "tool.execution_start";
+    /// `tool.execution_partial_result`.
+    pub const TOOL_PARTIAL_RESULT: &str = "tool.execution_partial_result";
+    /// `tool.execution_progress`.
+    pub const TOOL_PROGRESS: &str = "tool.execution_progress";
+    /// `tool.execution_complete`.
+    pub const TOOL_EXECUTION_COMPLETE: &str = "tool.execution_complete";
+    /// `permission.requested`.
+    pub const PERMISSION_REQUESTED: &str = "permission.requested";
+    /// `permission.completed`.
+    pub const PERMISSION_COMPLETED: &str = "permission.completed";
+    /// `assistant.usage`.
+    pub const USAGE: &str = "assistant.usage";
+    /// `subagent.started`.
+    pub const SUBAGENT_STARTED: &str = "subagent.started";
+    /// `subagent.completed`.
+    pub const SUBAGENT_COMPLETED: &str = "subagent.completed";
+    /// `subagent.failed`.
+    pub const SUBAGENT_FAILED: &str = "subagent.failed";
+    /// `skill.invoked`.
+    pub const SKILL_INVOKED: &str = "skill.invoked";
+    /// `session.error`.
+    pub const SESSION_ERROR: &str = "session.error";
+    /// `session.idle`.
+    pub const SESSION_IDLE: &str = "session.idle";
+    /// `model.call_finished`.
+    pub const MODEL_CALL_FINISHED: &str = "model.call_finished";
+}
+
+impl EventData {
+    fn decode(kind: String, data: Value) -> Result<Self, String> {
+        use kinds::*;
+        let k = kind.as_str();
+        Ok(match k {
+            SESSION_START => Self::SessionStart(decode_data(k, data)?),
+            SESSION_RESUME => Self::SessionResume(decode_data(k, data)?),
+            TITLE_CHANGED => Self::TitleChanged(decode_data(k, data)?),
+            USER_MESSAGE => Self::UserMessage(decode_data(k, data)?),
+            MESSAGE_DELTA => Self::MessageDelta(decode_data(k, data)?),
+            MESSAGE => Self::Message(decode_data(k, data)?),
+            REASONING_DELTA => Self::ReasoningDelta(decode_data(k, data)?),
+            REASONING => Self::Reasoning(decode_data(k, data)?),
+            TOOL_CALL_DELTA => Self::ToolCallDelta(decode_data(k, data)?),
+            TOOL_EXECUTION_START => Self::ToolExecutionStart(decode_data(k, data)?),
+            TOOL_PARTIAL_RESULT => Self::ToolPartialResult(decode_data(k, data)?),
+            TOOL_PROGRESS => Self::ToolProgress(decode_data(k, data)?),
+            TOOL_EXECUTION_COMPLETE => Self::ToolExecutionComplete(decode_data(k, data)?),
+            PERMISSION_REQUESTED => Self::PermissionRequested(decode_data(k, data)?),
+            PERMISSION_COMPLETED => Self::PermissionCompleted(decode_data(k, data)?),
+            USAGE => Self::Usage(decode_data(k, data)?),
+            SUBAGENT_STARTED => Self::SubagentStarted(decode_data(k, data)?),
+            SUBAGENT_COMPLETED => Self::SubagentCompleted(decode_data(k, data)?),
+            SUBAGENT_FAILED => Self::SubagentFailed(decode_data(k, data)?),
+            SKILL_INVOKED => Self::SkillInvoked(decode_data(k, data)?),
+            SESSION_ERROR => Self::SessionError(decode_data(k, data)?),
+            SESSION_IDLE => Self::SessionIdle(decode_data(k, data)?),
+            MODEL_CALL_FINISHED => Self::ModelCallFinished(decode_data(k, data)?),
+            _ => Self::Other { kind },
+        })
+    }
+
+    /// The event type.
+    pub fn kind(&self) -> &str {
+        use kinds::*;
+        match self {
+            Self::SessionStart(_) => SESSION_START,
+            Self::SessionResume(_) => SESSION_RESUME,
+            Self::TitleChanged(_) => TITLE_CHANGED,
+            Self::UserMessage(_) => USER_MESSAGE,
+            Self::MessageDelta(_) => MESSAGE_DELTA,
+            Self::Message(_) => MESSAGE,
+            Self::ReasoningDelta(_) => REASONING_DELTA,
+            Self::Reasoning(_) => REASONING,
+            Self::ToolCallDelta(_) => TOOL_CALL_DELTA,
+            Self::ToolExecutionStart(_) => TOOL_EXECUTION_START,
+            Self::ToolPartialResult(_) => TOOL_PARTIAL_RESULT,
+            Self::ToolProgress(_) => TOOL_PROGRESS,
+            Self::ToolExecutionComplete(_) => TOOL_EXECUTION_COMPLETE,
+            Self::PermissionRequested(_) => PERMISSION_REQUESTED,
+            Self::PermissionCompleted(_) => PERMISSION_COMPLETED,
+            Self::Usage(_) => USAGE,
+            Self::SubagentStarted(_) => SUBAGENT_STARTED,
+            Self::SubagentCompleted(_) => SUBAGENT_COMPLETED,
+            Self::SubagentFailed(_) => SUBAGENT_FAILED,
+            Self::SkillInvoked(_) => SKILL_INVOKED,
+            Self::SessionError(_) => SESSION_ERROR,
+            Self::SessionIdle(_) => SESSION_IDLE,
+            Self::ModelCallFinished(_) => MODEL_CALL_FINISHED,
+            Self::Other { kind } => kind,
+        }
+    }
+
+    /// The deprecated `data.parentToolCallId` of subagent events (before `agentId` existed).
+    pub fn parent_tool_call_id(&self) -> Option<&str> {
+        match self {
+            Self::MessageDelta(data) => data.parent_tool_call_id.as_deref(),
+            Self::Message(data) => data.parent_tool_call_id.as_deref(),
+            Self::ToolExecutionStart(data) => data.parent_tool_call_id.as_deref(),
+            Self::ToolExecutionComplete(data) => data.parent_tool_call_id.as_deref(),
+            Self::Usage(data) => data.parent_tool_call_id.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// `data` of a known event: an object (absent or `null` counts as empty).
+fn decode_data<T: DeserializeOwned>(kind: &str, data: Value) -> Result<T, String> {
+    let data = match data {
+        Value::Null => Value::Object(Map::new()),
+        data => data,
+    };
+    decode(data).map_err(|error| format!("`{kind}`: {error}"))
+}
+
+/// `session.start` / `session.resume` data.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStartData {
+    /// The Copilot session.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Where the session runs.
+    #[serde(default, deserialize_with = "nullable")]
+    pub context: SessionContext,
+}
+
+/// The working context of a session.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionContext {
+    /// The working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// `session.title_changed` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TitleChangedData {
+    /// The new title.
+    #[serde(default, deserialize_with = "nullable")]
+    pub title: String,
+}
+
+/// `user.message` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessageData {
+    /// The message as sent.
+    #[serde(default, deserialize_with = "nullable")]
+    pub content: String,
+    /// The id `session.send` answered with.
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// `idle`, `steering` or `queued`.
+    #[serde(default)]
+    pub delivery: Option<String>,
+    /// Who sent it, when not the user (a system notification, a schedule, …).
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// `assistant.message_delta` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageDeltaData {
+    /// The message the delta belongs to.
+    pub message_id: String,
+    /// The text to append.
+    #[serde(default, deserialize_with = "nullable")]
+    pub delta_content: String,
+    /// Deprecated subagent routing.
+    #[serde(default)]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// `assistant.message` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessageData {
+    /// The message.
+    pub message_id: String,
+    /// Its whole text.
+    #[serde(default, deserialize_with = "nullable")]
+    pub content: String,
+    /// The tool calls the message asks for.
+    #[serde(default, deserialize_with = "nullable")]
+    pub tool_requests: Vec<ToolRequest>,
+    /// Deprecated subagent routing.
+    #[serde(default)]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// One tool call of `assistant.message`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequest {
+    /// The tool call.
+    pub tool_call_id: String,
+    /// The tool.
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    /// What this call does, in a few words.
+    #[serde(default)]
+    pub intention_summary: Option<String>,
+    /// The tool's title ("Running command").
+    #[serde(default)]
+    pub tool_title: Option<String>,
+    /// The MCP server, for MCP tools.
+    #[serde(default)]
+    pub mcp_server_name: Option<String>,
+}
+
+/// `assistant.reasoning_delta` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningDeltaData {
+    /// The reasoning block.
+    pub reasoning_id: String,
+    /// The text to append.
+    #[serde(default, deserialize_with = "nullable")]
+    pub delta_content: String,
+}
+
+/// `assistant.reasoning` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningData {
+    /// The reasoning block.
+    pub reasoning_id: String,
+    /// Its whole text.
+    #[serde(default, deserialize_with = "nullable")]
+    pub content: String,
+}
+
+/// `assistant.tool_call_delta` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallDeltaData {
+    /// The tool call.
+    pub tool_call_id: String,
+    /// The tool.
+    #[serde(default, deserialize_with = "nullable")]
+    pub tool_name: String,
+    /// `function` or `custom` (grammar-based input that is not JSON).
+    #[serde(default)]
+    pub tool_type: Option<String>,
+    /// A piece of the arguments.
+    #[serde(default, deserialize_with = "nullable")]
+    pub input_delta: String,
+}
+
+/// `tool.execution_start` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecutionStartData {
+    /// The tool call.
+    pub tool_call_id: String,
+    /// The tool.
+    #[serde(default, deserialize_with = "nullable")]
+    pub tool_name: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    /// The tool's title ("Running command").
+    #[serde(default)]
+    pub tool_title: Option<String>,
+    /// The MCP server, for MCP tools.
+    #[serde(default)]
+    pub mcp_server_name: Option<String>,
+    /// The tool's name on its MCP server.
+    #[serde(default)]
+    pub mcp_tool_name: Option<String>,
+    /// Deprecated subagent routing.
+    #[serde(default)]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// `tool.execution_partial_result` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolPartialResultData {
+    /// The tool call.
+    pub tool_call_id: String,
+    /// The next piece of output.
+    #[serde(default, deserialize_with = "nullable")]
+    pub partial_output: String,
+}
+
+/// `tool.execution_progress` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolProgressData {
+    /// The tool call.
+    pub tool_call_id: String,
+    /// What the tool is doing.
+    #[serde(default, deserialize_with = "nullable")]
+    pub progress_message: String,
+}
+
+/// `tool.execution_complete` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecutionCompleteData {
+    /// The tool call.
+    pub tool_call_id: String,
+    /// Whether it succeeded.
+    #[serde(default, deserialize_with = "nullable")]
+    pub success: bool,
+    /// The result of a successful call.
+    #[serde(default)]
+    pub result: Option<ToolResult>,
+    /// Why it failed (`code: "denied"` for a declined call).
+    #[serde(default)]
+    pub error: Option<ToolFailure>,
+    /// Exit data of shell tools.
+    #[serde(default)]
+    pub shell_execution: Option<ShellExecution>,
+    /// Deprecated subagent routing.
+    #[serde(default)]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// The result of a tool call.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    /// What the model sees (possibly shortened).
+    #[serde(default, deserialize_with = "nullable")]
+    pub content: String,
+    /// The full result for people; falls back to `content`.
+    #[serde(default)]
+    pub detailed_content: Option<String>,
+}
+
+/// A tool call's error.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolFailure {
+    /// What went wrong.
+    #[serde(default, deserialize_with = "nullable")]
+    pub message: String,
+    /// A machine-readable code (`denied`, …).
+    #[serde(default)]
+    pub code: Option<String>,
+}
+
+/// Shell exit data.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellExecution {
+    /// The exit code.
+    #[serde(default, deserialize_with = "opt_int")]
+    pub exit_code: Option<i64>,
+}
+
+/// `permission.requested` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequestedData {
+    /// The request id the answer names.
+    pub request_id: String,
+    /// What is asked.
+    pub permission_request: PermissionRequest,
+    /// A hook already answered it: no client action is needed.
+    #[serde(default, deserialize_with = "nullable")]
+    pub resolved_by_hook: bool,
+}
+
+/// What a permission request asks, by `kind` (`shell`, `write`, `read`, `mcp`, `url`,
+/// `memory`, `custom-tool`, `hook`); only the fields the host shows.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequest {
+    /// The kind.
+    #[serde(default, deserialize_with = "nullable")]
+    pub kind: String,
+    /// The tool call that asks; a request without one is rejected.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+    /// Why, in the agent's words.
+    #[serde(default)]
+    pub intention: Option<String>,
+    /// `shell`: the command line.
+    #[serde(default)]
+    pub full_command_text: Option<String>,
+    /// `write`: the file.
+    #[serde(default)]
+    pub file_name: Option<String>,
+    /// `write`: the unified diff.
+    #[serde(default)]
+    pub diff: Option<String>,
+    /// `write`: the whole new file, for a file the call creates.
+    #[serde(default)]
+    pub new_file_contents: Option<String>,
+    /// `read`: the file or directory.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// `url`: the URL.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `mcp`: the server.
+    #[serde(default)]
+    pub server_name: Option<String>,
+    /// `mcp`, `custom-tool`, `hook`: the tool.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// `mcp`: the tool's title.
+    #[serde(default)]
+    pub tool_title: Option<String>,
+    /// `mcp`, `custom-tool`: the arguments.
+    #[serde(default)]
+    pub args: Option<Value>,
+    /// `hook`: the gated call's arguments.
+    #[serde(default)]
+    pub tool_args: Option<Value>,
+    /// `hook`: why the hook asks.
+    #[serde(default)]
+    pub hook_message: Option<String>,
+    /// `memory`: the fact to store.
+    #[serde(default)]
+    pub fact: Option<String>,
+}
+
+/// `permission.completed` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionCompletedData {
+    /// The request.
+    pub request_id: String,
+    /// The tool call, when the CLI names it.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+    /// How it was answered.
+    #[serde(default, deserialize_with = "nullable")]
+    pub result: PermissionOutcome,
+}
+
+/// How a permission request was answered.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOutcome {
+    /// `approved`, `denied-interactively-by-user`, …
+    #[serde(default, deserialize_with = "nullable")]
+    pub kind: String,
+    /// The user's feedback on a rejection.
+    #[serde(default)]
+    pub feedback: Option<String>,
+}
+
+/// `assistant.usage` data (one model call).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageData {
+    /// The model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Input tokens.
+    #[serde(default, deserialize_with = "count")]
+    pub input_tokens: u64,
+    /// Output tokens.
+    #[serde(default, deserialize_with = "count")]
+    pub output_tokens: u64,
+    /// Tokens read from the prompt cache.
+    #[serde(default, deserialize_with = "opt_count")]
+    pub cache_read_tokens: Option<u64>,
+    /// Tokens written to the prompt cache.
+    #[serde(default, deserialize_with = "opt_count")]
+    pub cache_write_tokens: Option<u64>,
+    /// Reasoning tokens.
+    #[serde(default, deserialize_with = "opt_count")]
+    pub reasoning_tokens: Option<u64>,
+    /// The billing multiplier.
+    #[serde(default)]
+    pub cost: Option<Value>,
+    /// The call's duration in milliseconds.
+    #[serde(default)]
+    pub duration: Option<Value>,
+    /// The provider's id of the call.
+    #[serde(default)]
+    pub api_call_id: Option<String>,
+    /// Deprecated subagent routing.
+    #[serde(default)]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// `subagent.started` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentStartedData {
+    /// The tool call that spawned the subagent.
+    pub tool_call_id: String,
+    /// Its internal name.
+    #[serde(default, deserialize_with = "nullable")]
+    pub agent_name: String,
+    /// Its human-readable name.
+    #[serde(default, deserialize_with = "nullable")]
+    pub agent_display_name: String,
+    /// What it does in general.
+    #[serde(default)]
+    pub agent_description: Option<String>,
+}
+
+/// `subagent.completed` / `subagent.failed` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentEndedData {
+    /// The tool call that spawned the subagent.
+    pub tool_call_id: String,
+    /// Why it failed (`subagent.failed`).
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// `skill.invoked` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillInvokedData {
+    /// The skill.
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    /// Its `SKILL.md`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// What it says (injected into the conversation).
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+/// `session.error` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionErrorData {
+    /// Copilot's category (`query`, …).
+    #[serde(default)]
+    pub error_type: Option<String>,
+    /// What went wrong.
+    #[serde(default, deserialize_with = "nullable")]
+    pub message: String,
+    /// The model API's HTTP status.
+    #[serde(default, deserialize_with = "opt_int")]
+    pub status_code: Option<i64>,
+    /// The model API's error code.
+    #[serde(default)]
+    pub error_code: Option<String>,
+    /// A stack trace.
+    #[serde(default)]
+    pub stack: Option<String>,
+}
+
+/// `session.idle` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionIdleData {
+    /// The session mode (`interactive`, …).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// The turn was aborted.
+    #[serde(default, deserialize_with = "nullable")]
+    pub aborted: bool,
+}
+
+/// `model.call_finished` data.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCallFinishedData {
+    /// The model round (`"0"`, `"1"`, …).
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// The interaction (one user message).
+    #[serde(default)]
+    pub interaction_id: Option<String>,
+    /// `success`, `error`, …
+    #[serde(default)]
+    pub outcome: Option<String>,
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;
