@@ -433,9 +433,14 @@ impl Inner {
                         tool_use_id,
                         input,
                     } => {
-                        state
+                        // A newer request for the same call replaces the waiting one, which
+                        // is denied so the CLI never waits for it forever.
+                        if let Some(replaced) = state
                             .permissions
-                            .insert(tool_use_id, Parked { request_id, input });
+                            .insert(tool_use_id, Parked { request_id, input })
+                        {
+                            unsupported.push(control::deny(&replaced.request_id, DECLINED_MESSAGE));
+                        }
                     }
                     Output::UnsupportedControlRequest {
                         request_id,

@@ -552,3 +552,40 @@ async fn a_hostile_resume_handle_is_refused() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_second_request_for_the_same_call_denies_the_first_so_nothing_waits_forever() {
+    let fake = Fake::new();
+    let ask = |id: &str| {
+        Step::out(&format!(
+            r#"{{"type":"control_request","request_id":"{id}","request":{{"subtype":"can_use_tool","tool_name":"Bash","input":{{"command":"ls"}},"tool_use_id":"toolu_1"}}}}"#
+        ))
+    };
+    let (before, _) = approval_transcript();
+    let init = before
+        .iter()
+        .find(|l| l.contains("\"subtype\":\"init\""))
+        .unwrap();
+    fake.plan(
+        0,
+        &[
+            Step::Ack,
+            Step::In,
+            out(init),
+            ask("r1"),
+            ask("r2"),
+            Step::In,
+            Step::Sleep(30),
+        ],
+    );
+    let chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    poll("the first request is answered", || {
+        fake.written().len() >= 3
+    })
+    .await;
+    let answer = &fake.written()[2];
+    assert_eq!(answer["response"]["request_id"], "r1");
+    assert_eq!(answer["response"]["response"]["behavior"], "deny");
+    chat.session.dispose().await;
+}

@@ -38,8 +38,8 @@ pub fn error_reply(request_id: &Value, code: i64, message: &str) -> String {
 /// JSON-RPC "method not found": the answer to a server request the host does not support.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 
-/// Which approval request an answer is for: the two generations use different words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which approval request an answer is for: the requests use different words.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalKind {
     /// `item/commandExecution/requestApproval` (`accept` / `decline`).
     CommandExecution,
@@ -49,16 +49,34 @@ pub enum ApprovalKind {
     ExecCommand,
     /// Legacy `applyPatchApproval` (`approved` / `denied`).
     ApplyPatch,
+    /// `item/permissions/requestApproval` (`{permissions, scope}`): approving grants the
+    /// `requested` permissions for the turn, declining grants none.
+    Permissions {
+        /// The permissions Codex asked for, as it sent them.
+        requested: Value,
+    },
 }
 
-/// The `result` answering an approval request: `{"decision": "accept" | "decline"}`, or
-/// `"approved" | "denied"` for the legacy requests.
+/// The scope of the permissions granted by an answer to `item/permissions/requestApproval`.
+pub const PERMISSIONS_SCOPE: &str = "turn";
+
+/// The `result` answering an approval request: `{"decision": "accept" | "decline"}`,
+/// `"approved" | "denied"` for the legacy requests, and `{"permissions": <requested> | {},
+/// "scope": "turn"}` for a permissions request.
 pub fn approval_answer(kind: ApprovalKind, approved: bool) -> Value {
     let decision = match (kind, approved) {
         (ApprovalKind::CommandExecution | ApprovalKind::FileChange, true) => "accept",
         (ApprovalKind::CommandExecution | ApprovalKind::FileChange, false) => "decline",
         (ApprovalKind::ExecCommand | ApprovalKind::ApplyPatch, true) => "approved",
         (ApprovalKind::ExecCommand | ApprovalKind::ApplyPatch, false) => "denied",
+        (ApprovalKind::Permissions { requested }, approved) => {
+            let granted = if approved {
+                requested
+            } else {
+                Value::Object(Map::new())
+            };
+            return json!({ "permissions": granted, "scope": PERMISSIONS_SCOPE });
+        }
     };
     json!({ "decision": decision })
 }

@@ -89,6 +89,36 @@ fn approval_answers_use_each_generation_s_words() {
 }
 
 #[test]
+fn a_permissions_answer_grants_the_requested_permissions_or_none_for_the_turn() {
+    let requested = json!({ "network": { "enabled": true },
+                            "fileSystem": { "write": ["/tmp/cache"] } });
+    let kind = ApprovalKind::Permissions {
+        requested: requested.clone(),
+    };
+    assert_eq!(
+        approval_answer(kind.clone(), true),
+        json!({ "permissions": requested, "scope": "turn" })
+    );
+    assert_eq!(
+        approval_answer(kind, false),
+        json!({ "permissions": {}, "scope": "turn" })
+    );
+    assert_eq!(
+        parsed(&reply(
+            &json!(7),
+            &approval_answer(
+                ApprovalKind::Permissions {
+                    requested: json!({ "network": { "enabled": true } })
+                },
+                true
+            )
+        )),
+        json!({ "id": 7, "result": { "permissions": { "network": { "enabled": true } },
+                                      "scope": "turn" } })
+    );
+}
+
+#[test]
 fn other_lines_and_params_have_the_app_server_shapes() {
     assert_eq!(
         parsed(&error_reply(&json!("r-1"), METHOD_NOT_FOUND, "unsupported")),

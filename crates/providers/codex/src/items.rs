@@ -20,6 +20,15 @@ const SHELL_DISPLAY: &str = "Run shell command";
 /// The tool name of a file change.
 pub const FILE_EDIT_TOOL: &str = "file_edit";
 const FILE_EDIT_DISPLAY: &str = "Apply file changes";
+/// The tool name of the call shown for a permissions request that names no open item.
+pub const PERMISSIONS_TOOL: &str = "codex.permissions";
+const PERMISSIONS_DISPLAY: &str = "Permissions";
+/// The permission kind of a request for extra sandbox permissions.
+pub const PERMISSIONS_KIND: &str = "permissions";
+/// The confirmation title of a permissions request that gives no reason.
+const PERMISSIONS_TITLE: &str = "Allow extra permissions";
+/// How many paths of one access a permissions description names.
+const LISTED_PATHS: usize = 3;
 
 /// A tool item, normalized.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +108,12 @@ pub enum ToolCall {
     },
     /// `contextCompaction`.
     ContextCompaction,
+    /// Not an item: the call shown for an `item/permissions/requestApproval` that names no open
+    /// item, so the host can still answer it. It completes with the host's decision.
+    Permissions {
+        /// The permissions Codex asked for.
+        requested: Value,
+    },
 }
 
 /// One file of a file change.
@@ -197,6 +212,8 @@ impl ToolCall {
             Self::WebSearch { .. } | Self::ImageGeneration { .. } | Self::ContextCompaction => {
                 return true;
             }
+            // It finishes with the host's answer, never from item data.
+            Self::Permissions { .. } => return false,
         };
         *status != ItemStatus::InProgress
     }
@@ -217,6 +234,7 @@ impl ToolCall {
             Self::WebSearch { .. } => "web_search".to_owned(),
             Self::ImageGeneration { .. } => "image_generation".to_owned(),
             Self::ContextCompaction => "context_compaction".to_owned(),
+            Self::Permissions { .. } => PERMISSIONS_TOOL.to_owned(),
         }
     }
 
@@ -237,6 +255,7 @@ impl ToolCall {
             Self::WebSearch { .. } => "Web search".to_owned(),
             Self::ImageGeneration { .. } => "Generate image".to_owned(),
             Self::ContextCompaction => "Compact context".to_owned(),
+            Self::Permissions { .. } => PERMISSIONS_DISPLAY.to_owned(),
         }
     }
 
@@ -262,6 +281,7 @@ impl ToolCall {
             Self::WebSearch { query } => (!query.is_empty()).then(|| query.clone()),
             Self::ImageGeneration { revised_prompt, .. } => revised_prompt.clone(),
             Self::ContextCompaction => None,
+            Self::Permissions { requested } => Some(requested.to_string()),
         }
     }
 
@@ -284,6 +304,7 @@ impl ToolCall {
             Self::WebSearch { .. } => "Search the web".to_owned(),
             Self::ImageGeneration { .. } => "Generate an image".to_owned(),
             Self::ContextCompaction => "Compact the conversation".to_owned(),
+            Self::Permissions { requested } => permissions_message(requested, "Allow"),
         }
     }
 
@@ -318,6 +339,9 @@ impl ToolCall {
 
     /// The permission request of a command or a file change; `reason` is the agent's.
     pub fn permission(&self, scope: &Scope, id: &str, reason: Option<&str>) -> NormEvent {
+        if let Self::Permissions { requested } = self {
+            return self.permissions_asked(scope, id, requested, reason);
+        }
         let (kind, path) = match self {
             Self::Command { .. } => (PermissionKind::Shell, None),
             Self::FileChange { changes, .. } => (
@@ -340,6 +364,33 @@ impl ToolCall {
             title,
             invocation_message: self.invocation_message(),
             input: self.input(),
+        }
+    }
+
+    /// The request for extra sandbox permissions (`item/permissions/requestApproval`) for this
+    /// call: kind `permissions`, titled with `reason` (or "Allow extra permissions"), the
+    /// requested permissions described for people and as the input (JSON).
+    pub fn permissions_asked(
+        &self,
+        scope: &Scope,
+        id: &str,
+        requested: &Value,
+        reason: Option<&str>,
+    ) -> NormEvent {
+        let title = reason
+            .filter(|reason| !reason.trim().is_empty())
+            .unwrap_or(PERMISSIONS_TITLE)
+            .to_owned();
+        NormEvent::PermissionAsked {
+            scope: scope.clone(),
+            tool_call_id: id.to_owned(),
+            tool_name: self.tool_name(),
+            display_name: self.display_name(),
+            kind: PermissionKind::Other(PERMISSIONS_KIND.to_owned()),
+            path: None,
+            title,
+            invocation_message: permissions_message(requested, "Allow"),
+            input: Some(requested.to_string()),
         }
     }
 
@@ -409,6 +460,10 @@ impl ToolCall {
             Self::FileChange { .. } => (
                 "File changes were declined".to_owned(),
                 "The user declined these file changes.".to_owned(),
+            ),
+            Self::Permissions { .. } => (
+                "Extra permissions were declined".to_owned(),
+                "The user declined the extra permissions.".to_owned(),
             ),
             _ => (
                 format!("{} was declined", self.display_name()),
@@ -596,6 +651,12 @@ impl ToolCall {
                 structured: None,
                 error: None,
             },
+            Self::Permissions { requested } => Outcome {
+                past_tense: permissions_message(requested, "Allowed"),
+                content: Vec::new(),
+                structured: None,
+                error: None,
+            },
         }
     }
 }
@@ -615,6 +676,94 @@ pub fn code(text: &str) -> String {
     }
     let fence = "`".repeat(longest + 1);
     format!("{fence} {text} {fence}")
+}
+
+/// `verb` and what a permissions request asks for, compactly: "Allow network access; write
+/// access to `/a`, `/b`", or "… extra permissions" when it names nothing this adapter reads.
+pub fn permissions_message(requested: &Value, verb: &str) -> String {
+    let phrases = permission_phrases(requested);
+    if phrases.is_empty() {
+        format!("{verb} extra permissions")
+    } else {
+        format!("{verb} {}", phrases.join("; "))
+    }
+}
+
+/// One phrase per permission: `network access`, `write access to `/a``, or `key: `json`` for
+/// a shape this adapter does not know. Nothing for what is off or empty.
+fn permission_phrases(requested: &Value) -> Vec<String> {
+    let Some(object) = requested.as_object() else {
+        return match requested {
+            Value::Null => Vec::new(),
+            other => vec![code(&other.to_string())],
+        };
+    };
+    let mut phrases = Vec::new();
+    for (key, value) in in_order(object, &["network", "fileSystem", "file_system"]) {
+        match (key, value) {
+            (_, Value::Null | Value::Bool(false)) => {}
+            (_, Value::Object(inner)) if inner.is_empty() => {}
+            ("network", value) => match value.get("enabled").unwrap_or(value) {
+                Value::Bool(true) => phrases.push("network access".to_owned()),
+                Value::Bool(false) | Value::Null => {}
+                _ => phrases.push(format!("network: {}", code(&value.to_string()))),
+            },
+            ("fileSystem" | "file_system", Value::Object(accesses)) => {
+                for (access, paths) in in_order(accesses, &["read", "write"]) {
+                    if let Some(phrase) = path_phrase(access, paths) {
+                        phrases.push(phrase);
+                    }
+                }
+            }
+            (key, value) => phrases.push(format!("{key}: {}", code(&value.to_string()))),
+        }
+    }
+    phrases
+}
+
+/// The entries of `object`: the `first` keys in that order, then the others by name (whatever
+/// order the map keeps).
+fn in_order<'a>(object: &'a Map<String, Value>, first: &[&str]) -> Vec<(&'a str, &'a Value)> {
+    let mut entries: Vec<(&str, &Value)> = object
+        .iter()
+        .map(|(key, value)| (key.as_str(), value))
+        .collect();
+    entries.sort_by_key(|(key, _)| {
+        let rank = first
+            .iter()
+            .position(|known| known == key)
+            .unwrap_or(first.len());
+        (rank, *key)
+    });
+    entries
+}
+
+/// `<access> access to `/a`, `/b`` (and how many more), for a list of paths (or one path).
+fn path_phrase(access: &str, paths: &Value) -> Option<String> {
+    let listed: Vec<String> = match paths {
+        Value::Null => return None,
+        Value::String(path) => vec![path.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(path) => path.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+        other => return Some(format!("{access}: {}", code(&other.to_string()))),
+    };
+    if listed.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = listed
+        .iter()
+        .take(LISTED_PATHS)
+        .map(|path| code(path))
+        .collect();
+    if listed.len() > LISTED_PATHS {
+        named.push(format!("{} more", listed.len() - LISTED_PATHS));
+    }
+    Some(format!("{access} access to {}", named.join(", ")))
 }
 
 fn verb(kind: &str, past: bool) -> &'static str {

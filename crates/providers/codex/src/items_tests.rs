@@ -124,3 +124,79 @@ fn collab_calls_summarize_their_agents() {
         json!([{ "type": "text", "text": "th-2: completed — done" }])
     );
 }
+
+#[test]
+fn permissions_are_described_compactly() {
+    let cases = [
+        (json!({}), "Allow extra permissions"),
+        (json!(null), "Allow extra permissions"),
+        (
+            json!({ "network": { "enabled": true } }),
+            "Allow network access",
+        ),
+        (
+            json!({ "network": { "enabled": false }, "fileSystem": { "read": [], "write": null } }),
+            "Allow extra permissions",
+        ),
+        (
+            json!({ "network": true,
+                    "fileSystem": { "write": ["/a", "/b", "/c", "/d", "/e"], "read": "/r" } }),
+            "Allow network access; read access to `/r`; write access to `/a`, `/b`, `/c`, 2 more",
+        ),
+        (
+            json!({ "macos": { "accessibility": true } }),
+            r#"Allow macos: `{"accessibility":true}`"#,
+        ),
+    ];
+    for (requested, expected) in cases {
+        assert_eq!(
+            permissions_message(&requested, "Allow"),
+            expected,
+            "{requested}"
+        );
+    }
+}
+
+#[test]
+fn the_synthetic_permissions_call_asks_and_completes_with_the_decision() {
+    let requested = json!({ "network": { "enabled": true } });
+    let call = ToolCall::Permissions {
+        requested: requested.clone(),
+    };
+    assert_eq!(call.tool_name(), PERMISSIONS_TOOL);
+    assert_eq!(call.display_name(), "Permissions");
+    let NormEvent::PermissionAsked {
+        kind, title, input, ..
+    } = call.permission(&Scope::Root, "permissions-1", Some("  "))
+    else {
+        panic!("a permission request");
+    };
+    assert_eq!(kind, PermissionKind::Other("permissions".into()));
+    assert_eq!(title, "Allow extra permissions");
+    assert_eq!(input, Some(requested.to_string()));
+    let NormEvent::ToolCompleted {
+        success,
+        past_tense_message,
+        error,
+        ..
+    } = call.completed(&Scope::Root, "permissions-1", "", Ending::Reported)
+    else {
+        panic!("a completion");
+    };
+    assert!(success);
+    assert_eq!(
+        past_tense_message.as_deref(),
+        Some("Allowed network access")
+    );
+    assert_eq!(error, None);
+    let NormEvent::ToolCompleted { success, error, .. } =
+        call.completed(&Scope::Root, "permissions-1", "", Ending::Declined)
+    else {
+        panic!("a completion");
+    };
+    assert!(!success);
+    assert_eq!(
+        error.and_then(|error| error.code),
+        Some("denied".to_owned())
+    );
+}

@@ -32,6 +32,13 @@
 //!   streamed output becomes `chat/toolCallContentChanged`. An approval request for a running
 //!   call is a second ready without `confirmed` (legal); the host's decline completes the call
 //!   with `error.code: "denied"`.
+//! - **Permissions.** `item/permissions/requestApproval` (extra sandbox permissions such as
+//!   network access or writable roots) is a pending confirmation too (`permissionKind:
+//!   "permissions"`, titled with Codex's `reason`, the requested permissions described and as
+//!   the tool input): on the open tool call it names, else on a synthetic `codex.permissions`
+//!   call (`permissions-<request id>`) that completes with the host's decision (or, unanswered,
+//!   at the turn's end). The answer is `{permissions: <requested> | {}, scope: "turn"}`
+//!   ([`ApprovalKind::Permissions`]); without a turn to ask in, it is declined at once.
 //! - **Not ported** (no fixture needs them): the deferred-response queue (a message announced
 //!   while a command runs gets its own part after the tool call anyway), sandbox pre-flight
 //!   coalescing, `acceptForSession` for commands accepted before, subagent routing of

@@ -613,9 +613,15 @@ impl Inner {
                         tool_call_id,
                         kind,
                     } => {
-                        state
+                        // A newer request for the same call replaces the waiting one, which
+                        // is declined so Codex never waits for it forever.
+                        if let Some(replaced) = state
                             .approvals
-                            .insert(tool_call_id, Parked { request_id, kind });
+                            .insert(tool_call_id, Parked { request_id, kind })
+                        {
+                            let answer = control::approval_answer(replaced.kind, false);
+                            writes.push(control::reply(&replaced.request_id, &answer));
+                        }
                     }
                     Output::Reply { request_id, result } => {
                         writes.push(control::reply(&request_id, &result));
@@ -708,7 +714,9 @@ impl Inner {
             (parked, process)
         };
         let approved = matches!(decision, PermissionDecision::Approve);
-        lock(&self.translator).record_decision(tool_call_id, approved);
+        let signals = lock(&self.translator).record_decision(tool_call_id, approved);
+        // Before the answer: Codex goes on (and may end the turn) only once it has it.
+        self.send_signals(signals).await;
         let answer = control::approval_answer(parked.kind, approved);
         process
             .write_line(&control::reply(&parked.request_id, &answer))

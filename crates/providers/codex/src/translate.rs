@@ -24,8 +24,8 @@ use crate::shell;
 use crate::wire::{
     ApplyPatchApprovalParams, CommandApprovalParams, DeltaParams, ErrorParams,
     ExecCommandApprovalParams, FileChangeApprovalParams, ItemStatus, Message, Notification,
-    Request, Response, RpcError, ServerRequest, ThreadInfo, ThreadItem, TokenUsageParams, Turn,
-    TurnError, TurnStatus, UserInputParams,
+    PermissionsApprovalParams, Request, Response, RpcError, ServerRequest, ThreadInfo, ThreadItem,
+    TokenUsageParams, Turn, TurnError, TurnStatus, UserInputParams,
 };
 
 /// The error type of a turn that Codex reported as failed.
@@ -45,10 +45,11 @@ pub enum Output {
         /// `result` or `error`.
         result: Result<Value, RpcError>,
     },
-    /// An approval request for tool call `tool_call_id` (the item id). The `PendingConfirmation`
-    /// signal was emitted just before, as [`Output::Signal`]; the driver parks `request_id` and
-    /// answers it with [`approval_answer`]`(kind, approved)` when the host does (and tells
-    /// [`Translator::record_decision`]).
+    /// An approval request for tool call `tool_call_id` (the item id, or the synthetic call of a
+    /// permissions request that names no open item). The `PendingConfirmation` signal was
+    /// emitted just before, as [`Output::Signal`]; the driver parks `request_id` and answers it
+    /// with [`approval_answer`]`(kind, approved)` when the host does (and tells
+    /// [`Translator::record_decision`], sending the signals it returns).
     ApprovalRequest {
         /// The app-server's request id.
         request_id: Value,
@@ -319,19 +320,45 @@ impl Translator {
     }
 
     /// The host answered the approval of tool call `item_id`: a declined call completes as
-    /// denied, an approved one shows its live output again.
-    pub fn record_decision(&mut self, item_id: &str, approved: bool) {
+    /// denied, an approved one shows its live output again. The synthetic call of a
+    /// permissions request completes right away (approved → success, declined → denied): the
+    /// returned signals, which the driver sends before it answers Codex. Nothing for the other
+    /// calls, which complete from their items.
+    pub fn record_decision(&mut self, item_id: &str, approved: bool) -> Vec<AgentSignal> {
         let Some(turn) = &mut self.turn else {
-            return;
+            return Vec::new();
         };
         if !approved {
             turn.declined.insert(item_id.to_owned());
         }
-        self.mapper.map(NormEvent::PermissionResolved {
+        let synthetic = match turn.items.get_mut(item_id) {
+            Some(ItemTrack::Tool {
+                call: call @ ToolCall::Permissions { .. },
+                done: done @ false,
+                ..
+            }) => {
+                *done = true;
+                Some(call.clone())
+            }
+            _ => None,
+        };
+        let mut signals = self.mapper.map(NormEvent::PermissionResolved {
             scope: Scope::Root,
             tool_call_id: item_id.to_owned(),
             approved,
         });
+        if let Some(call) = synthetic {
+            let ending = if approved {
+                Ending::Reported
+            } else {
+                Ending::Declined
+            };
+            signals.extend(
+                self.mapper
+                    .map(call.completed(&Scope::Root, item_id, "", ending)),
+            );
+        }
+        signals
     }
 
     /// Translates one stdout line. `Err` only for a line that is not a JSON object or a known
@@ -875,6 +902,9 @@ impl Translator {
             Request::ApplyPatchApproval(params) => {
                 self.legacy_patch_approval(request_id, params, out);
             }
+            Request::PermissionsApproval(params) => {
+                self.permissions_approval(request_id, params, out);
+            }
             Request::RequestUserInput(params) => out.push(Output::Reply {
                 request_id,
                 result: empty_answers(&params),
@@ -996,6 +1026,73 @@ impl Translator {
             ApprovalKind::ApplyPatch,
             out,
         );
+    }
+
+    /// `item/permissions/requestApproval`: asked on the open tool call it names, else on a
+    /// synthetic call started for it (`permissions-<request id>`, tracked like a legacy call so
+    /// the turn's end closes it when nobody answered).
+    fn permissions_approval(
+        &mut self,
+        request_id: Value,
+        params: PermissionsApprovalParams,
+        out: &mut Vec<Output>,
+    ) {
+        let PermissionsApprovalParams {
+            thread_id,
+            turn_id,
+            item_id,
+            reason,
+            permissions,
+        } = params;
+        let kind = ApprovalKind::Permissions {
+            requested: permissions.clone(),
+        };
+        if !self.ours(thread_id.as_deref()) {
+            return Self::decline(request_id, kind, "another thread", out);
+        }
+        if self.turn.is_none() {
+            return Self::decline(request_id, kind, "no turn is running", out);
+        }
+        if !self.route(turn_id.as_deref()) {
+            return Self::decline(request_id, kind, "another turn", out);
+        }
+        let Some(turn) = &mut self.turn else {
+            return Self::decline(request_id, kind, "no turn is running", out);
+        };
+        let open = item_id.as_deref().and_then(|item_id| {
+            let (call, _) = turn.open_tool(item_id)?;
+            Some((item_id.to_owned(), call.clone()))
+        });
+        let (tool_call_id, call) = match open {
+            Some(open) => open,
+            None => {
+                let id = synthetic_id(&request_id);
+                if turn.items.contains_key(&id) {
+                    return Self::decline(
+                        request_id,
+                        kind,
+                        "a permissions request seen before",
+                        out,
+                    );
+                }
+                let call = ToolCall::Permissions {
+                    requested: permissions.clone(),
+                };
+                turn.tool_order.push(id.clone());
+                turn.items.insert(
+                    id.clone(),
+                    ItemTrack::Tool {
+                        call: call.clone(),
+                        output: String::new(),
+                        done: false,
+                    },
+                );
+                (id, call)
+            }
+        };
+        let event =
+            call.permissions_asked(&Scope::Root, &tool_call_id, &permissions, reason.as_deref());
+        self.ask(request_id, tool_call_id, kind, event, out);
     }
 
     /// Legacy approvals name a call that has no item: it is tracked from the request on, so it
@@ -1134,6 +1231,14 @@ fn legacy_change(path: &str, change: &Value) -> Change {
             .or_else(|| text("content"))
             .unwrap_or_default(),
         kind,
+    }
+}
+
+/// The id of the synthetic call of permissions request `request_id`: `permissions-<id>`.
+fn synthetic_id(request_id: &Value) -> String {
+    match request_id {
+        Value::String(id) => format!("permissions-{id}"),
+        other => format!("permissions-{other}"),
     }
 }
 

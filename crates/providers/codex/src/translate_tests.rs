@@ -533,6 +533,207 @@ fn approvals_nobody_can_answer_are_declined_right_away() {
     );
 }
 
+fn permissions_request(request_id: Value, item_id: Option<&str>, reason: Option<&str>) -> Value {
+    let mut params = json!({ "threadId": THREAD, "turnId": APP_TURN,
+                             "permissions": { "network": { "enabled": true } } });
+    if let Some(item_id) = item_id {
+        params["itemId"] = json!(item_id);
+    }
+    if let Some(reason) = reason {
+        params["reason"] = json!(reason);
+    }
+    json!({ "method": "item/permissions/requestApproval", "id": request_id, "params": params })
+}
+
+fn permissions_kind() -> ApprovalKind {
+    ApprovalKind::Permissions {
+        requested: json!({ "network": { "enabled": true } }),
+    }
+}
+
+#[test]
+fn a_permissions_request_for_an_open_item_asks_on_its_tool_call() {
+    let mut t = translator();
+    feed(
+        &mut t,
+        &[item(
+            "item/started",
+            command("call_1", "inProgress", json!({})),
+        )],
+    );
+    let out = feed(
+        &mut t,
+        &[permissions_request(
+            json!(11),
+            Some("call_1"),
+            Some("Fetch the crate index"),
+        )],
+    );
+    assert_eq!(
+        signals(&out),
+        [
+            json!({ "type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "call_1",
+                    "invocationMessage": "Allow network access",
+                    "toolInput": r#"{"network":{"enabled":true}}"#,
+                    "confirmationTitle": "Fetch the crate index",
+                    "permissionKind": "permissions" })
+        ]
+    );
+    assert_eq!(
+        out.last(),
+        Some(&Output::ApprovalRequest {
+            request_id: json!(11),
+            tool_call_id: "call_1".into(),
+            kind: permissions_kind()
+        })
+    );
+    assert_eq!(
+        approval_answer(permissions_kind(), true),
+        json!({ "permissions": { "network": { "enabled": true } }, "scope": "turn" })
+    );
+    // The item's own completion reports it; the decision completes nothing.
+    assert_eq!(t.record_decision("call_1", true), Vec::new());
+    let out = feed(
+        &mut t,
+        &[item(
+            "item/completed",
+            command("call_1", "completed", json!({ "exitCode": 0 })),
+        )],
+    );
+    assert_eq!(signals(&out)[0]["result"]["success"], true);
+}
+
+#[test]
+fn a_permissions_request_without_an_open_item_asks_on_a_synthetic_call() {
+    let mut t = translator();
+    let out = feed(&mut t, &[permissions_request(json!(12), None, None)]);
+    let rendered = signals(&out);
+    assert_eq!(
+        rendered,
+        [
+            json!({ "type": "chat/toolCallStart", "turnId": "t1", "toolCallId": "permissions-12",
+                    "toolName": "codex.permissions", "displayName": "Permissions" }),
+            json!({ "type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "permissions-12",
+                    "invocationMessage": "Allow network access",
+                    "toolInput": r#"{"network":{"enabled":true}}"#,
+                    "confirmationTitle": "Allow extra permissions",
+                    "permissionKind": "permissions" }),
+        ]
+    );
+    assert_eq!(
+        out.last(),
+        Some(&Output::ApprovalRequest {
+            request_id: json!(12),
+            tool_call_id: "permissions-12".into(),
+            kind: permissions_kind()
+        })
+    );
+    // The host's answer completes it; the turn's end does not complete it again.
+    let done: Vec<Value> = t
+        .record_decision("permissions-12", true)
+        .iter()
+        .map(signal_json)
+        .collect();
+    assert_eq!(
+        done,
+        [
+            json!({ "type": "chat/toolCallComplete", "turnId": "t1", "toolCallId": "permissions-12",
+                    "result": { "success": true, "pastTenseMessage": "Allowed network access" } })
+        ]
+    );
+    let out = feed(&mut t, &[turn_completed(APP_TURN, "completed", json!({}))]);
+    assert_eq!(shape(&signals(&out)), ["chat/turnComplete"]);
+}
+
+#[test]
+fn a_declined_permissions_request_of_an_unknown_item_completes_its_synthetic_call_as_denied() {
+    let mut t = translator();
+    let out = feed(
+        &mut t,
+        &[permissions_request(json!("p-1"), Some("call_gone"), None)],
+    );
+    assert_eq!(
+        out.last(),
+        Some(&Output::ApprovalRequest {
+            request_id: json!("p-1"),
+            tool_call_id: "permissions-p-1".into(),
+            kind: permissions_kind()
+        })
+    );
+    assert_eq!(
+        approval_answer(permissions_kind(), false),
+        json!({ "permissions": {}, "scope": "turn" })
+    );
+    let done: Vec<Value> = t
+        .record_decision("permissions-p-1", false)
+        .iter()
+        .map(signal_json)
+        .collect();
+    assert_eq!(
+        done[0]["result"],
+        json!({ "success": false, "pastTenseMessage": "Extra permissions were declined",
+                "error": { "code": "denied",
+                           "message": "The user declined the extra permissions." } })
+    );
+    assert_eq!(done.len(), 1);
+}
+
+#[test]
+fn an_unanswered_synthetic_permissions_call_completes_at_the_turn_end() {
+    let mut t = translator();
+    let out = feed(
+        &mut t,
+        &[
+            permissions_request(json!(13), None, Some("Write the cache")),
+            turn_completed(APP_TURN, "completed", json!({})),
+        ],
+    );
+    let rendered = signals(&out);
+    assert_eq!(
+        shape(&rendered),
+        [
+            "chat/toolCallStart",
+            "chat/toolCallReady",
+            "chat/toolCallComplete",
+            "chat/turnComplete"
+        ]
+    );
+    assert_eq!(rendered[1]["confirmationTitle"], "Write the cache");
+    assert_eq!(rendered[2]["result"]["success"], false);
+    assert_eq!(rendered[2]["toolCallId"], "permissions-13");
+}
+
+#[test]
+fn permissions_requests_nobody_can_answer_are_declined_right_away() {
+    let decline = |id: Value| Output::Reply {
+        request_id: id,
+        result: json!({ "permissions": {}, "scope": "turn" }),
+    };
+    // No turn at all.
+    let mut idle = Translator::new(session());
+    idle.set_thread(THREAD);
+    assert_eq!(
+        feed(&mut idle, &[permissions_request(json!(1), None, None)]),
+        [decline(json!(1))]
+    );
+    // Another thread, another turn.
+    let mut t = translator();
+    let mut other_thread = permissions_request(json!(2), None, None);
+    other_thread["params"]["threadId"] = json!("th-other");
+    let mut other_turn = permissions_request(json!(3), None, None);
+    other_turn["params"]["turnId"] = json!("app-other");
+    assert_eq!(
+        feed(&mut t, &[other_thread, other_turn]),
+        [decline(json!(2)), decline(json!(3))]
+    );
+    // After the turn ended.
+    feed(&mut t, &[turn_completed(APP_TURN, "completed", json!({}))]);
+    assert_eq!(
+        feed(&mut t, &[permissions_request(json!(4), None, None)]),
+        [decline(json!(4))]
+    );
+}
+
 #[test]
 fn unknown_server_requests_are_unsupported_and_user_input_gets_empty_answers() {
     let mut t = translator();

@@ -130,6 +130,8 @@ pub enum Request {
     ExecCommandApproval(ExecCommandApprovalParams),
     /// Legacy `applyPatchApproval`.
     ApplyPatchApproval(ApplyPatchApprovalParams),
+    /// `item/permissions/requestApproval`.
+    PermissionsApproval(PermissionsApprovalParams),
     /// `item/tool/requestUserInput`.
     RequestUserInput(UserInputParams),
     /// Any other method.
@@ -147,6 +149,8 @@ pub const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
 pub const EXEC_COMMAND_APPROVAL: &str = "execCommandApproval";
 /// Legacy `applyPatchApproval`.
 pub const APPLY_PATCH_APPROVAL: &str = "applyPatchApproval";
+/// `item/permissions/requestApproval`.
+pub const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
 /// `item/tool/requestUserInput`.
 pub const REQUEST_USER_INPUT: &str = "item/tool/requestUserInput";
 
@@ -157,6 +161,9 @@ impl Request {
             FILE_CHANGE_APPROVAL => Self::FileChangeApproval(decode_params(&method, params)?),
             EXEC_COMMAND_APPROVAL => Self::ExecCommandApproval(decode_params(&method, params)?),
             APPLY_PATCH_APPROVAL => Self::ApplyPatchApproval(decode_params(&method, params)?),
+            PERMISSIONS_APPROVAL => {
+                Self::PermissionsApproval(PermissionsApprovalParams::from_value(params))
+            }
             REQUEST_USER_INPUT => Self::RequestUserInput(decode_params(&method, params)?),
             _ => Self::Other { method },
         })
@@ -169,6 +176,7 @@ impl Request {
             Self::FileChangeApproval(_) => FILE_CHANGE_APPROVAL,
             Self::ExecCommandApproval(_) => EXEC_COMMAND_APPROVAL,
             Self::ApplyPatchApproval(_) => APPLY_PATCH_APPROVAL,
+            Self::PermissionsApproval(_) => PERMISSIONS_APPROVAL,
             Self::RequestUserInput(_) => REQUEST_USER_INPUT,
             Self::Other { method } => method,
         }
@@ -253,6 +261,50 @@ pub struct ApplyPatchApprovalParams {
     /// Why the agent asks.
     #[serde(default)]
     pub reason: Option<String>,
+}
+
+/// `item/permissions/requestApproval` params: Codex asks for extra sandbox permissions
+/// (network access, more readable or writable roots) for an item.
+///
+/// Decoded tolerantly ([`Self::from_value`]): a field that is absent or not of the expected
+/// type is `None`, so an odd request is still answered rather than failing the line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionsApprovalParams {
+    /// The thread.
+    pub thread_id: Option<String>,
+    /// The app-server's turn.
+    pub turn_id: Option<String>,
+    /// The item the permissions are for (the tool call id), when the request names one.
+    pub item_id: Option<String>,
+    /// Why the agent asks.
+    pub reason: Option<String>,
+    /// The requested permissions as Codex sent them (e.g. `{"network": {"enabled": true},
+    /// "fileSystem": {"write": ["/tmp"]}}`); an empty object when absent or `null`.
+    pub permissions: Value,
+}
+
+impl PermissionsApprovalParams {
+    /// Reads the params of the request; never fails (see the type's documentation).
+    pub fn from_value(params: Value) -> Self {
+        let text = |key: &str| {
+            params
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        let permissions = match params.get("permissions") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(permissions) => permissions.clone(),
+        };
+        Self {
+            thread_id: text("threadId"),
+            turn_id: text("turnId"),
+            item_id: text("itemId"),
+            reason: text("reason"),
+            permissions,
+        }
+    }
 }
 
 /// `item/tool/requestUserInput` params.

@@ -178,3 +178,48 @@ fn rpc_errors_read_for_people() {
     };
     assert_eq!(error.to_string(), "Invalid request (code -32600)");
 }
+
+#[test]
+fn a_permissions_request_decodes_tolerantly() {
+    let request = |params: Value| match message(json!({
+        "method": "item/permissions/requestApproval", "id": 5, "params": params
+    })) {
+        Message::Request(ServerRequest {
+            request: Request::PermissionsApproval(params),
+            ..
+        }) => params,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        request(
+            json!({ "threadId": "th", "turnId": "tu", "itemId": "call_1",
+                        "reason": "Need the network", "permissions": { "network": { "enabled": true } },
+                        "somethingNew": 1 })
+        ),
+        PermissionsApprovalParams {
+            thread_id: Some("th".into()),
+            turn_id: Some("tu".into()),
+            item_id: Some("call_1".into()),
+            reason: Some("Need the network".into()),
+            permissions: json!({ "network": { "enabled": true } }),
+        }
+    );
+    // Missing, `null` or oddly typed fields are absent; absent permissions are none.
+    let empty = PermissionsApprovalParams {
+        thread_id: None,
+        turn_id: None,
+        item_id: None,
+        reason: None,
+        permissions: json!({}),
+    };
+    assert_eq!(request(Value::Null), empty);
+    assert_eq!(
+        request(json!({ "threadId": 3, "itemId": null, "reason": ["x"], "permissions": null })),
+        empty
+    );
+    assert_eq!(request(json!("not an object")), empty);
+    assert_eq!(
+        Request::PermissionsApproval(empty).method(),
+        "item/permissions/requestApproval"
+    );
+}

@@ -1,8 +1,8 @@
 //! The process driver against a stand-in app-server (`agenthost_testkit::FakeCli`, a POSIX
 //! shell script that plays a plan of output lines, answers requests and logs what the driver writes):
-//! start failures, hangs, garbage, crashes, the approval round trip, unknown server requests,
-//! interrupt and kill on cancel, thread resume, dispose. Waits across the process
-//! boundary poll with a deadline; every timeout of the driver is set short here.
+//! start failures, hangs, garbage, crashes, the approval and permissions round trips, unknown
+//! server requests, interrupt and kill on cancel, thread resume, dispose. Waits across the
+//! process boundary poll with a deadline; every timeout of the driver is set short here.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -443,6 +443,53 @@ async fn a_decline_goes_back_and_the_command_completes_as_denied() {
     assert_eq!(error["code"], "denied", "{error}");
     chat.turn_complete("t1").await;
     assert_eq!(fake.written()[4]["result"]["decision"], "decline");
+}
+
+#[tokio::test]
+async fn a_permissions_request_is_confirmed_and_goes_back_as_the_permissions_for_the_turn() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.push(Step::out(
+        r#"{"method":"item/permissions/requestApproval","id":7,"params":{"threadId":"thread-1","turnId":"app-turn-1","reason":"Fetch the crate index","permissions":{"network":{"enabled":true}}}}"#,
+    ));
+    plan.push(Step::In);
+    plan.push(Step::out(
+        r#"{"method":"turn/completed","params":{"threadId":"thread-1","turn":{"id":"app-turn-1","items":[],"status":"completed","error":null,"durationMs":5}}}"#,
+    ));
+    plan.push(Step::In);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let asked = chat
+        .until("a pending confirmation", |s| {
+            matches!(s, AgentSignal::PendingConfirmation(_))
+        })
+        .await;
+    let AgentSignal::PendingConfirmation(pending) = asked else {
+        unreachable!()
+    };
+    assert_eq!(pending.permission_kind.as_str(), "permissions");
+    assert_eq!(pending.state.tool_call_id, "permissions-7");
+    chat.session
+        .respond_to_permission("permissions-7", PermissionDecision::Approve)
+        .await
+        .unwrap();
+    let done = chat
+        .until("the permissions call's completion", |s| {
+            matches!(action(s), Some(StateAction::ChatToolCallComplete(_)))
+        })
+        .await;
+    let Some(StateAction::ChatToolCallComplete(done)) = action(&done) else {
+        unreachable!()
+    };
+    assert_eq!(done.tool_call_id, "permissions-7");
+    assert!(done.result.success);
+    chat.turn_complete("t1").await;
+    assert_eq!(
+        fake.written()[4],
+        json!({"id": 7, "result": {"permissions": {"network": {"enabled": true}}, "scope": "turn"}})
+    );
+    chat.session.dispose().await;
 }
 
 #[tokio::test]

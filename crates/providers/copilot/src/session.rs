@@ -646,7 +646,11 @@ impl Inner {
                         request_id,
                         tool_call_id,
                     } => {
-                        state.permissions.insert(tool_call_id, request_id);
+                        // A newer request for the same call replaces the waiting one, which
+                        // is rejected so Copilot never waits for it forever.
+                        if let Some(replaced) = state.permissions.insert(tool_call_id, request_id) {
+                            answers.push((replaced, false, Some(DECLINED_MESSAGE.to_owned())));
+                        }
                     }
                     Output::AnswerPermission {
                         request_id,
