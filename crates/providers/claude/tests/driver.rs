@@ -557,7 +557,7 @@ async fn a_hostile_resume_handle_is_refused() {
 async fn a_second_request_for_the_same_call_denies_the_first_so_nothing_waits_forever() {
     let fake = Fake::new();
     let ask = |id: &str| {
-        Step::out(&format!(
+        Step::out(format!(
             r#"{{"type":"control_request","request_id":"{id}","request":{{"subtype":"can_use_tool","tool_name":"Bash","input":{{"command":"ls"}},"tool_use_id":"toolu_1"}}}}"#
         ))
     };
