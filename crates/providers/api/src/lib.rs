@@ -19,10 +19,13 @@
 
 pub mod mapper;
 mod render;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
 pub use render::{
     awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,
+    stderr_suffix, system_notice, turn_cancelled,
 };
 
 use std::fmt;

@@ -5,12 +5,15 @@
 //! `permissionKind` / `permissionPath`); every other signal as `{"signal": "<name>", …fields}`.
 
 use agenthost_protocol::StringOrMarkdown;
-use agenthost_protocol::actions::ChatToolCallReadyAction;
+use agenthost_protocol::actions::{
+    ChatResponsePartAction, ChatToolCallReadyAction, ChatTurnCancelledAction,
+};
 use agenthost_protocol::common::JsonObject;
+use agenthost_protocol::state::{ResponsePart, SystemNotificationResponsePart};
 use agenthost_protocol::state::{
     ToolCallConfirmationReason, ToolCallPendingConfirmationState, ToolInput,
 };
-use agenthost_protocol::{AgentSignal, PendingConfirmation, SafeId, StateAction};
+use agenthost_protocol::{AgentSignal, PendingConfirmation, SafeId, SessionUri, StateAction};
 use serde_json::{Map, Value, json};
 
 /// The `chat/toolCallReady` (without `confirmed`) the host dispatches for a pending confirmation
@@ -65,6 +68,46 @@ pub fn running_without_confirmation(
         confirmed: Some(ToolCallConfirmationReason::NotNeeded),
         options: None,
     })
+}
+
+/// A system notice in turn `turn_id`, as the signal a provider sends (attachments the agent
+/// cannot take, a conversation that could not be resumed, …).
+pub fn system_notice(session: &SessionUri, turn_id: &str, text: String) -> AgentSignal {
+    AgentSignal::from(agenthost_protocol::ActionSignal {
+        session: session.clone(),
+        action: StateAction::ChatResponsePart(ChatResponsePartAction {
+            turn_id: turn_id.to_owned(),
+            part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
+                content: text.into(),
+                meta: None,
+            }),
+            meta: None,
+        }),
+        parent_tool_call_id: None,
+    })
+}
+
+/// `chat/turnCancelled` of `turn_id` after `duration_ms`, as the signal a provider sends when
+/// it has wound a cancelled turn down.
+pub fn turn_cancelled(session: &SessionUri, turn_id: &str, duration_ms: i64) -> AgentSignal {
+    AgentSignal::from(agenthost_protocol::ActionSignal {
+        session: session.clone(),
+        action: StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
+            turn_id: turn_id.to_owned(),
+            duration: duration_ms,
+            meta: None,
+        }),
+        parent_tool_call_id: None,
+    })
+}
+
+/// `"; stderr: <tail>"` for an error message, or nothing when the tail is blank.
+pub fn stderr_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {}", tail.trim())
+    }
 }
 
 /// The JSON rendering of one signal (see the module documentation).

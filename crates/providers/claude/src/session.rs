@@ -16,11 +16,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use agenthost_protocol::ahp_types::actions::{ChatResponsePartAction, ChatTurnCancelledAction};
+use agenthost_protocol::ahp_types::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
 use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
 use agenthost_provider_api::{
-    PermissionDecision, ProviderError, ProviderSession, SignalSink, TurnRequest,
+    PermissionDecision, ProviderError, ProviderSession, SignalSink, TurnRequest, stderr_suffix,
+    turn_cancelled,
 };
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -113,14 +114,6 @@ struct LineKind {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn tail_suffix(tail: &str) -> String {
-    if tail.trim().is_empty() {
-        String::new()
-    } else {
-        format!("; stderr: {}", tail.trim())
-    }
 }
 
 impl ClaudeSession {
@@ -312,7 +305,7 @@ impl Inner {
             self.stop_process(generation).await;
             return Err(start_failed(format!(
                 "could not send the initialize request: {error}{}",
-                tail_suffix(&tail)
+                stderr_suffix(&tail)
             )));
         }
         match tokio::time::timeout(self.config.start_timeout, rx).await {
@@ -323,7 +316,7 @@ impl Inner {
                 Err(start_failed(format!(
                     "claude refused to initialize: {}{}",
                     answer.error.unwrap_or_else(|| "no reason given".into()),
-                    tail_suffix(&tail)
+                    stderr_suffix(&tail)
                 )))
             }
             Ok(Ok(Err(error))) => Err(error),
@@ -332,7 +325,7 @@ impl Inner {
                 self.stop_process(generation).await;
                 Err(start_failed(format!(
                     "claude stopped before answering the initialize request{}",
-                    tail_suffix(&tail)
+                    stderr_suffix(&tail)
                 )))
             }
             Err(_) => {
@@ -341,7 +334,7 @@ impl Inner {
                 Err(start_failed(format!(
                     "claude did not answer the initialize request within {} ms{}",
                     self.config.start_timeout.as_millis(),
-                    tail_suffix(&tail)
+                    stderr_suffix(&tail)
                 )))
             }
         }
@@ -410,7 +403,7 @@ impl Inner {
             Err(error) => {
                 let tail = process.stderr_tail(Duration::ZERO).await;
                 let info = ProviderError::Protocol {
-                    message: format!("{error}{}", tail_suffix(&tail)),
+                    message: format!("{error}{}", stderr_suffix(&tail)),
                 }
                 .to_error_info();
                 let signals = lock(&self.translator).fail_turn(info);
@@ -601,16 +594,8 @@ impl Inner {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.send_signals(vec![AgentSignal::from(ActionSignal {
-            session: self.session.clone(),
-            action: StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
-                turn_id: turn_id.to_owned(),
-                duration,
-                meta: None,
-            }),
-            parent_tool_call_id: None,
-        })])
-        .await;
+        self.send_signals(vec![turn_cancelled(&self.session, turn_id, duration)])
+            .await;
         Ok(())
     }
 

@@ -8,16 +8,16 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agenthost_protocol::{AgentSignal, ChatUri, SafeId, SessionUri, StateAction};
+use agenthost_protocol::{ChatUri, SafeId, SessionUri, StateAction};
+use agenthost_provider_api::testing::{SignalLog, action, start_request, turn_request};
 use agenthost_provider_api::{
-    PermissionDecision, Provider, ProviderError, ProviderSession, RoutedSignal, SignalSink,
-    StartSession, TurnRequest, signal_channel,
+    PermissionDecision, Provider, ProviderError, ProviderSession, SignalSink, StartSession,
+    TurnRequest, signal_channel,
 };
 use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider, ClaudeSession};
 use agenthost_testkit::{FakeCli, Step};
 use rustix::process::{Pid, test_kill_process_group};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// The longest any wait here takes before the test fails.
@@ -81,100 +81,39 @@ fn out(line: &str) -> Step {
     Step::out(line)
 }
 
+/// A conversation under test and the signals it sent.
 struct Chat {
     session: ClaudeSession,
-    rx: mpsc::Receiver<RoutedSignal>,
-    seen: Vec<AgentSignal>,
+    log: SignalLog,
     _work: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Chat {
+    type Target = SignalLog;
+    fn deref(&self) -> &SignalLog {
+        &self.log
+    }
+}
+
+impl std::ops::DerefMut for Chat {
+    fn deref_mut(&mut self) -> &mut SignalLog {
+        &mut self.log
+    }
 }
 
 fn start(config: ClaudeConfig) -> Chat {
     let provider = ClaudeProvider::new(config).unwrap();
     let work = tempfile::tempdir().unwrap();
-    let (tx, rx) = signal_channel(256);
-    let session_uri = SessionUri::canonical(SafeId::new("s1").unwrap());
-    let chat = ChatUri::default_for(&session_uri);
-    let session = provider.start(StartSession {
-        signals: SignalSink::new(chat.as_str(), tx),
-        session: session_uri,
-        chat,
-        working_directory: work.path().to_owned(),
-        model: None,
-    });
+    let (request, rx) = start_request(work.path());
     Chat {
-        session,
-        rx,
-        seen: Vec::new(),
+        session: provider.start(request),
+        log: SignalLog::new(rx, DEADLINE),
         _work: work,
     }
 }
 
 fn turn(id: &str) -> TurnRequest {
-    TurnRequest {
-        turn_id: id.into(),
-        text: "Create out.txt containing hi".into(),
-        instructions: Vec::new(),
-        attachments: Vec::new(),
-        model: None,
-    }
-}
-
-fn action(signal: &AgentSignal) -> Option<&StateAction> {
-    match signal {
-        AgentSignal::Action(action) => Some(&action.action),
-        _ => None,
-    }
-}
-
-impl Chat {
-    /// Signals until `stop` picks one; returns it.
-    async fn until(&mut self, what: &str, stop: impl Fn(&AgentSignal) -> bool) -> AgentSignal {
-        let until = Instant::now() + DEADLINE;
-        loop {
-            let next = tokio::time::timeout_at(until, self.rx.recv())
-                .await
-                .unwrap_or_else(|_| panic!("no {what} within {DEADLINE:?}; seen {:#?}", self.seen))
-                .expect("the signal channel closed");
-            self.seen.push(next.signal.clone());
-            if stop(&next.signal) {
-                return next.signal;
-            }
-        }
-    }
-
-    async fn chat_error(&mut self) -> (String, String) {
-        let signal = self
-            .until("chat/error", |s| {
-                matches!(action(s), Some(StateAction::ChatError(_)))
-            })
-            .await;
-        let Some(StateAction::ChatError(error)) = action(&signal) else {
-            unreachable!()
-        };
-        (
-            error.part.error.error_type.clone(),
-            error.part.error.message.clone(),
-        )
-    }
-
-    async fn turn_complete(&mut self, turn_id: &str) {
-        self.until("chat/turnComplete", |s| {
-            matches!(action(s), Some(StateAction::ChatTurnComplete(done)) if done.turn_id == turn_id)
-        })
-        .await;
-    }
-
-    async fn pending_confirmation(&mut self) -> String {
-        let signal = self
-            .until("a pending confirmation", |s| {
-                matches!(s, AgentSignal::PendingConfirmation(_))
-            })
-            .await;
-        let AgentSignal::PendingConfirmation(pending) = signal else {
-            unreachable!()
-        };
-        pending.state.tool_call_id.clone()
-    }
+    turn_request(id, "Create out.txt containing hi")
 }
 
 async fn poll(what: &str, mut check: impl FnMut() -> bool) {
@@ -432,11 +371,11 @@ async fn cancel_interrupts_the_cli_and_the_conversation_goes_on() {
     chat.turn_complete("t2").await;
     // Nothing of the cancelled turn leaked after its cancellation.
     let cancelled_at = chat
-        .seen
+        .seen()
         .iter()
         .position(|s| matches!(action(s), Some(StateAction::ChatTurnCancelled(_))))
         .unwrap();
-    for signal in &chat.seen[cancelled_at + 1..] {
+    for signal in &chat.seen()[cancelled_at + 1..] {
         let json = agenthost_provider_api::signal_json(signal);
         assert_ne!(json["turnId"], "t1", "{json}");
     }

@@ -13,11 +13,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use agenthost_protocol::ahp_types::actions::{ChatResponsePartAction, ChatTurnCancelledAction};
-use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
-use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
+use agenthost_protocol::ahp_types::state::Turn;
+use agenthost_protocol::{AgentSignal, SessionUri};
 use agenthost_provider_api::{
     PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
+    stderr_suffix, system_notice, turn_cancelled,
 };
 use agenthost_provider_process::{AgentProcess, Launch, read_line_capped};
 use futures::future::BoxFuture;
@@ -120,14 +120,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn tail_suffix(tail: &str) -> String {
-    if tail.trim().is_empty() {
-        String::new()
-    } else {
-        format!("; stderr: {}", tail.trim())
-    }
-}
-
 fn remove_images(images: Vec<PathBuf>) {
     for image in images {
         if let Err(error) = std::fs::remove_file(&image)
@@ -193,21 +185,6 @@ impl Inner {
         }
     }
 
-    fn notice(&self, turn_id: &str, text: String) -> AgentSignal {
-        AgentSignal::from(ActionSignal {
-            session: self.session.clone(),
-            action: StateAction::ChatResponsePart(ChatResponsePartAction {
-                turn_id: turn_id.to_owned(),
-                part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
-                    content: text.into(),
-                    meta: None,
-                }),
-                meta: None,
-            }),
-            parent_tool_call_id: None,
-        })
-    }
-
     /// Sends request `method` and waits up to `timeout` for its result.
     async fn request(
         &self,
@@ -263,7 +240,7 @@ impl Inner {
                     message: format!(
                         "codex did not answer `{method}` within {} ms{}",
                         timeout.as_millis(),
-                        tail_suffix(&process.stderr_tail(Duration::ZERO).await)
+                        stderr_suffix(&process.stderr_tail(Duration::ZERO).await)
                     ),
                 })
             }
@@ -324,7 +301,7 @@ impl Inner {
         }
         let notices = notices
             .into_iter()
-            .map(|text| self.notice(&turn.turn_id, text))
+            .map(|text| system_notice(&self.session, &turn.turn_id, text))
             .collect();
         self.send_signals(notices).await;
         let mut params = control::turn_start_params(&thread_id, input);
@@ -423,7 +400,7 @@ impl Inner {
                 Ok(()) => return Ok(process),
                 Err(error) => format!(
                     "could not send `initialized`: {error}{}",
-                    tail_suffix(&process.stderr_tail(STDERR_SETTLE).await)
+                    stderr_suffix(&process.stderr_tail(STDERR_SETTLE).await)
                 ),
             },
             Err(ProviderError::Protocol { message }) => message,
@@ -578,7 +555,7 @@ impl Inner {
             Err(error) => {
                 let tail = process.stderr_tail(Duration::ZERO).await;
                 let info = ProviderError::Protocol {
-                    message: format!("{error}{}", tail_suffix(&tail)),
+                    message: format!("{error}{}", stderr_suffix(&tail)),
                 }
                 .to_error_info();
                 let signals = lock(&self.translator).fail_turn(info);
@@ -784,16 +761,8 @@ impl Inner {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.send_signals(vec![AgentSignal::from(ActionSignal {
-            session: self.session.clone(),
-            action: StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
-                turn_id: turn_id.to_owned(),
-                duration,
-                meta: None,
-            }),
-            parent_tool_call_id: None,
-        })])
-        .await;
+        self.send_signals(vec![turn_cancelled(&self.session, turn_id, duration)])
+            .await;
         Ok(())
     }
 

@@ -15,11 +15,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use agenthost_protocol::ahp_types::actions::{ChatResponsePartAction, ChatTurnCancelledAction};
-use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
-use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
+use agenthost_protocol::ahp_types::state::Turn;
+use agenthost_protocol::{AgentSignal, SessionUri};
 use agenthost_provider_api::{
     PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
+    stderr_suffix, system_notice, turn_cancelled,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
 use futures::future::BoxFuture;
@@ -175,14 +175,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn tail_suffix(tail: &str) -> String {
-    if tail.trim().is_empty() {
-        String::new()
-    } else {
-        format!("; stderr: {}", tail.trim())
-    }
-}
-
 impl CopilotSession {
     pub(crate) fn new(
         config: Arc<CopilotConfig>,
@@ -251,21 +243,6 @@ impl Inner {
         }
     }
 
-    fn notice(&self, turn_id: &str, text: String) -> AgentSignal {
-        AgentSignal::from(ActionSignal {
-            session: self.session.clone(),
-            action: StateAction::ChatResponsePart(ChatResponsePartAction {
-                turn_id: turn_id.to_owned(),
-                part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
-                    content: text.into(),
-                    meta: None,
-                }),
-                meta: None,
-            }),
-            parent_tool_call_id: None,
-        })
-    }
-
     fn allocate_request(&self) -> (u64, oneshot::Receiver<Answer>) {
         let mut state = lock(&self.state);
         state.next_request += 1;
@@ -323,7 +300,7 @@ impl Inner {
                     message: format!(
                         "copilot did not answer `{method}` within {} ms{}",
                         timeout.as_millis(),
-                        tail_suffix(&process.stderr_tail(Duration::ZERO).await)
+                        stderr_suffix(&process.stderr_tail(Duration::ZERO).await)
                     ),
                 })
             }
@@ -387,7 +364,7 @@ impl Inner {
         }
         let notices = notices
             .into_iter()
-            .map(|text| self.notice(&turn.turn_id, text))
+            .map(|text| system_notice(&self.session, &turn.turn_id, text))
             .collect();
         self.send_signals(notices).await;
         let request = self.allocate_request();
@@ -706,7 +683,7 @@ impl Inner {
     async fn protocol_failure(&self, generation: u64, process: &AgentProcess, message: String) {
         let tail = process.stderr_tail(Duration::ZERO).await;
         let info = ProviderError::Protocol {
-            message: format!("{message}{}", tail_suffix(&tail)),
+            message: format!("{message}{}", stderr_suffix(&tail)),
         }
         .to_error_info();
         let signals = lock(&self.translator).fail_turn(info);
@@ -878,16 +855,8 @@ impl Inner {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.send_signals(vec![AgentSignal::from(ActionSignal {
-            session: self.session.clone(),
-            action: StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
-                turn_id: turn_id.to_owned(),
-                duration,
-                meta: None,
-            }),
-            parent_tool_call_id: None,
-        })])
-        .await;
+        self.send_signals(vec![turn_cancelled(&self.session, turn_id, duration)])
+            .await;
         Ok(())
     }
 

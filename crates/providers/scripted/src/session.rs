@@ -10,9 +10,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agenthost_protocol::ahp_types::actions::ChatTurnCancelledAction;
 use agenthost_protocol::ahp_types::state::Turn;
-use agenthost_protocol::{ActionSignal, SafeId, SessionUri, StateAction, SubagentCompleted};
+use agenthost_protocol::{SafeId, SessionUri, SubagentCompleted};
 use agenthost_provider_api::{
     PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
 };
@@ -291,17 +290,12 @@ impl ScriptedSession {
                     })
                     .await;
             }
-            let cancelled = StateAction::ChatTurnCancelled(ChatTurnCancelledAction {
-                turn_id,
-                duration: duration_ms(started),
-                meta: None,
-            });
             let _ = signals
-                .send(ActionSignal {
-                    session,
-                    action: cancelled,
-                    parent_tool_call_id: None,
-                })
+                .send(agenthost_provider_api::turn_cancelled(
+                    &session,
+                    &turn_id,
+                    duration_ms(started),
+                ))
                 .await;
             control.ended();
         });
