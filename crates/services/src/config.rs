@@ -1,0 +1,171 @@
+//! [`Configuration`]: root and session configuration values, effective working directories.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use serde_json::Value;
+
+/// Configuration values contributions read. Keys are the host's configuration keys; values
+/// JSON. Synchronous: values live in memory (the host seeds them from its flags and from
+/// session state).
+pub trait Configuration: Send + Sync {
+    /// A root (host-wide) value.
+    fn root_value(&self, key: &str) -> Option<Value>;
+
+    /// A session's own value, falling back to the root value.
+    fn session_value(&self, session: &str, key: &str) -> Option<Value>;
+
+    /// The working directories (file URIs) a turn of `chat` in `session` runs in: the chat's
+    /// own subset when it has one, else the session's. Empty when none are known.
+    fn working_directories(&self, session: &str, chat: Option<&str>) -> Vec<String>;
+
+    /// A root flag: `true` only when the root value is the JSON `true`.
+    fn root_flag(&self, key: &str) -> bool {
+        self.root_value(key) == Some(Value::Bool(true))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Values {
+    root: HashMap<String, Value>,
+    sessions: HashMap<String, HashMap<String, Value>>,
+    session_dirs: HashMap<String, Vec<String>>,
+    chat_dirs: HashMap<String, Vec<String>>,
+}
+
+/// In-memory configuration the host seeds and updates; sessions and chats are removed with
+/// [`forget_session`](Self::forget_session) / [`forget_chat`](Self::forget_chat).
+#[derive(Debug, Default)]
+pub struct InMemoryConfiguration {
+    values: RwLock<Values>,
+}
+
+impl InMemoryConfiguration {
+    /// Empty configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Values> {
+        self.values.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Values> {
+        self.values.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets (or with `None` removes) a root value.
+    pub fn set_root(&self, key: &str, value: Option<Value>) {
+        let mut values = self.write();
+        match value {
+            Some(value) => values.root.insert(key.to_owned(), value),
+            None => values.root.remove(key),
+        };
+    }
+
+    /// Sets (or with `None` removes) a session value.
+    pub fn set_session(&self, session: &str, key: &str, value: Option<Value>) {
+        let mut values = self.write();
+        let entries = values.sessions.entry(session.to_owned()).or_default();
+        match value {
+            Some(value) => entries.insert(key.to_owned(), value),
+            None => entries.remove(key),
+        };
+    }
+
+    /// Sets the session's working directories.
+    pub fn set_session_directories(&self, session: &str, directories: Vec<String>) {
+        self.write()
+            .session_dirs
+            .insert(session.to_owned(), directories);
+    }
+
+    /// Sets (or with `None` removes) a chat's own subset of working directories.
+    pub fn set_chat_directories(&self, chat: &str, directories: Option<Vec<String>>) {
+        let mut values = self.write();
+        match directories {
+            Some(directories) => values.chat_dirs.insert(chat.to_owned(), directories),
+            None => values.chat_dirs.remove(chat),
+        };
+    }
+
+    /// Forgets a session's values and directories.
+    pub fn forget_session(&self, session: &str) {
+        let mut values = self.write();
+        values.sessions.remove(session);
+        values.session_dirs.remove(session);
+    }
+
+    /// Forgets a chat's directories.
+    pub fn forget_chat(&self, chat: &str) {
+        self.write().chat_dirs.remove(chat);
+    }
+}
+
+impl Configuration for InMemoryConfiguration {
+    fn root_value(&self, key: &str) -> Option<Value> {
+        self.read().root.get(key).cloned()
+    }
+
+    fn session_value(&self, session: &str, key: &str) -> Option<Value> {
+        let values = self.read();
+        values
+            .sessions
+            .get(session)
+            .and_then(|entries| entries.get(key))
+            .or_else(|| values.root.get(key))
+            .cloned()
+    }
+
+    fn working_directories(&self, session: &str, chat: Option<&str>) -> Vec<String> {
+        let values = self.read();
+        chat.and_then(|chat| values.chat_dirs.get(chat))
+            .or_else(|| values.session_dirs.get(session))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn session_values_fall_back_to_root_values() {
+        let config = InMemoryConfiguration::new();
+        assert_eq!(config.root_value("k"), None);
+        assert!(!config.root_flag("flag"));
+        config.set_root("flag", Some(json!(true)));
+        config.set_root("k", Some(json!("root")));
+        config.set_session("s1", "k", Some(json!("session")));
+        assert!(config.root_flag("flag"));
+        assert_eq!(config.session_value("s1", "k"), Some(json!("session")));
+        assert_eq!(config.session_value("s2", "k"), Some(json!("root")));
+        config.set_session("s1", "k", None);
+        assert_eq!(config.session_value("s1", "k"), Some(json!("root")));
+        config.set_root("flag", Some(json!("yes")));
+        assert!(!config.root_flag("flag"), "only JSON true is on");
+        config.set_root("k", None);
+        assert_eq!(config.session_value("s1", "k"), None);
+    }
+
+    #[test]
+    fn a_chat_subset_overrides_the_session_directories() {
+        let config = InMemoryConfiguration::new();
+        assert!(config.working_directories("s1", None).is_empty());
+        config.set_session_directories("s1", vec!["file:///a".into(), "file:///b".into()]);
+        config.set_chat_directories("c1", Some(vec!["file:///b".into()]));
+        assert_eq!(
+            config.working_directories("s1", None),
+            ["file:///a", "file:///b"]
+        );
+        assert_eq!(config.working_directories("s1", Some("c1")), ["file:///b"]);
+        assert_eq!(config.working_directories("s1", Some("c2")).len(), 2);
+        config.forget_chat("c1");
+        assert_eq!(config.working_directories("s1", Some("c1")).len(), 2);
+        config.forget_session("s1");
+        assert!(config.working_directories("s1", None).is_empty());
+    }
+}

@@ -1,0 +1,86 @@
+use std::sync::{Arc, Mutex};
+
+use agenthost_protocol::ahp_types::state::RootState;
+use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateConfig};
+use serde_json::{Value, json};
+
+use super::*;
+
+const SESSION: &str = "ahp-session:/s1";
+const CHAT: &str = "ahp-chat:/c1";
+const PEER: &str = "ahp-chat:/c2";
+
+fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+fn chat(uri: &str, title: &str) -> ChatState {
+    from(json!({
+        "resource": uri, "title": title, "status": 1,
+        "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []
+    }))
+}
+
+fn state() -> Arc<StateManager> {
+    let state = StateManager::new(
+        from::<RootState>(json!({ "agents": [] })),
+        StateConfig::default(),
+    );
+    let session: SessionState = from(json!({
+        "provider": "scripted", "title": "S", "status": 1, "lifecycle": "ready",
+        "activeClients": [], "chats": []
+    }));
+    state.insert_session(SESSION, session).unwrap();
+    state.insert_chat(SESSION, chat(CHAT, "First")).unwrap();
+    state.insert_chat(SESSION, chat(PEER, "Second")).unwrap();
+    Arc::new(state)
+}
+
+#[derive(Default)]
+struct Seen(Mutex<Vec<(String, u64)>>);
+impl EnvelopeObserver for Seen {
+    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
+        self.0.lock().unwrap().push((
+            observed.envelope.channel.clone(),
+            observed.envelope.server_seq,
+        ));
+    }
+}
+
+#[test]
+fn host_state_reads_the_state_manager() {
+    let host = StateHostState::new(state());
+    assert_eq!(host.chat(CHAT).unwrap().title, "First");
+    assert_eq!(host.chat_title(PEER).as_deref(), Some("Second"));
+    assert_eq!(host.session(SESSION).unwrap().provider, "scripted");
+    assert_eq!(host.chat_session(PEER).as_deref(), Some(SESSION));
+    assert_eq!(host.session_chats(SESSION), [CHAT, PEER]);
+
+    assert_eq!(host.chat("ahp-chat:/missing"), None);
+    assert_eq!(host.chat(SESSION), None, "a session is not a chat");
+    assert_eq!(host.session(CHAT), None, "a chat is not a session");
+    assert_eq!(host.chat_session("ahp-chat:/missing"), None);
+    assert!(host.session_chats("ahp-session:/missing").is_empty());
+}
+
+#[test]
+fn server_dispatch_reduces_numbers_and_is_observed() {
+    let state = state();
+    let seen = Arc::new(Seen::default());
+    state.add_observer(seen.clone());
+    let dispatch = StateServerDispatch::new(state.clone());
+    let host = StateHostState::new(state.clone());
+
+    let action: StateAction = from(json!({ "type": "session/titleChanged", "title": "Renamed" }));
+    let seq = dispatch.dispatch(CHAT, action).unwrap();
+    assert_eq!(seq, state.server_seq());
+    assert_eq!(host.chat_title(CHAT).as_deref(), Some("Renamed"));
+    assert_eq!(*seen.0.lock().unwrap(), [(CHAT.to_owned(), seq)]);
+
+    let action: StateAction = from(json!({ "type": "session/titleChanged", "title": "x" }));
+    let error = dispatch.dispatch("ahp-chat:/missing", action).unwrap_err();
+    assert_eq!(error.channel, "ahp-chat:/missing");
+    assert!(error.to_string().contains("ahp-chat:/missing"), "{error}");
+    assert_eq!(state.server_seq(), seq, "a refused action takes no number");
+    assert_eq!(seen.0.lock().unwrap().len(), 1);
+}

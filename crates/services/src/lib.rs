@@ -1,0 +1,82 @@
+//! The services contributions depend on: injectable traits and their default implementations.
+//!
+//! The central decision: **a contribution reaches the host only through a trait object of this
+//! crate** (`Arc<dyn TitleController>`, `Arc<dyn SessionDataStore>`, …), resolved from the
+//! dispatcher's typed `ServiceRegistry` when the contribution is constructed. The contribution
+//! context never carries services and the host bridge has two members; collaborators that
+//! would otherwise grow them are services here. Every trait is object-safe and `Send + Sync`;
+//! methods that do I/O return a [`BoxFuture`](futures::future::BoxFuture), the others are
+//! synchronous (the incoming-request gate is synchronous, so what it reads must be too).
+//!
+//! This crate knows nothing of the dispatcher (both are layer 3): the registry is a type map of
+//! `Arc<dyn Trait>`, so registering a service is `registry.insert::<dyn Trait>(arc)` in the
+//! composition root. The crate README shows the code.
+//!
+//! | Service | Default | Used by |
+//! |---|---|---|
+//! | [`TitleController`] | [`DefaultTitleController`] (seed from the first message, keep it unless renamed; [`TitleGenerator`] is the refinement hook) | `localCommand`, `sessionTitle` |
+//! | [`LocalCommands`] | [`DefaultLocalCommands`] (`/rename <title>` only) | `localCommand` |
+//! | [`TurnTracker`] | [`DefaultTurnTracker`] (bounded, `tracing`) | `queueDrain`, `sessionInputNeeded` |
+//! | [`ToolCallTracker`] | [`DefaultToolCallTracker`] (bounded, `tracing`) | `sessionInputNeeded` |
+//! | [`ProviderLocator`] | [`DefaultProviderLocator`] (host-filled map, then the URI scheme) | `queueDrain`, `sessionInputNeeded` |
+//! | [`TelemetryReporter`] | [`TracingTelemetry`] | `queueDrain`, `localCommand` |
+//! | [`Configuration`] | [`InMemoryConfiguration`] (seeded by the host) | `checkpointAndChangeset`, `markdownPlanRichLinks`, `artifactTools`, `unattendedPolicy` |
+//! | [`HostState`] | [`StateHostState`] over `agenthost_state::StateManager` | `turnAdmission`, `queueDrain`, `sessionInputNeeded`, `markUnread`, … |
+//! | [`ServerDispatch`] | [`StateServerDispatch`] over `agenthost_state::StateManager` | every contribution that changes state |
+//! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags` |
+//!
+//! # Bounded state
+//!
+//! Default implementations that keep state in memory keep it bounded: a tracker entry is removed
+//! when its turn or tool call completes or its chat is cleared, and each tracker holds at most a
+//! configured number of entries (the oldest is dropped, with a warning, past it).
+//!
+//! # The `fakes` feature
+//!
+//! `fakes` adds the [`fakes`] module (off by default): one recording fake per trait. Each
+//! records every call, in order, as a value of its `…Call` enum, and lets a test script the
+//! answers. Contribution crates enable it from their dev-dependencies:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! agenthost-services = { workspace = true, features = ["fakes"] }
+//! ```
+#![deny(missing_docs)]
+
+mod bounded;
+mod config;
+mod host;
+mod local_commands;
+mod provider;
+mod session_data;
+mod telemetry;
+mod title;
+mod tool_calls;
+mod turns;
+
+#[cfg(feature = "fakes")]
+pub mod fakes;
+
+pub use config::{Configuration, InMemoryConfiguration};
+pub use host::{DispatchError, HostState, ServerDispatch, StateHostState, StateServerDispatch};
+pub use local_commands::{
+    DefaultLocalCommands, LocalCommand, LocalCommandError, LocalCommands, MAX_RENAME_CHARS,
+};
+pub use provider::{DefaultProviderLocator, ProviderLocator};
+pub use session_data::{
+    DataError, DataFuture, DataOwner, Flags, SessionDataStore, StoreSessionData, StoredTitle,
+    TitleSource,
+};
+pub use telemetry::{MessageSource, TelemetryReporter, TracingTelemetry, UserMessageSent};
+pub use title::{
+    DefaultTitleController, NoTitleGenerator, TitleConfig, TitleController, TitleGenerator,
+    TitleKind, TitleState, seed_title,
+};
+pub use tool_calls::{
+    DefaultToolCallTracker, ToolCallBlock, ToolCallOutcome, ToolCallPhase, ToolCallSnapshot,
+    ToolCallTracker,
+};
+pub use turns::{
+    DefaultTurnTracker, TrackerConfig, TurnBlock, TurnCompletion, TurnSnapshot, TurnStage,
+    TurnTracker,
+};

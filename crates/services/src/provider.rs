@@ -1,0 +1,90 @@
+//! [`ProviderLocator`]: which provider runs a session.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use agenthost_protocol::SessionUri;
+
+/// Resolves the provider id of a session (`claude`, `codex`, `scripted`, …).
+pub trait ProviderLocator: Send + Sync {
+    /// The provider of `session` (a session URI), or `None` when it cannot be told.
+    fn provider_of(&self, session: &str) -> Option<String>;
+}
+
+/// The host fills a map when it creates or restores a session; a session not in it falls back
+/// to the provider scheme of its URI (`claude:/<id>` → `claude`). A canonical
+/// `ahp-session:/<id>` not in the map has no provider. Entries are removed with
+/// [`forget`](Self::forget) when a session is disposed.
+#[derive(Debug, Default)]
+pub struct DefaultProviderLocator {
+    sessions: RwLock<HashMap<String, String>>,
+}
+
+impl DefaultProviderLocator {
+    /// An empty locator (URI schemes only).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that `provider` runs `session`.
+    pub fn set(&self, session: &str, provider: &str) {
+        self.sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.to_owned(), provider.to_owned());
+    }
+
+    /// Forgets `session`.
+    pub fn forget(&self, session: &str) {
+        self.sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session);
+    }
+}
+
+impl ProviderLocator for DefaultProviderLocator {
+    fn provider_of(&self, session: &str) -> Option<String> {
+        let mapped = self
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .cloned();
+        mapped.or_else(|| {
+            SessionUri::parse(session)
+                .ok()?
+                .provider_scheme()
+                .map(str::to_owned)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_map_wins_then_the_scheme() {
+        let locator = DefaultProviderLocator::new();
+        assert_eq!(locator.provider_of("claude:/s1").as_deref(), Some("claude"));
+        assert_eq!(locator.provider_of("ahp-session:/s1"), None);
+        assert_eq!(locator.provider_of("not a uri"), None);
+        assert_eq!(locator.provider_of(""), None);
+        locator.set("ahp-session:/s1", "scripted");
+        locator.set("copilotcli:/s2", "copilot");
+        assert_eq!(
+            locator.provider_of("ahp-session:/s1").as_deref(),
+            Some("scripted")
+        );
+        assert_eq!(
+            locator.provider_of("copilotcli:/s2").as_deref(),
+            Some("copilot")
+        );
+        locator.forget("copilotcli:/s2");
+        assert_eq!(
+            locator.provider_of("copilotcli:/s2").as_deref(),
+            Some("copilotcli")
+        );
+    }
+}
