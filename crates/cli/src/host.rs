@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agenthost_checkpoint::{CheckpointConfig, GitCheckpointService, MemoryLedger};
+use agenthost_contributions::register_builtin_contributions;
 use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
 use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider};
@@ -13,7 +14,12 @@ use agenthost_provider_copilot::{CopilotConfig, CopilotProvider};
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
+use agenthost_services::{
+    DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ServerDispatch,
+    StateHostState, StateServerDispatch, TelemetryReporter, TitleController, TracingTelemetry,
+};
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
+use agenthost_state::StateManager;
 use agenthost_store::Store;
 
 /// Everything a host needs to start.
@@ -140,6 +146,19 @@ impl ResumeHandles for ConversationHandles {
     }
 }
 
+/// The services the built-in contributions are built from: the default implementation of each,
+/// over the host's state.
+fn services(state: &Arc<StateManager>) -> ServiceRegistry {
+    let mut services = ServiceRegistry::new();
+    services
+        .insert::<dyn HostState>(Arc::new(StateHostState::new(Arc::clone(state))))
+        .insert::<dyn ServerDispatch>(Arc::new(StateServerDispatch::new(Arc::clone(state))))
+        .insert::<dyn LocalCommands>(Arc::new(DefaultLocalCommands))
+        .insert::<dyn TitleController>(Arc::new(DefaultTitleController::default()))
+        .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry));
+    services
+}
+
 /// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
 /// call `serve` on the result.
 pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
@@ -155,7 +174,9 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     let store = open_store(options.data_dir.as_deref())?;
     let agents = providers.iter().map(|p| p.agent_info()).collect();
     let state = state_for(&store, root_state(agents)).map_err(|e| e.to_string())?;
-    let dispatcher = Dispatcher::new(ServiceRegistry::new());
+    let dispatcher = Dispatcher::new(services(&state));
+    let contributions = register_builtin_contributions(&dispatcher)
+        .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
     let service = SessionService::new(
         Arc::clone(&state),
         dispatcher.clone(),
@@ -193,6 +214,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
         Arc::new(service),
         orchestrator,
         options.launch_kind.clone(),
+        contributions,
     );
     Server::bind(config, host).await.map_err(|e| e.to_string())
 }

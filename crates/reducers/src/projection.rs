@@ -60,6 +60,17 @@ pub fn entry_id(entry: &SessionInputRequest) -> Option<&str> {
     })
 }
 
+/// The chat an entry belongs to (unknown kinds included, when they carry a string `chat`).
+pub fn entry_chat(entry: &SessionInputRequest) -> Option<&str> {
+    Some(match entry {
+        SessionInputRequest::ChatInput(e) => &e.chat,
+        SessionInputRequest::ToolConfirmation(e) => &e.chat,
+        SessionInputRequest::ToolClientExecution(e) => &e.chat,
+        SessionInputRequest::ToolAuthentication(e) => &e.chat,
+        SessionInputRequest::Unknown(v) => return v.get("chat").and_then(|chat| chat.as_str()),
+    })
+}
+
 /// Whether an entry waits for a user. Client execution is work delegated to a client, not a
 /// prompt: it never makes a session "input needed" (AHP §4.8).
 pub fn is_user_blocking(entry: &SessionInputRequest) -> bool {

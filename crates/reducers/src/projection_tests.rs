@@ -142,6 +142,10 @@ fn all_four_kinds_with_their_ids() {
         ]
     );
     assert_eq!(entries.iter().filter(|e| !is_user_blocking(e)).count(), 1);
+    assert!(entries.iter().all(|e| entry_chat(e) == Some(CHAT)));
+    let unknown = SessionInputRequest::Unknown(json!({ "kind": "future", "chat": "ahp-chat:/x" }));
+    assert_eq!(entry_chat(&unknown), Some("ahp-chat:/x"));
+    assert_eq!(entry_chat(&SessionInputRequest::Unknown(json!({}))), None);
 }
 
 #[test]

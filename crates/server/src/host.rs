@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use agenthost_dispatcher::{ClientContext, LaunchKind};
+use agenthost_dispatcher::{ClientContext, LaunchKind, RegistrationSet};
 use agenthost_protocol::ActionOrigin;
 use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
 use agenthost_protocol::commands::{
@@ -52,6 +52,9 @@ pub struct Host {
     orchestrator: Orchestrator,
     launch_kind: LaunchKind,
     peers: Mutex<Peers>,
+    /// The built-in contributions' registrations, dropped with the host: that unregisters them,
+    /// which also breaks the state → dispatcher → contribution → state cycle their services form.
+    _contributions: RegistrationSet,
 }
 
 impl std::fmt::Debug for Host {
@@ -76,12 +79,13 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
 }
 
 impl Host {
-    /// The host over its parts.
+    /// The host over its parts; it keeps `contributions` registered for as long as it lives.
     pub fn new(
         state: Arc<StateManager>,
         service: Arc<SessionService>,
         orchestrator: Orchestrator,
         launch_kind: LaunchKind,
+        contributions: RegistrationSet,
     ) -> Arc<Self> {
         Arc::new(Self {
             state,
@@ -89,6 +93,7 @@ impl Host {
             orchestrator,
             launch_kind,
             peers: Mutex::new(Peers::default()),
+            _contributions: contributions,
         })
     }
 

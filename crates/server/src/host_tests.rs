@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
+use agenthost_dispatcher::{Dispatcher, LaunchKind, RegistrationSet, ServiceRegistry};
 use agenthost_protocol::commands::CreateSessionParams;
 use agenthost_service::{ServiceConfig, SessionService, root_state, state_for};
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
@@ -52,6 +52,7 @@ fn host(root: &std::path::Path) -> (Arc<Host>, Arc<StateManager>, Arc<SessionSer
         Arc::clone(&service),
         orchestrator,
         LaunchKind::Serve,
+        RegistrationSet::new(),
     );
     (host, state, service)
 }

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use agenthost_protocol::StateAction;
-use agenthost_protocol::ahp_types::state::{ChatState, SessionState};
+use agenthost_protocol::ahp_types::state::{ChatState, SessionInputRequest, SessionState};
+use agenthost_reducers::projection::desired_input_needed;
 use agenthost_state::StateManager;
 
 /// Read access to the host's authoritative AHP state. Synchronous (the admission gate reads
@@ -19,6 +20,21 @@ pub trait HostState: Send + Sync {
     fn session_chats(&self, session: &str) -> Vec<String>;
     /// The title of a chat.
     fn chat_title(&self, chat: &str) -> Option<String>;
+
+    /// The entries `chat` should have in its session's `inputNeeded` list, derived from its
+    /// current state by the reducers' projection; `None` for an unknown chat. A narrow read for
+    /// the dispatched-action hot path (the default copies the whole chat).
+    fn chat_input_needed(&self, chat: &str) -> Option<Vec<SessionInputRequest>> {
+        self.chat(chat)
+            .map(|state| desired_input_needed(chat, &state))
+    }
+
+    /// A session's current `inputNeeded` list (empty when absent); `None` for an unknown
+    /// session. A narrow read (the default copies the whole session).
+    fn session_input_needed(&self, session: &str) -> Option<Vec<SessionInputRequest>> {
+        self.session(session)
+            .map(|state| state.input_needed.unwrap_or_default())
+    }
 }
 
 /// A server action the host refused.
@@ -75,6 +91,18 @@ impl HostState for StateHostState {
 
     fn chat_title(&self, chat: &str) -> Option<String> {
         self.state.read(|h| h.chat(chat).map(|c| c.title.clone()))
+    }
+
+    fn chat_input_needed(&self, chat: &str) -> Option<Vec<SessionInputRequest>> {
+        self.state
+            .read(|h| h.chat(chat).map(|state| desired_input_needed(chat, state)))
+    }
+
+    fn session_input_needed(&self, session: &str) -> Option<Vec<SessionInputRequest>> {
+        self.state.read(|h| {
+            h.session(session)
+                .map(|state| state.input_needed.clone().unwrap_or_default())
+        })
     }
 }
 

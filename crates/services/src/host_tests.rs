@@ -61,6 +61,46 @@ fn host_state_reads_the_state_manager() {
     assert_eq!(host.session(CHAT), None, "a chat is not a session");
     assert_eq!(host.chat_session("ahp-chat:/missing"), None);
     assert!(host.session_chats("ahp-session:/missing").is_empty());
+
+    assert_eq!(
+        host.chat_input_needed(CHAT),
+        Some(Vec::new()),
+        "no active turn"
+    );
+    assert_eq!(host.chat_input_needed("ahp-chat:/missing"), None);
+    assert_eq!(host.session_input_needed(SESSION), Some(Vec::new()));
+    assert_eq!(host.session_input_needed(CHAT), None);
+}
+
+#[test]
+fn the_narrow_input_needed_reads_follow_the_projection() {
+    let state = state();
+    let host = StateHostState::new(state.clone());
+    let dispatch = StateServerDispatch::new(state.clone());
+    let actions = [
+        json!({ "type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-01-01T00:00:00.000Z",
+                "message": { "text": "hi", "origin": { "kind": "user" } } }),
+        json!({ "type": "chat/toolCallStart", "turnId": "t1", "toolCallId": "c1",
+                "toolName": "shell", "displayName": "Shell" }),
+        json!({ "type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "c1",
+                "invocationMessage": "run it" }),
+    ];
+    for action in actions {
+        dispatch.dispatch(CHAT, from(action)).unwrap();
+    }
+    let desired = host.chat_input_needed(CHAT).unwrap();
+    let expected =
+        agenthost_reducers::projection::desired_input_needed(CHAT, &host.chat(CHAT).unwrap());
+    assert_eq!(desired, expected);
+    assert_eq!(desired.len(), 1);
+
+    let set = StateAction::SessionInputNeededSet(Box::new(
+        agenthost_protocol::ahp_types::actions::SessionInputNeededSetAction {
+            request: desired[0].clone(),
+        },
+    ));
+    dispatch.dispatch(SESSION, set).unwrap();
+    assert_eq!(host.session_input_needed(SESSION), Some(desired));
 }
 
 #[test]

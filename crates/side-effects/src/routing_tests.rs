@@ -121,6 +121,7 @@ impl ChatContribution for TurnEnds {
 
 struct Harness {
     state: Arc<StateManager>,
+    dispatcher: Dispatcher,
     orchestrator: Orchestrator,
     provider: FakeProvider,
     turn_ends: Ended,
@@ -165,7 +166,7 @@ fn harness(provider_name: &str, config: OrchestratorConfig) -> Harness {
     let provider = FakeProvider::default();
     let orchestrator = Orchestrator::start(
         Arc::clone(&state),
-        dispatcher,
+        dispatcher.clone(),
         vec![Arc::new(provider.clone())],
         agenthost_store::Store::open_in_memory().unwrap(),
         config,
@@ -173,6 +174,7 @@ fn harness(provider_name: &str, config: OrchestratorConfig) -> Harness {
     .unwrap();
     Harness {
         state,
+        dispatcher,
         orchestrator,
         provider,
         turn_ends,
@@ -279,6 +281,43 @@ async fn a_client_turn_reaches_the_provider_and_its_signals_reach_the_chat() {
     assert_eq!(
         h.turn_ends(),
         [(CHAT.to_owned(), Some("t1".to_owned()), "success".to_owned())]
+    );
+}
+
+/// A local command: answers every request itself.
+struct HandlesEverything;
+impl ChatContribution for HandlesEverything {
+    fn on_incoming_request(
+        &self,
+        _: &agenthost_dispatcher::IncomingRequest,
+    ) -> HookResult<Option<agenthost_dispatcher::Disposition>> {
+        Ok(Some(agenthost_dispatcher::Disposition::Handled))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handled_request_never_reaches_the_provider_and_ends_as_a_local_command() {
+    let h = harness("fake", OrchestratorConfig::default());
+    let _handler = h
+        .dispatcher
+        .register_with(
+            Descriptor {
+                id: "handlesEverything",
+                order: 50,
+                hooks: HookSet::of(&[Hook::IncomingRequest]),
+            },
+            |_, _| Ok(Arc::new(HandlesEverything)),
+        )
+        .unwrap();
+    h.start_turn("t1").await;
+    assert!(h.provider.0.lock().unwrap().turns.is_empty());
+    assert_eq!(
+        h.turn_ends(),
+        [(
+            CHAT.to_owned(),
+            Some("t1".to_owned()),
+            "localCommand".to_owned()
+        )]
     );
 }
 

@@ -45,7 +45,16 @@ pub(crate) async fn start_turn(shared: Arc<Shared>, start: TurnStart) {
     });
     match disposition {
         Disposition::Accept => {}
-        Disposition::Handled => return,
+        Disposition::Handled => {
+            // A contribution (a local command) answered the request and ended the turn itself;
+            // the turn-end hooks still learn why it ended.
+            shared.turn_end(
+                &start.chat,
+                Some(&start.turn_id),
+                TurnEndReason::LocalCommand,
+            );
+            return;
+        }
         Disposition::Reject { error, .. } => {
             reject_turn(&shared, &start.chat, &start.turn_id, error);
             return;

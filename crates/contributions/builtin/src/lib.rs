@@ -1,0 +1,65 @@
+//! The built-in contributions of agenthost, and the single place they are registered.
+//!
+//! The central decision: **there is exactly one registration site.**
+//! [`register_builtin_contributions`] registers every built-in contribution, once, at host
+//! start-up, in the registration order of the contribution reference (§10.1). The registration
+//! index only breaks ties of equal `ORDER` within a hook, but keeping the list in that order keeps
+//! the per-hook tables of §11 true (pinned by the ordering snapshot in this crate's tests).
+//!
+//! Each contribution lives in its own crate (`agenthost-contrib-<feature>`); this crate only
+//! lists them. Services are resolved from the dispatcher's `ServiceRegistry`: fill it with the
+//! services below before calling, or the registration fails naming the missing one.
+//!
+//! | # | id | Services it needs | Status |
+//! |---|---|---|---|
+//! | 1 | `localCommand` | `dyn LocalCommands`, `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn TelemetryReporter` | registered |
+//! | 2 | `turnAdmission` | `dyn HostState` | registered |
+//! | 3 | `turnDelegation` | | missing |
+//! | 4 | `persistedTurnUsage` | | missing |
+//! | 5 | `worktreeAnnouncement` | | missing |
+//! | 6 | `checkpointAndChangeset` | | missing |
+//! | 7 | `queueDrain` | | missing |
+//! | 8 | `sessionInputNeeded` | `dyn HostState`, `dyn ServerDispatch` | registered |
+//! | 9 | `githubReferences` | | missing |
+//! | 10 | `sessionTitle` | | missing |
+//! | 11 | `markUnread` | | missing |
+//! | 12 | `chatDraft` | | missing |
+//! | 13 | `chatConfig` | | missing |
+//! | 14 | `markdownPlanRichLinks` | | missing |
+//! | 15 | `artifactTools` | | missing |
+//! | 16 | `chatSurface` | | missing |
+//! | 17 | `sideChat` | | missing |
+//! | 18 | `sessionFlags` | | missing |
+//! | 19 | `unattendedPolicy` | | missing |
+#![deny(missing_docs)]
+
+use agenthost_contrib_local_command::LocalCommandHandler;
+use agenthost_contrib_session_input_needed::SessionInputNeeded;
+use agenthost_contrib_turn_admission::TurnAdmission;
+use agenthost_dispatcher::{Dispatcher, RegistrationError, RegistrationSet};
+
+/// Registers every built-in contribution with `dispatcher`, in the order of §10.1.
+///
+/// The returned set owns the registrations: keep it for the life of the host (dropping it
+/// unregisters them all). On an error — a duplicate id or a service missing from the
+/// dispatcher's registry, both named in the message — the contributions registered so far are
+/// unregistered again, so a host never runs with part of the list.
+pub fn register_builtin_contributions(
+    dispatcher: &Dispatcher,
+) -> Result<RegistrationSet, RegistrationError> {
+    let mut set = RegistrationSet::new();
+    // One line per contribution, in registration order (§10.1 `#`); a missing one keeps its slot.
+    set.push(dispatcher.register::<LocalCommandHandler>()?); // 1
+    set.push(dispatcher.register::<TurnAdmission>()?); // 2
+    // 3 turnDelegation, 4 persistedTurnUsage, 5 worktreeAnnouncement, 6 checkpointAndChangeset,
+    // 7 queueDrain: not yet built.
+    set.push(dispatcher.register::<SessionInputNeeded>()?); // 8
+    // 9 githubReferences, 10 sessionTitle, 11 markUnread, 12 chatDraft, 13 chatConfig,
+    // 14 markdownPlanRichLinks, 15 artifactTools, 16 chatSurface, 17 sideChat, 18 sessionFlags,
+    // 19 unattendedPolicy: not yet built.
+    Ok(set)
+}
+
+#[cfg(test)]
+#[path = "lib_tests.rs"]
+mod tests;
