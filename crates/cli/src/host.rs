@@ -16,7 +16,8 @@ use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
 use agenthost_services::{
     DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ServerDispatch,
-    StateHostState, StateServerDispatch, TelemetryReporter, TitleController, TracingTelemetry,
+    SessionDataStore, StateHostState, StateServerDispatch, StoreSessionData, TelemetryReporter,
+    TitleController, TracingTelemetry,
 };
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
 use agenthost_state::StateManager;
@@ -148,14 +149,15 @@ impl ResumeHandles for ConversationHandles {
 
 /// The services the built-in contributions are built from: the default implementation of each,
 /// over the host's state.
-fn services(state: &Arc<StateManager>) -> ServiceRegistry {
+fn services(state: &Arc<StateManager>, store: &Store) -> ServiceRegistry {
     let mut services = ServiceRegistry::new();
     services
         .insert::<dyn HostState>(Arc::new(StateHostState::new(Arc::clone(state))))
         .insert::<dyn ServerDispatch>(Arc::new(StateServerDispatch::new(Arc::clone(state))))
         .insert::<dyn LocalCommands>(Arc::new(DefaultLocalCommands))
         .insert::<dyn TitleController>(Arc::new(DefaultTitleController::default()))
-        .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry));
+        .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry))
+        .insert::<dyn SessionDataStore>(Arc::new(StoreSessionData::new(store.clone())));
     services
 }
 
@@ -174,7 +176,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     let store = open_store(options.data_dir.as_deref())?;
     let agents = providers.iter().map(|p| p.agent_info()).collect();
     let state = state_for(&store, root_state(agents)).map_err(|e| e.to_string())?;
-    let dispatcher = Dispatcher::new(services(&state));
+    let dispatcher = Dispatcher::new(services(&state, &store));
     let contributions = register_builtin_contributions(&dispatcher)
         .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
     let service = SessionService::new(

@@ -53,6 +53,7 @@ mod telemetry;
 mod title;
 mod tool_calls;
 mod turns;
+mod write_queue;
 
 #[cfg(feature = "fakes")]
 pub mod fakes;
@@ -80,3 +81,4 @@ pub use turns::{
     DefaultTurnTracker, TrackerConfig, TurnBlock, TurnCompletion, TurnSnapshot, TurnStage,
     TurnTracker,
 };
+pub use write_queue::{Write, WriteQueue};

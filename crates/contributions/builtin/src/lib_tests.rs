@@ -2,10 +2,11 @@ use std::sync::Arc;
 
 use agenthost_dispatcher::{ServiceRegistry, render_order};
 use agenthost_services::fakes::{
-    FakeHostState, FakeLocalCommands, FakeServerDispatch, FakeTelemetry, FakeTitleController,
+    FakeHostState, FakeLocalCommands, FakeServerDispatch, FakeSessionData, FakeTelemetry,
+    FakeTitleController,
 };
 use agenthost_services::{
-    HostState, LocalCommands, ServerDispatch, TelemetryReporter, TitleController,
+    HostState, LocalCommands, ServerDispatch, SessionDataStore, TelemetryReporter, TitleController,
 };
 
 use super::*;
@@ -18,7 +19,8 @@ fn services() -> ServiceRegistry {
         .insert::<dyn ServerDispatch>(Arc::new(FakeServerDispatch::default()))
         .insert::<dyn LocalCommands>(Arc::new(FakeLocalCommands::default()))
         .insert::<dyn TitleController>(Arc::new(FakeTitleController::default()))
-        .insert::<dyn TelemetryReporter>(Arc::new(FakeTelemetry::default()));
+        .insert::<dyn TelemetryReporter>(Arc::new(FakeTelemetry::default()))
+        .insert::<dyn SessionDataStore>(Arc::new(FakeSessionData::default()));
     services
 }
 
@@ -28,7 +30,15 @@ fn the_builtin_order_per_hook() {
     let set = register_builtin_contributions(&dispatcher).unwrap();
     assert_eq!(
         set.ids().collect::<Vec<_>>(),
-        ["localCommand", "turnAdmission", "sessionInputNeeded"]
+        [
+            "localCommand",
+            "turnAdmission",
+            "persistedTurnUsage",
+            "sessionInputNeeded",
+            "markUnread",
+            "chatDraft",
+            "sessionFlags"
+        ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));
 }
