@@ -14,7 +14,7 @@
 //! |---|---|---|---|
 //! | 1 | `localCommand` | `dyn LocalCommands`, `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn TelemetryReporter` | registered |
 //! | 2 | `turnAdmission` | `dyn HostState` | registered |
-//! | 3 | `turnDelegation` | | missing |
+//! | 3 | `turnDelegation` | `dyn SessionDataStore` | registered |
 //! | 4 | `persistedTurnUsage` | `dyn SessionDataStore` | registered |
 //! | 5 | `worktreeAnnouncement` | | missing |
 //! | 6 | `checkpointAndChangeset` | | missing |
@@ -24,7 +24,7 @@
 //! | 10 | `sessionTitle` | | missing |
 //! | 11 | `markUnread` | `dyn HostState`, `dyn ServerDispatch` | registered |
 //! | 12 | `chatDraft` | `dyn SessionDataStore` | registered |
-//! | 13 | `chatConfig` | | missing |
+//! | 13 | `chatConfig` | `dyn SessionDataStore`, `dyn HostState` | registered |
 //! | 14 | `markdownPlanRichLinks` | | missing |
 //! | 15 | `artifactTools` | | missing |
 //! | 16 | `chatSurface` | | missing |
@@ -33,6 +33,7 @@
 //! | 19 | `unattendedPolicy` | | missing |
 #![deny(missing_docs)]
 
+use agenthost_contrib_chat_config::ChatConfig;
 use agenthost_contrib_chat_draft::ChatDraft;
 use agenthost_contrib_local_command::LocalCommandHandler;
 use agenthost_contrib_mark_unread::MarkUnread;
@@ -40,6 +41,7 @@ use agenthost_contrib_persisted_turn_usage::PersistedTurnUsage;
 use agenthost_contrib_session_flags::SessionFlags;
 use agenthost_contrib_session_input_needed::SessionInputNeeded;
 use agenthost_contrib_turn_admission::TurnAdmission;
+use agenthost_contrib_turn_delegation::TurnDelegation;
 use agenthost_dispatcher::{Dispatcher, RegistrationError, RegistrationSet};
 
 /// Registers every built-in contribution with `dispatcher`, in the order of §10.1.
@@ -55,15 +57,15 @@ pub fn register_builtin_contributions(
     // One line per contribution, in registration order (§10.1 `#`); a missing one keeps its slot.
     set.push(dispatcher.register::<LocalCommandHandler>()?); // 1
     set.push(dispatcher.register::<TurnAdmission>()?); // 2
-    // 3 turnDelegation: not yet built.
+    set.push(dispatcher.register::<TurnDelegation>()?); // 3
     set.push(dispatcher.register::<PersistedTurnUsage>()?); // 4
     // 5 worktreeAnnouncement, 6 checkpointAndChangeset, 7 queueDrain: not yet built.
     set.push(dispatcher.register::<SessionInputNeeded>()?); // 8
     // 9 githubReferences, 10 sessionTitle: not yet built.
     set.push(dispatcher.register::<MarkUnread>()?); // 11
     set.push(dispatcher.register::<ChatDraft>()?); // 12
-    // 13 chatConfig, 14 markdownPlanRichLinks, 15 artifactTools, 16 chatSurface, 17 sideChat:
-    // not yet built.
+    set.push(dispatcher.register::<ChatConfig>()?); // 13
+    // 14 markdownPlanRichLinks, 15 artifactTools, 16 chatSurface, 17 sideChat: not yet built.
     set.push(dispatcher.register::<SessionFlags>()?); // 18
     // 19 unattendedPolicy: not yet built.
     Ok(set)

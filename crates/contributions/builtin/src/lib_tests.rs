@@ -33,10 +33,12 @@ fn the_builtin_order_per_hook() {
         [
             "localCommand",
             "turnAdmission",
+            "turnDelegation",
             "persistedTurnUsage",
             "sessionInputNeeded",
             "markUnread",
             "chatDraft",
+            "chatConfig",
             "sessionFlags"
         ]
     );
