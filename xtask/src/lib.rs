@@ -1,7 +1,8 @@
 //! Build tooling for the agenthost workspace (rust-analyzer's xtask pattern).
 //!
-//! `cargo xtask lint` enforces the architecture rules of ARCHITECTURE.md (static checks, then
-//! snapshot verification), `cargo xtask ci` is the gate CI runs, `cargo xtask bench` runs the
+//! `cargo xtask lint` enforces the architecture rules of ARCHITECTURE.md (static checks — layering,
+//! pending snapshots, contribution shape, contract pins, thin orchestration — then snapshot
+//! verification), `cargo xtask ci` is the gate CI runs, `cargo xtask bench` runs the
 //! benchmarks and checks their report lines. Every static check is a pure function over parsed
 //! inputs, so tests can feed it fixtures; the static checks also run as a test over the real
 //! workspace, so `cargo test --workspace` enforces them.
@@ -9,6 +10,7 @@
 pub mod architecture;
 pub mod bench;
 pub mod ci;
+pub mod contributions;
 pub mod error;
 pub mod layers;
 pub mod lint;

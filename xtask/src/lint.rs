@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::{architecture, pins, snapshots, thin_orchestration};
+use crate::{architecture, contributions, pins, snapshots, thin_orchestration};
 
 /// What the checks look at: the workspace root and its `cargo metadata`.
 #[derive(Debug, Clone)]
@@ -54,6 +54,10 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "pending-snapshots",
         run: |workspace| snapshots::check(&workspace.root),
+    },
+    Check {
+        name: "contribution-shape",
+        run: |workspace| contributions::check(&workspace.root),
     },
     Check {
         name: "contract-pins",
