@@ -100,6 +100,16 @@ impl ProviderError {
     }
 }
 
+/// The answer to [`ProviderSession::fetch_turns`] of an agent whose history is not read back:
+/// the host's store records every turn, and claiming an empty conversation would be wrong.
+pub fn history_not_read_back() -> BoxFuture<'static, Result<Vec<Turn>, ProviderError>> {
+    Box::pin(async {
+        Err(ProviderError::Unsupported {
+            operation: "history",
+        })
+    })
+}
+
 /// A model entry of [`AgentInfo::models`] with only its id, provider and display name.
 pub fn model_info(provider: &str, id: &str, name: &str) -> SessionModelInfo {
     SessionModelInfo {

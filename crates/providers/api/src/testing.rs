@@ -44,6 +44,16 @@ pub fn turn_request(id: &str, text: &str) -> TurnRequest {
     }
 }
 
+/// Polls `check` every 20 ms until it holds; panics naming `what` after `deadline` (for waits
+/// across a process boundary, where no signal says when).
+pub async fn poll(what: &str, deadline: Duration, mut check: impl FnMut() -> bool) {
+    let until = Instant::now() + deadline;
+    while !check() {
+        assert!(Instant::now() < until, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The action a signal carries, if it is an action.
 pub fn action(signal: &AgentSignal) -> Option<&StateAction> {
     match signal {

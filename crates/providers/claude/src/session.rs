@@ -25,7 +25,6 @@ use agenthost_provider_api::{
 };
 use futures::future::BoxFuture;
 use serde::Deserialize;
-use tokio::io::BufReader;
 use tokio::process::ChildStdout;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -36,7 +35,7 @@ use crate::config::ClaudeConfig;
 use crate::control;
 use crate::provider::is_valid_cli_session_id;
 use crate::translate::{Output, Translator};
-use agenthost_provider_process::{AgentProcess as ClaudeProcess, Launch, read_line_capped};
+use agenthost_provider_process::{AgentProcess as ClaudeProcess, Launch, LineReader};
 
 /// The longest stdout line read whole (larger lines are cut and then fail to parse).
 const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
@@ -619,36 +618,26 @@ impl Inner {
 }
 
 async fn read_stdout(inner: Weak<Inner>, generation: u64, stdout: ChildStdout) {
-    let mut reader = BufReader::new(stdout);
-    let mut buffer = Vec::new();
+    let mut lines = LineReader::new(stdout, MAX_LINE_BYTES);
     loop {
-        buffer.clear();
-        let read = read_line_capped(&mut reader, &mut buffer, MAX_LINE_BYTES).await;
+        let read = lines.next_line().await;
         let Some(inner) = inner.upgrade() else {
             return;
         };
         match read {
-            Ok(0) => {
+            Ok(Some(line)) => {
+                if !inner.handle_line(generation, &line).await {
+                    return;
+                }
+            }
+            Ok(None) => {
                 inner.process_ended(generation, None).await;
                 return;
             }
             Err(error) => {
-                inner
-                    .process_ended(
-                        generation,
-                        Some(format!("reading its output failed: {error}")),
-                    )
-                    .await;
+                let reason = format!("reading its output failed: {error}");
+                inner.process_ended(generation, Some(reason)).await;
                 return;
-            }
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buffer);
-                if line.trim().is_empty() {
-                    continue;
-                }
-                if !inner.handle_line(generation, &line).await {
-                    return;
-                }
             }
         }
     }
@@ -673,11 +662,7 @@ impl ProviderSession for ClaudeSession {
 
     fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
         // The host's store records every turn; Claude's own transcript is not read back.
-        Box::pin(async {
-            Err(ProviderError::Unsupported {
-                operation: "history",
-            })
-        })
+        agenthost_provider_api::history_not_read_back()
     }
 
     fn resume_handle(&self) -> Option<serde_json::Value> {

@@ -19,11 +19,10 @@ use agenthost_provider_api::{
     PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
     stderr_suffix, system_notice, turn_cancelled,
 };
-use agenthost_provider_process::{AgentProcess, Launch, read_line_capped};
+use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::BufReader;
 use tokio::process::ChildStdout;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -785,36 +784,26 @@ impl Inner {
 }
 
 async fn read_stdout(inner: Weak<Inner>, generation: u64, stdout: ChildStdout) {
-    let mut reader = BufReader::new(stdout);
-    let mut buffer = Vec::new();
+    let mut lines = LineReader::new(stdout, MAX_LINE_BYTES);
     loop {
-        buffer.clear();
-        let read = read_line_capped(&mut reader, &mut buffer, MAX_LINE_BYTES).await;
+        let read = lines.next_line().await;
         let Some(inner) = inner.upgrade() else {
             return;
         };
         match read {
-            Ok(0) => {
+            Ok(Some(line)) => {
+                if !inner.handle_line(generation, &line).await {
+                    return;
+                }
+            }
+            Ok(None) => {
                 inner.process_ended(generation, None).await;
                 return;
             }
             Err(error) => {
-                inner
-                    .process_ended(
-                        generation,
-                        Some(format!("reading its output failed: {error}")),
-                    )
-                    .await;
+                let reason = format!("reading its output failed: {error}");
+                inner.process_ended(generation, Some(reason)).await;
                 return;
-            }
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buffer);
-                if line.trim().is_empty() {
-                    continue;
-                }
-                if !inner.handle_line(generation, &line).await {
-                    return;
-                }
             }
         }
     }
@@ -839,11 +828,7 @@ impl ProviderSession for CodexSession {
 
     fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
         // The host's store records every turn; Codex's thread history is not read back.
-        Box::pin(async {
-            Err(ProviderError::Unsupported {
-                operation: "history",
-            })
-        })
+        agenthost_provider_api::history_not_read_back()
     }
 
     fn resume_handle(&self) -> Option<serde_json::Value> {

@@ -949,11 +949,7 @@ impl ProviderSession for CopilotSession {
 
     fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
         // The host's store records every turn; Copilot's own history is not read back.
-        Box::pin(async {
-            Err(ProviderError::Unsupported {
-                operation: "history",
-            })
-        })
+        agenthost_provider_api::history_not_read_back()
     }
 
     fn resume_handle(&self) -> Option<serde_json::Value> {

@@ -19,7 +19,6 @@ use agenthost_provider_copilot::{CopilotConfig, CopilotProvider, CopilotSession}
 use agenthost_testkit::{FakeCli, Step};
 use rustix::process::{Pid, test_kill_process_group};
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 /// The longest any wait here takes before the test fails.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -118,12 +117,8 @@ fn turn(id: &str) -> TurnRequest {
     turn_request(id, "Create out.txt containing hi")
 }
 
-async fn poll(what: &str, mut check: impl FnMut() -> bool) {
-    let until = Instant::now() + DEADLINE;
-    while !check() {
-        assert!(Instant::now() < until, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+async fn poll(what: &str, check: impl FnMut() -> bool) {
+    agenthost_provider_api::testing::poll(what, DEADLINE, check).await;
 }
 
 fn group_gone(pid: Pid) -> bool {

@@ -250,18 +250,41 @@ fn describe(status: std::io::Result<ExitStatus>) -> String {
 }
 
 async fn collect_stderr(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
-    let mut lines = BufReader::new(stderr);
-    let mut buffer = Vec::new();
-    loop {
-        buffer.clear();
-        match read_line_capped(&mut lines, &mut buffer, STDERR_TAIL_BYTES).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&buffer);
-                let text = text.trim_end();
-                if !text.is_empty() {
-                    tail.push(text.to_owned());
-                }
+    let mut lines = LineReader::new(stderr, STDERR_TAIL_BYTES);
+    while let Ok(Some(line)) = lines.next_line().await {
+        tail.push(line.trim_end().to_owned());
+    }
+}
+
+/// The non-blank lines of a stream (an agent's stdout or stderr), each cut to `cap` bytes and
+/// decoded lossily: what every line-based provider reads.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    reader: BufReader<R>,
+    buffer: Vec<u8>,
+    cap: usize,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// Lines of `stream`, at most `cap` bytes each.
+    pub fn new(stream: R, cap: usize) -> Self {
+        Self {
+            reader: BufReader::new(stream),
+            buffer: Vec::new(),
+            cap,
+        }
+    }
+
+    /// The next line that is not blank (without its newline); `None` at the end of the stream.
+    pub async fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        loop {
+            self.buffer.clear();
+            if read_line_capped(&mut self.reader, &mut self.buffer, self.cap).await? == 0 {
+                return Ok(None);
+            }
+            let line = String::from_utf8_lossy(&self.buffer);
+            if !line.trim().is_empty() {
+                return Ok(Some(line.into_owned()));
             }
         }
     }

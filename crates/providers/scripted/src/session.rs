@@ -336,11 +336,7 @@ impl ProviderSession for ScriptedSession {
     fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
         // No history of its own: the script is the agent's whole memory, and the host's store
         // already records every turn it ran. Answering `[]` would claim an empty conversation.
-        Box::pin(async {
-            Err(ProviderError::Unsupported {
-                operation: "history",
-            })
-        })
+        agenthost_provider_api::history_not_read_back()
     }
 
     fn resume_handle(&self) -> Option<serde_json::Value> {
