@@ -249,6 +249,7 @@ async fn run() -> Result<(), String> {
         claude: None,
         codex: None,
         copilot: None,
+        unattended: Default::default(),
     })
     .await?;
     let url = server.url();

@@ -7,19 +7,14 @@
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::SocketAddr;
-use std::time::Duration;
+mod support;
 
-use agenthost::host::{HostOptions, bind};
-use agenthost_dispatcher::LaunchKind;
+use agenthost_protocol::StateAction;
 use agenthost_protocol::ahp_types::state::{SessionInputRequest, SnapshotState};
-use agenthost_protocol::{ActionEnvelope, ChatUri, SafeId, SessionUri, StateAction};
 use agenthost_reducers::projection::entry_id;
-use ahp::{Client, ClientConfig, ClientEventStream, SubscriptionEvent};
+use ahp::Client;
 use serde_json::{Value, json};
-
-/// The longest the test waits for the host between two events.
-const STALL: Duration = Duration::from_secs(10);
+use support::{ScriptedHost, connect, create_session, dispatch, until};
 
 fn script() -> Value {
     json!({ "turns": [{ "steps": [
@@ -28,32 +23,6 @@ fn script() -> Value {
           "effect": { "kind": "writeFile", "path": "notes.txt", "content": "approved\n" } },
         { "kind": "say", "text": "Done.", "chunk": 2 }
     ]}]})
-}
-
-/// Receives action envelopes until `done` holds for one; returns it.
-async fn until(
-    events: &mut ClientEventStream,
-    mut done: impl FnMut(&ActionEnvelope) -> bool,
-) -> ActionEnvelope {
-    loop {
-        let event = tokio::time::timeout(STALL, events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no matching action from the host for {STALL:?}"))
-            .expect("the connection closed");
-        if let SubscriptionEvent::Action(envelope) = event.event
-            && envelope.rejection_reason.is_none()
-            && done(&envelope)
-        {
-            return envelope;
-        }
-    }
-}
-
-async fn dispatch(client: &Client, channel: &str, action: Value) {
-    client
-        .dispatch(channel.to_owned(), serde_json::from_value(action).unwrap())
-        .await
-        .unwrap();
 }
 
 /// The ids of a session's `inputNeeded` list, read from a fresh subscription.
@@ -72,47 +41,9 @@ async fn input_needed_ids(client: &Client, session: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_confirmation_is_in_the_sessions_input_needed_until_confirmed() {
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    let script_path = dir.path().join("script.json");
-    std::fs::write(&script_path, script().to_string()).unwrap();
-    let server = bind(HostOptions {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
-        script: Some(script_path),
-        token: None,
-        roots: vec![work.canonicalize().unwrap()],
-        launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
-        data_dir: Some(dir.path().join("data")),
-        idle_eviction: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-    })
-    .await
-    .unwrap();
-    let url = server.url();
-    tokio::spawn(server.serve(std::future::pending()));
-
-    let transport = ahp_ws::WebSocketTransport::connect(&url).await.unwrap();
-    let client = Client::connect(transport, ClientConfig::default())
-        .await
-        .unwrap();
-    let mut events = client.events();
-    client
-        .initialize("client-a".into(), vec!["1.0.0".into()], Vec::new())
-        .await
-        .unwrap();
-    let session = SessionUri::with_provider("scripted", SafeId::new("blockers").unwrap()).unwrap();
-    let chat = ChatUri::default_for(&session);
-    let _: Value = client
-        .request(
-            "createSession",
-            json!({ "channel": session.as_str(), "provider": "scripted" }),
-        )
-        .await
-        .unwrap();
+    let host = ScriptedHost::start(script(), Default::default()).await;
+    let (client, mut events) = connect(&host.url, "client-a").await;
+    let (session, chat) = create_session(&client, "blockers").await;
     let (_, _session_subscription) = client.subscribe(session.to_string()).await.unwrap();
     let (_, _chat_subscription) = client.subscribe(chat.to_string()).await.unwrap();
     assert!(input_needed_ids(&client, session.as_str()).await.is_empty());
@@ -176,7 +107,7 @@ async fn a_waiting_confirmation_is_in_the_sessions_input_needed_until_confirmed(
     .await;
     assert!(input_needed_ids(&client, session.as_str()).await.is_empty());
     assert_eq!(
-        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        std::fs::read_to_string(host.work.join("notes.txt")).unwrap(),
         "approved\n"
     );
     client.shutdown().await;
@@ -186,46 +117,9 @@ async fn a_waiting_confirmation_is_in_the_sessions_input_needed_until_confirmed(
 /// default chat's title is the session's), completes the turn, and never reaches the agent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rename_is_answered_by_the_host_and_never_reaches_the_agent() {
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    let script_path = dir.path().join("script.json");
-    std::fs::write(&script_path, script().to_string()).unwrap();
-    let server = bind(HostOptions {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
-        script: Some(script_path),
-        token: None,
-        roots: vec![work.canonicalize().unwrap()],
-        launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
-        data_dir: Some(dir.path().join("data")),
-        idle_eviction: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-    })
-    .await
-    .unwrap();
-    let url = server.url();
-    tokio::spawn(server.serve(std::future::pending()));
-    let transport = ahp_ws::WebSocketTransport::connect(&url).await.unwrap();
-    let client = Client::connect(transport, ClientConfig::default())
-        .await
-        .unwrap();
-    let mut events = client.events();
-    client
-        .initialize("client-a".into(), vec!["1.0.0".into()], Vec::new())
-        .await
-        .unwrap();
-    let session = SessionUri::with_provider("scripted", SafeId::new("renamed").unwrap()).unwrap();
-    let chat = ChatUri::default_for(&session);
-    let _: Value = client
-        .request(
-            "createSession",
-            json!({ "channel": session.as_str(), "provider": "scripted" }),
-        )
-        .await
-        .unwrap();
+    let host = ScriptedHost::start(script(), Default::default()).await;
+    let (client, mut events) = connect(&host.url, "client-a").await;
+    let (session, chat) = create_session(&client, "renamed").await;
     let (_, _session_subscription) = client.subscribe(session.to_string()).await.unwrap();
     let (_, _chat_subscription) = client.subscribe(chat.to_string()).await.unwrap();
     dispatch(

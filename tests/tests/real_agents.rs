@@ -217,6 +217,7 @@ impl Run {
             claude: (place.agent == Agent::Claude).then(|| place.claude()),
             codex: (place.agent == Agent::Codex).then(|| place.codex()),
             copilot: (place.agent == Agent::Copilot).then(|| place.copilot()),
+            unattended: Default::default(),
         })
         .await
         .unwrap();

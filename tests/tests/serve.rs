@@ -65,6 +65,7 @@ impl TestHost {
             claude: None,
             codex: None,
             copilot: None,
+            unattended: Default::default(),
         })
         .await
         .unwrap();

@@ -48,6 +48,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         claude: Some(claude),
         codex: None,
         copilot: None,
+        unattended: Default::default(),
     })
     .await
     .unwrap();

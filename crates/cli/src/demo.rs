@@ -116,6 +116,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         claude: None,
         codex: None,
         copilot: None,
+        unattended: Default::default(),
     })
     .await?;
     let url = server.url();

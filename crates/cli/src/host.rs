@@ -15,9 +15,12 @@ use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
 use agenthost_services::{
-    DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ServerDispatch,
-    SessionDataStore, StateHostState, StateServerDispatch, StoreSessionData, TelemetryReporter,
-    TitleController, TracingTelemetry,
+    DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ProviderLocator,
+    ServerDispatch, SessionDataStore, StateHostState, StateProviderLocator, StateServerDispatch,
+    StoreSessionData, TelemetryReporter, TitleController, TracingTelemetry,
+};
+use agenthost_services::{
+    DefaultToolCallTracker, DefaultTurnTracker, ToolCallTracker, TurnTracker,
 };
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
 use agenthost_state::StateManager;
@@ -52,6 +55,8 @@ pub struct HostOptions {
     /// How the `copilot` provider launches the Copilot CLI (`copilot` on the `PATH`, defaults
     /// otherwise, when `None`).
     pub copilot: Option<CopilotConfig>,
+    /// The unattended policy (`--unattended`, `--unattended-grace`; off by default).
+    pub unattended: crate::unattended::UnattendedOptions,
 }
 
 /// The database file inside a data directory.
@@ -149,15 +154,27 @@ impl ResumeHandles for ConversationHandles {
 
 /// The services the built-in contributions are built from: the default implementation of each,
 /// over the host's state.
-fn services(state: &Arc<StateManager>, store: &Store) -> ServiceRegistry {
+fn services(
+    state: &Arc<StateManager>,
+    store: &Store,
+    provider_ids: Vec<String>,
+) -> ServiceRegistry {
     let mut services = ServiceRegistry::new();
     services
+        .insert::<dyn ProviderLocator>(Arc::new(StateProviderLocator::new(
+            Arc::clone(state),
+            provider_ids,
+        )))
         .insert::<dyn HostState>(Arc::new(StateHostState::new(Arc::clone(state))))
         .insert::<dyn ServerDispatch>(Arc::new(StateServerDispatch::new(Arc::clone(state))))
         .insert::<dyn LocalCommands>(Arc::new(DefaultLocalCommands))
         .insert::<dyn TitleController>(Arc::new(DefaultTitleController::default()))
         .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry))
         .insert::<dyn SessionDataStore>(Arc::new(StoreSessionData::new(store.clone())));
+    services
+        .insert::<dyn TurnTracker>(Arc::new(DefaultTurnTracker::default()))
+        .insert::<dyn ToolCallTracker>(Arc::new(DefaultToolCallTracker::default()));
+    crate::unattended::register_services(&mut services);
     services
 }
 
@@ -176,7 +193,9 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     let store = open_store(options.data_dir.as_deref())?;
     let agents = providers.iter().map(|p| p.agent_info()).collect();
     let state = state_for(&store, root_state(agents)).map_err(|e| e.to_string())?;
-    let dispatcher = Dispatcher::new(services(&state, &store));
+    let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
+    let dispatcher = Dispatcher::new(services(&state, &store, provider_ids));
+    let unattended = crate::unattended::Wiring::new(dispatcher.services(), &options.unattended);
     let contributions = register_builtin_contributions(&dispatcher)
         .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
     let service = SessionService::new(
@@ -200,6 +219,11 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    unattended.bind_intake(
+        Arc::clone(&state),
+        orchestrator.clone(),
+        options.launch_kind.clone(),
+    );
     let token = match options.token {
         Some(token) => Token::new(token).map_err(|e| format!("--token: {e}"))?,
         None => Token::generate().map_err(|e| e.to_string())?,
@@ -218,5 +242,6 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
         options.launch_kind.clone(),
         contributions,
     );
+    unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())
 }

@@ -11,3 +11,4 @@ pub mod map;
 pub mod mock_model;
 pub mod serve;
 pub mod sessions;
+pub mod unattended;

@@ -75,6 +75,16 @@ struct ServeArgs {
     /// use); 0 never evicts.
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     idle_evict_secs: u64,
+    /// What the host does with a confirmation, input request or authentication that no
+    /// connection claims (a live subscription to its chat, or to a subagent chat's parent, is a
+    /// claim): `off` leaves it waiting, `deny` denies or cancels it after the grace window,
+    /// `allow=tool1,tool2` approves those tools' confirmations and denies the rest.
+    #[arg(long, default_value = "off", value_name = "off|deny|allow=TOOLS", value_parser = agenthost::unattended::parse_policy)]
+    unattended: agenthost::unattended::UnattendedPolicy,
+    /// How long an obligation may stay unclaimed before `--unattended` answers it (e.g. `2s`,
+    /// `500ms`; default 5s, the engine's grace window).
+    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
+    unattended_grace: Option<std::time::Duration>,
     #[command(flatten)]
     claude: ClaudeArgs,
     #[command(flatten)]
@@ -327,6 +337,12 @@ fn main() -> ExitCode {
                     claude: Some(args.claude.config()),
                     codex: Some(args.codex.config()),
                     copilot: Some(copilot),
+                    unattended: agenthost::unattended::UnattendedOptions {
+                        policy: args.unattended,
+                        grace: args
+                            .unattended_grace
+                            .unwrap_or(agenthost::unattended::DEFAULT_GRACE),
+                    },
                 }))
             })
         }

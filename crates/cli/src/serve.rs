@@ -31,6 +31,8 @@ pub struct ServeOptions {
     pub codex: Option<agenthost_provider_codex::CodexConfig>,
     /// How the `copilot` provider launches the Copilot CLI.
     pub copilot: Option<agenthost_provider_copilot::CopilotConfig>,
+    /// The unattended policy and its grace window.
+    pub unattended: crate::unattended::UnattendedOptions,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -47,6 +49,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         claude: options.claude,
         codex: options.codex,
         copilot: options.copilot,
+        unattended: options.unattended,
     })
     .await?;
     // The contract: the first line on stdout is the full URL, token included.

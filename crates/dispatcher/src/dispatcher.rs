@@ -224,6 +224,12 @@ impl HostAccess {
     pub fn get(&self) -> Option<Arc<dyn HostBridge>> {
         self.inner.upgrade().and_then(|inner| host_of(&inner))
     }
+
+    /// The dispatcher itself while it lives — for a contribution that runs the turn starter
+    /// ([`Dispatcher::start_turn`]) or reports `onTurnEnd`. Hold it only for the call.
+    pub fn dispatcher(&self) -> Option<Dispatcher> {
+        self.inner.upgrade().map(|inner| Dispatcher { inner })
+    }
 }
 
 fn host_of(inner: &Inner) -> Option<Arc<dyn HostBridge>> {
@@ -232,13 +238,22 @@ fn host_of(inner: &Inner) -> Option<Arc<dyn HostBridge>> {
 
 impl Dispatcher {
     /// A dispatcher constructing contributions from `services`.
-    pub fn new(services: ServiceRegistry) -> Self {
+    ///
+    /// The dispatcher is itself a service (contribution reference §9): `services` gains a
+    /// [`HostAccess`], the weak handle through which a contribution reaches the host bridge and
+    /// the dispatcher without keeping either alive.
+    pub fn new(mut services: ServiceRegistry) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                services,
-                registry: Mutex::new(Registry::default()),
-                snapshot: ArcSwap::from_pointee(Snapshot::default()),
-                host: Mutex::new(None),
+            inner: Arc::new_cyclic(|weak| {
+                services.insert(Arc::new(HostAccess {
+                    inner: Weak::clone(weak),
+                }));
+                Inner {
+                    services,
+                    registry: Mutex::new(Registry::default()),
+                    snapshot: ArcSwap::from_pointee(Snapshot::default()),
+                    host: Mutex::new(None),
+                }
             }),
         }
     }

@@ -34,6 +34,7 @@ mod memento;
 mod ordering;
 mod payload;
 mod services;
+mod turn_starter;
 
 pub use context::ContributionContext;
 pub use contribution::{
@@ -50,6 +51,7 @@ pub use payload::{
     RequestSource, RestoredChat, SendContribution, TurnEnd, TurnEndReason,
 };
 pub use services::{MissingService, ServiceRegistry};
+pub use turn_starter::TurnStarterPorts;
 
 #[cfg(test)]
 #[path = "test_support_tests.rs"]

@@ -20,6 +20,7 @@
 //! deterministic over its inputs, and nothing here panics on input a client can send.
 #![deny(missing_docs)]
 
+pub mod chat_config;
 mod host_state;
 pub mod projection;
 pub mod states;

@@ -517,18 +517,23 @@ fn require_user_message(kind: &MessageKind) -> Result<(), RejectionReason> {
 
 /// The conditions under which the canonical reducer reopens a turn (AHP §5.3 `chat/turnResume`).
 fn is_resumable(chat: &ChatState, turn_id: &str) -> bool {
+    resumable_turn(chat) == Some(turn_id)
+}
+
+/// The id of the chat's resumable turn: the last turn, ended in error with a resumable error
+/// part, while no turn is active. The logical turn is not over while there is one (a resume may
+/// reopen it), so queued work waits for it.
+pub fn resumable_turn(chat: &ChatState) -> Option<&str> {
     if chat.active_turn.is_some() {
-        return false;
+        return None;
     }
-    let Some(last) = chat.turns.last() else {
-        return false;
-    };
-    last.id == turn_id
-        && last.state == TurnState::Error
+    let last = chat.turns.last()?;
+    let resumable = last.state == TurnState::Error
         && matches!(
             last.response_parts.last(),
             Some(ResponsePart::Error(e)) if e.resumable == Some(true)
-        )
+        );
+    resumable.then_some(last.id.as_str())
 }
 
 /// The state of a tool call in the active turn, when the turn id matches.

@@ -1,7 +1,8 @@
 //! [`Host`]: the AHP methods over the session service, the state manager and the orchestrator.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use agenthost_dispatcher::{ClientContext, LaunchKind, RegistrationSet};
 use agenthost_protocol::ActionOrigin;
@@ -14,6 +15,7 @@ use agenthost_protocol::commands::{
 };
 use agenthost_protocol::notifications::{SessionAddedParams, SessionRemovedParams};
 use agenthost_service::{ServiceError, SessionService};
+use agenthost_services::SubscriptionTracker;
 use agenthost_side_effects::Orchestrator;
 use agenthost_state::{
     ClientDispatch, Outbox, ReconnectOutcome, StateManager, SubscriberId, action_frame,
@@ -45,6 +47,9 @@ struct Peers {
     versions: HashMap<String, NegotiatedVersion>,
 }
 
+/// The default of [`Host::set_shutdown_write_timeout`].
+pub const DEFAULT_SHUTDOWN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The session logic behind the transport: one per host process.
 pub struct Host {
     state: Arc<StateManager>,
@@ -52,6 +57,11 @@ pub struct Host {
     orchestrator: Orchestrator,
     launch_kind: LaunchKind,
     peers: Mutex<Peers>,
+    /// Told about every subscribe, unsubscribe and disconnect, when set
+    /// ([`track_subscriptions`](Self::track_subscriptions)).
+    subscriptions: OnceLock<Arc<dyn SubscriptionTracker>>,
+    /// How long a graceful shutdown waits for queued store writes.
+    shutdown_write_timeout: Mutex<Duration>,
     /// The built-in contributions' registrations, dropped with the host: that unregisters them,
     /// which also breaks the state → dispatcher → contribution → state cycle their services form.
     _contributions: RegistrationSet,
@@ -93,8 +103,31 @@ impl Host {
             orchestrator,
             launch_kind,
             peers: Mutex::new(Peers::default()),
+            subscriptions: OnceLock::new(),
+            shutdown_write_timeout: Mutex::new(DEFAULT_SHUTDOWN_WRITE_TIMEOUT),
             _contributions: contributions,
         })
+    }
+
+    /// How long a graceful shutdown waits for the contributions' queued store writes before it
+    /// gives up on them (logged); default [`DEFAULT_SHUTDOWN_WRITE_TIMEOUT`].
+    pub fn set_shutdown_write_timeout(&self, timeout: Duration) {
+        *self
+            .shutdown_write_timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = timeout;
+    }
+
+    /// Reports every later subscribe, unsubscribe and disconnect to `tracker` (the live
+    /// subscriptions contributions read, e.g. as claims). Only the first tracker is kept; returns
+    /// whether this one was.
+    pub fn track_subscriptions(&self, tracker: Arc<dyn SubscriptionTracker>) -> bool {
+        self.subscriptions.set(tracker).is_ok()
+    }
+
+    /// The tracker, when one is set.
+    fn tracker(&self) -> Option<&Arc<dyn SubscriptionTracker>> {
+        self.subscriptions.get()
     }
 
     /// Evicts sessions that were idle at this sweep and the previous one (so a session is idle
@@ -170,6 +203,9 @@ impl Host {
             .state
             .subscribe(self.subscriber(conn), &channel)
             .map_err(|e| RpcError::not_found(e.to_string()))?;
+        if let Some(tracker) = self.tracker() {
+            tracker.subscribed(&conn.id().to_string(), &channel);
+        }
         Ok(SubscribeResult {
             snapshot: Some(snapshot),
         })
@@ -306,8 +342,24 @@ impl Host {
 }
 
 impl ProtocolHandler for Host {
+    /// Stops every agent, then waits for the contributions' queued store writes (drafts, flags,
+    /// titles, usage) so a graceful stop loses none of them.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.orchestrator.stop_all_agents())
+        Box::pin(async move {
+            self.orchestrator.stop_all_agents().await;
+            let timeout = *self
+                .shutdown_write_timeout
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let flushed =
+                tokio::time::timeout(timeout, agenthost_services::flush_pending_writes()).await;
+            if flushed.is_err() {
+                tracing::warn!(
+                    ?timeout,
+                    "shutdown: queued store writes did not finish in time; some may be lost"
+                );
+            }
+        })
     }
 
     fn initialize(
@@ -367,6 +419,20 @@ impl ProtocolHandler for Host {
                 .state
                 .reconnect(subscriber, p.last_seen_server_seq, &channels)
                 .map_err(|e| RpcError::internal(e.to_string()))?;
+            if let Some(tracker) = self.tracker() {
+                // The channels the connection is subscribed to again.
+                let live: Vec<&String> = match &outcome {
+                    ReconnectOutcome::Replay { missing, .. } => {
+                        channels.iter().filter(|c| !missing.contains(c)).collect()
+                    }
+                    ReconnectOutcome::Snapshot { snapshots } => {
+                        snapshots.iter().map(|s| &s.resource).collect()
+                    }
+                };
+                for channel in live {
+                    tracker.subscribed(&conn.id().to_string(), channel);
+                }
+            }
             let result = match outcome {
                 ReconnectOutcome::Replay { actions, missing } => {
                     ReconnectResult::Replay(ReconnectReplayResult { actions, missing })
@@ -413,6 +479,10 @@ impl ProtocolHandler for Host {
                     if let Ok(p) = params::<UnsubscribeParams>(raw) {
                         let subscriber = self.subscriber(&conn);
                         self.state.unsubscribe(subscriber, &p.channel);
+                        if let Some(tracker) = self.tracker() {
+                            let channel = self.service.resolve_chat(&p.channel);
+                            tracker.unsubscribed(&conn.id().to_string(), &channel);
+                        }
                     }
                 }
                 other => tracing::debug!(method = other, "ignoring an unknown notification"),
@@ -425,6 +495,9 @@ impl ProtocolHandler for Host {
             let subscriber = self.peers().subscribers.remove(&conn.id());
             if let Some(subscriber) = subscriber {
                 self.state.remove_subscriber(subscriber);
+            }
+            if let Some(tracker) = self.tracker() {
+                tracker.disconnected(&conn.id().to_string());
             }
         })
     }

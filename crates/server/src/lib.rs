@@ -35,7 +35,7 @@ pub mod version;
 pub use config::ServerConfig;
 pub use connection::{Connection, ConnectionId, Lagged, NotifyError};
 pub use handler::{ProtocolHandler, Reconnected};
-pub use host::Host;
+pub use host::{DEFAULT_SHUTDOWN_WRITE_TIMEOUT, Host};
 pub use rpc::{RpcError, notification_frame};
 pub use server::{BoundServer, Server, ServerError};
 pub use token::{Token, TokenError};

@@ -491,8 +491,13 @@ impl SessionService {
             )
             .await;
         let mut state = restored_chat(&record, turns, restored.title);
-        if restored.draft.is_some() {
-            state.draft = restored.draft;
+        state.draft = restored.draft.or(state.draft);
+        // The chat's own configuration (its working-directory subset), as `chatConfig` restored
+        // it; a malformed stored value keeps the chat inheriting the session's directories.
+        let config = restored.config.unwrap_or_default();
+        if let Err(error) = agenthost_reducers::chat_config::apply_chat_config(&config, &mut state)
+        {
+            tracing::warn!(chat, %error, "the chat's stored configuration was not applied");
         }
         let _ = self.state.insert_chat(record.session.as_str(), state);
         Ok(())

@@ -289,3 +289,70 @@ async fn deleting_a_session_removes_its_checkpoint_refs_and_disposing_keeps_them
     service.delete_session("scripted:/s1").await.unwrap();
     assert_eq!(checkpoints.baseline(&session, Some(&repo)).await, None);
 }
+
+/// A `chatConfig`-like contribution restoring a fixed configuration for every chat.
+struct RestoresConfig(serde_json::Value);
+
+impl agenthost_dispatcher::ChatContribution for RestoresConfig {
+    fn on_hydrate_chat<'a>(
+        &'a self,
+        _context: &'a HydrationContext,
+        chat: &'a RestoredChat,
+    ) -> agenthost_dispatcher::HookFuture<'a, RestoredChat> {
+        let config = serde_json::from_value(self.0.clone()).unwrap();
+        Box::pin(async move {
+            Ok(RestoredChat {
+                config: Some(config),
+                ..chat.clone()
+            })
+        })
+    }
+}
+
+/// The restored `config` of `onHydrateChat` is applied to the chat before it is registered; a
+/// malformed one leaves the chat inheriting the session's working directories.
+#[tokio::test]
+async fn a_restored_chat_configuration_is_applied_and_a_malformed_one_ignored() {
+    for (config, expected) in [
+        (
+            json!({ "workingDirectories": ["file:///work/sub"] }),
+            Some(vec!["file:///work/sub".to_owned()]),
+        ),
+        (json!({ "workingDirectories": "file:///work/sub" }), None),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agenthost.db");
+        {
+            let (_, service) = service_on(dir.path(), Store::open(&path).unwrap());
+            service.create_session(create("scripted:/s1"), "c").unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let state = state_for(&store, root_state(vec![agent("scripted")])).unwrap();
+        let dispatcher = Dispatcher::new(ServiceRegistry::new());
+        let _registration = dispatcher
+            .register_with(
+                agenthost_dispatcher::Descriptor {
+                    id: "restoresConfig",
+                    order: 650,
+                    hooks: agenthost_dispatcher::HookSet::of(&[
+                        agenthost_dispatcher::Hook::HydrateChat,
+                    ]),
+                },
+                move |_, _| Ok(Arc::new(RestoresConfig(config))),
+            )
+            .unwrap();
+        let service = SessionService::new(
+            Arc::clone(&state),
+            dispatcher,
+            store,
+            ServiceConfig {
+                roots: vec![dir.path().to_path_buf()],
+            },
+        )
+        .unwrap();
+        let chat = ChatUri::default_for(&SessionUri::parse("scripted:/s1").unwrap()).into_string();
+        service.ensure_channel(&chat).await.unwrap();
+        let restored = state.read(|h| h.chat(&chat).cloned()).unwrap();
+        assert_eq!(restored.working_directories, expected);
+    }
+}

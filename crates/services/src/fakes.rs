@@ -16,7 +16,7 @@
 //! [`calls`]: FakeLocalCommands::calls
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{ChatState, Message, SessionState, UsageInfo};
@@ -25,8 +25,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::{
-    Configuration, DataError, DataFuture, DataOwner, DispatchError, Flags, HostState, LocalCommand,
-    LocalCommands, ProviderLocator, ServerDispatch, SessionDataStore, StoredTitle,
+    ClientActionIntake, Configuration, DataError, DataFuture, DataOwner, DispatchError, Flags,
+    HostState, ListenerId, LiveSubscriptions, LocalCommand, LocalCommands, ProviderLocator,
+    ServerDispatch, SessionDataStore, StoredTitle, SubscriptionListener, SubscriptionTracker,
     TelemetryReporter, TitleController, TitleKind, TitleSource, TitleState, ToolCallBlock,
     ToolCallOutcome, ToolCallSnapshot, ToolCallTracker, TurnBlock, TurnCompletion, TurnSnapshot,
     TurnStage, TurnTracker, UserMessageSent,
@@ -908,6 +909,124 @@ impl SessionDataStore for FakeSessionData {
             owner: owner.clone(),
         };
         self.answer(call, |a| a.flags.get(&owner).copied())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClientActionIntake, SubscriptionTracker
+
+/// A call to [`FakeClientActionIntake`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntakeCall {
+    /// The client the action was submitted as.
+    pub client_id: String,
+    /// The channel.
+    pub channel: String,
+    /// The action.
+    pub action: StateAction,
+}
+
+/// What [`FakeClientActionIntake`] answers: sequence numbers from 1, or a refusal.
+#[derive(Debug, Clone, Default)]
+pub struct IntakeAnswers {
+    /// Refuse every submission with this reason.
+    pub refuse: Option<String>,
+    /// The last number handed out.
+    pub last_seq: u64,
+}
+
+fake!(
+    /// Recording [`ClientActionIntake`] (nothing is reduced, nothing reaches an agent).
+    FakeClientActionIntake, IntakeCall, IntakeAnswers
+);
+
+impl ClientActionIntake for FakeClientActionIntake {
+    fn submit(
+        &self,
+        client_id: &str,
+        channel: &str,
+        action: StateAction,
+    ) -> Result<u64, DispatchError> {
+        self.record(IntakeCall {
+            client_id: client_id.into(),
+            channel: channel.into(),
+            action,
+        });
+        let mut answers = self.answers();
+        if let Some(reason) = &answers.refuse {
+            return Err(DispatchError {
+                channel: channel.into(),
+                reason: reason.clone(),
+            });
+        }
+        answers.last_seq += 1;
+        Ok(answers.last_seq)
+    }
+}
+
+/// A call to [`FakeSubscriptionTracker`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum SubscriptionCall {
+    Subscribed { connection: String, channel: String },
+    Unsubscribed { connection: String, channel: String },
+    Disconnected(String),
+    Subscribers(String),
+    Listen,
+    Unlisten(ListenerId),
+}
+
+/// What [`FakeSubscriptionTracker`] answers from: the live set it was told about.
+#[derive(Debug, Clone, Default)]
+pub struct SubscriptionAnswers {
+    /// The subscriptions and listeners (a test may also report to it directly).
+    pub live: Arc<LiveSubscriptions>,
+}
+
+fake!(
+    /// Recording [`SubscriptionTracker`] that otherwise behaves like [`LiveSubscriptions`]
+    /// (queries answer from what was reported, listeners are told): a test drives it as the
+    /// server would.
+    FakeSubscriptionTracker, SubscriptionCall, SubscriptionAnswers
+);
+
+impl FakeSubscriptionTracker {
+    /// The live set, taken out of the answers so that no lock is held while listeners run.
+    fn live(&self) -> Arc<LiveSubscriptions> {
+        Arc::clone(&self.answers().live)
+    }
+}
+
+impl SubscriptionTracker for FakeSubscriptionTracker {
+    fn subscribed(&self, connection: &str, channel: &str) {
+        self.record(SubscriptionCall::Subscribed {
+            connection: connection.into(),
+            channel: channel.into(),
+        });
+        self.live().subscribed(connection, channel);
+    }
+    fn unsubscribed(&self, connection: &str, channel: &str) {
+        self.record(SubscriptionCall::Unsubscribed {
+            connection: connection.into(),
+            channel: channel.into(),
+        });
+        self.live().unsubscribed(connection, channel);
+    }
+    fn disconnected(&self, connection: &str) {
+        self.record(SubscriptionCall::Disconnected(connection.into()));
+        self.live().disconnected(connection);
+    }
+    fn subscribers(&self, channel: &str) -> Vec<String> {
+        self.record(SubscriptionCall::Subscribers(channel.into()));
+        self.live().subscribers(channel)
+    }
+    fn listen(&self, listener: Arc<dyn SubscriptionListener>) -> ListenerId {
+        self.record(SubscriptionCall::Listen);
+        self.live().listen(listener)
+    }
+    fn unlisten(&self, id: ListenerId) {
+        self.record(SubscriptionCall::Unlisten(id));
+        self.live().unlisten(id);
     }
 }
 

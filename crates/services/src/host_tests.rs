@@ -124,3 +124,23 @@ fn server_dispatch_reduces_numbers_and_is_observed() {
     assert_eq!(state.server_seq(), seq, "a refused action takes no number");
     assert_eq!(seen.0.lock().unwrap().len(), 1);
 }
+
+#[test]
+fn the_state_provider_locator_names_only_providers_the_host_runs() {
+    let state = state();
+    let runs_scripted = crate::StateProviderLocator::new(Arc::clone(&state), ["scripted".into()]);
+    assert_eq!(
+        crate::ProviderLocator::provider_of(&runs_scripted, SESSION).as_deref(),
+        Some("scripted")
+    );
+    assert_eq!(
+        crate::ProviderLocator::provider_of(&runs_scripted, "ahp-session:/missing"),
+        None
+    );
+    let runs_claude = crate::StateProviderLocator::new(state, ["claude".into()]);
+    assert_eq!(
+        crate::ProviderLocator::provider_of(&runs_claude, SESSION),
+        None,
+        "a provider the host was not started with serves nothing"
+    );
+}

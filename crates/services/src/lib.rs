@@ -23,6 +23,8 @@
 //! | [`Configuration`] | [`InMemoryConfiguration`] (seeded by the host) | `checkpointAndChangeset`, `markdownPlanRichLinks`, `artifactTools`, `unattendedPolicy` |
 //! | [`HostState`] | [`StateHostState`] over `agenthost_state::StateManager` | `turnAdmission`, `queueDrain`, `sessionInputNeeded`, `markUnread`, … |
 //! | [`ServerDispatch`] | [`StateServerDispatch`] over `agenthost_state::StateManager` | every contribution that changes state |
+//! | [`SubscriptionTracker`] | [`LiveSubscriptions`] (reported by the server) | `unattendedPolicy` |
+//! | [`ClientActionIntake`] | [`LateClientActionIntake`] (bound by the host to its client-action path) | `unattendedPolicy` |
 //! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags` |
 //!
 //! # Bounded state
@@ -46,9 +48,11 @@
 mod bounded;
 mod config;
 mod host;
+mod intake;
 mod local_commands;
 mod provider;
 mod session_data;
+mod subscriptions;
 mod telemetry;
 mod title;
 mod tool_calls;
@@ -60,13 +64,17 @@ pub mod fakes;
 
 pub use config::{Configuration, InMemoryConfiguration};
 pub use host::{DispatchError, HostState, ServerDispatch, StateHostState, StateServerDispatch};
+pub use intake::{ClientActionIntake, LateClientActionIntake};
 pub use local_commands::{
     DefaultLocalCommands, LocalCommand, LocalCommandError, LocalCommands, MAX_RENAME_CHARS,
 };
-pub use provider::{DefaultProviderLocator, ProviderLocator};
+pub use provider::{DefaultProviderLocator, ProviderLocator, StateProviderLocator};
 pub use session_data::{
     DataError, DataFuture, DataOwner, Flags, SessionDataStore, StoreSessionData, StoredTitle,
     TitleSource,
+};
+pub use subscriptions::{
+    ListenerId, LiveSubscriptions, SubscriptionChange, SubscriptionListener, SubscriptionTracker,
 };
 pub use telemetry::{MessageSource, TelemetryReporter, TracingTelemetry, UserMessageSent};
 pub use title::{
@@ -81,4 +89,4 @@ pub use turns::{
     DefaultTurnTracker, TrackerConfig, TurnBlock, TurnCompletion, TurnSnapshot, TurnStage,
     TurnTracker,
 };
-pub use write_queue::{Write, WriteQueue};
+pub use write_queue::{Write, WriteQueue, flush_pending_writes};

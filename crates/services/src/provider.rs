@@ -1,9 +1,10 @@
 //! [`ProviderLocator`]: which provider runs a session.
 
-use std::collections::HashMap;
-use std::sync::RwLock;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
 
 use agenthost_protocol::SessionUri;
+use agenthost_state::StateManager;
 
 /// Resolves the provider id of a session (`claude`, `codex`, `scripted`, …).
 pub trait ProviderLocator: Send + Sync {
@@ -57,6 +58,34 @@ impl ProviderLocator for DefaultProviderLocator {
                 .provider_scheme()
                 .map(str::to_owned)
         })
+    }
+}
+
+/// The host's locator: the provider a session's state names (`SessionSummary.provider`, set
+/// when the session was created or restored), when the host runs that provider. A session of a
+/// provider the host was not started with has none — its turns are refused with `noAgent`,
+/// exactly as the orchestrator refuses a direct turn.
+#[derive(Debug, Clone)]
+pub struct StateProviderLocator {
+    state: Arc<StateManager>,
+    known: BTreeSet<String>,
+}
+
+impl StateProviderLocator {
+    /// Resolves through `state`, admitting only the provider ids in `known`.
+    pub fn new(state: Arc<StateManager>, known: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            state,
+            known: known.into_iter().collect(),
+        }
+    }
+}
+
+impl ProviderLocator for StateProviderLocator {
+    fn provider_of(&self, session: &str) -> Option<String> {
+        self.state
+            .read(|h| h.session(session).map(|s| s.provider.clone()))
+            .filter(|id| self.known.contains(id))
     }
 }
 

@@ -2,7 +2,8 @@
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
@@ -10,6 +11,50 @@ use tokio::sync::Notify;
 
 /// One store write, with its failure already logged by the future itself.
 pub type Write = BoxFuture<'static, ()>;
+
+/// Writes accepted by any queue of the process and not finished yet.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+fn all_idle() -> &'static Notify {
+    static ALL_IDLE: OnceLock<Notify> = OnceLock::new();
+    ALL_IDLE.get_or_init(Notify::new)
+}
+
+/// Counts one accepted write as in flight until it is dropped — run, cleared, or dropped with a
+/// task that died with its runtime (so a dead write never holds [`flush_pending_writes`]).
+struct InFlight;
+
+impl InFlight {
+    fn new() -> Self {
+        IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
+        Self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if IN_FLIGHT.fetch_sub(1, Ordering::AcqRel) == 1 {
+            all_idle().notify_waiters();
+        }
+    }
+}
+
+/// Waits until every write accepted by any [`WriteQueue`] of the process has finished — what a
+/// host calls on a graceful shutdown, after its agents stopped, so no queued store write (a
+/// draft, a flag, a title) is lost with the process. A write whose task died with its runtime
+/// counts as finished (it never will). Bound the wait with a timeout where a stuck store must
+/// not hold the process.
+pub async fn flush_pending_writes() {
+    loop {
+        let notified = all_idle().notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        if IN_FLIGHT.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        notified.await;
+    }
+}
 
 /// Writes queued by a synchronous hook (`onDidDispatchAction`, …) and run one after another, in
 /// the order they were queued, by a task on the current tokio runtime. A task is spawned only
@@ -23,7 +68,7 @@ pub struct WriteQueue {
 
 #[derive(Default)]
 struct QueueState {
-    pending: VecDeque<Write>,
+    pending: VecDeque<(Write, InFlight)>,
     draining: bool,
 }
 
@@ -46,7 +91,7 @@ impl WriteQueue {
     /// nothing can run it: the write is dropped with a warning.
     pub fn push(self: &Arc<Self>, write: Write) {
         let mut state = self.lock();
-        state.pending.push_back(write);
+        state.pending.push_back((write, InFlight::new()));
         if state.draining {
             return;
         }
@@ -71,7 +116,7 @@ impl WriteQueue {
             finished: false,
         };
         loop {
-            let next = {
+            let (next, in_flight) = {
                 let mut state = self.lock();
                 match state.pending.pop_front() {
                     Some(next) => next,
@@ -83,7 +128,9 @@ impl WriteQueue {
                     }
                 }
             };
-            if AssertUnwindSafe(next).catch_unwind().await.is_err() {
+            let outcome = AssertUnwindSafe(next).catch_unwind().await;
+            drop(in_flight);
+            if outcome.is_err() {
                 tracing::error!(
                     contribution = self.contribution,
                     "a store write panicked; the next one runs"
@@ -162,6 +209,57 @@ mod tests {
         }));
         queue.flush().await;
         assert!(*ran.lock().unwrap());
+    }
+
+    #[tokio::test]
+    async fn flushing_every_queue_waits_for_writes_of_all_queues() {
+        let (first, second) = (
+            Arc::new(WriteQueue::new("first")),
+            Arc::new(WriteQueue::new("second")),
+        );
+        let (release, gate) = tokio::sync::watch::channel(false);
+        let done = Arc::new(AtomicUsize::new(0));
+        for queue in [&first, &second] {
+            let mut gate = gate.clone();
+            let done = Arc::clone(&done);
+            queue.push(Box::pin(async move {
+                let _ = gate.wait_for(|open| *open).await;
+                done.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+        let flush = tokio::spawn(flush_pending_writes());
+        tokio::task::yield_now().await;
+        assert!(!flush.is_finished(), "two writes are still waiting");
+        release.send_replace(true);
+        flush.await.unwrap();
+        assert_eq!(
+            done.load(Ordering::SeqCst),
+            2,
+            "flushed only after both ran"
+        );
+    }
+
+    #[test]
+    fn a_write_dropped_with_its_runtime_does_not_hold_the_flush() {
+        let queue = Arc::new(WriteQueue::new("dying"));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // Never finishes: the runtime is dropped while the drain task awaits it.
+            queue.push(Box::pin(std::future::pending()));
+            queue.push(Box::pin(async {}));
+            tokio::task::yield_now().await;
+        });
+        drop(runtime);
+        let other = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let flushed = other.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), flush_pending_writes()).await
+        });
+        assert!(flushed.is_ok(), "the dead writes still count as in flight");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_provider_api::{
     PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
 };
+use agenthost_services::{ToolCallTracker, TurnCompletion, TurnTracker};
 use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager};
 use agenthost_store::Store;
 use tokio::sync::mpsc;
@@ -103,6 +104,9 @@ pub(crate) struct Shared {
     pub(crate) runtime: Mutex<Runtime>,
     /// Where each chat's provider resume handle is kept across restarts.
     pub(crate) store: Store,
+    /// The turn and tool-call trackers, when the dispatcher's registry has them: told when a
+    /// turn is admitted and when it ends (contribution reference §8.3, §8.5).
+    pub(crate) trackers: Option<(Arc<dyn TurnTracker>, Arc<dyn ToolCallTracker>)>,
 }
 
 impl Shared {
@@ -145,6 +149,10 @@ impl Shared {
         let Some(session) = self.session_of(chat) else {
             return;
         };
+        if let (Some((turns, tool_calls)), Some(turn_id)) = (&self.trackers, turn_id) {
+            turns.turn_completed(chat, turn_id, completion_of(&reason));
+            tool_calls.clear(chat, Some(turn_id));
+        }
         let client_context = {
             let mut runtime = self.runtime();
             let tracked = runtime
@@ -164,6 +172,19 @@ impl Shared {
             reason,
             client_context,
         });
+    }
+}
+
+/// The tracker's word for why a turn ended.
+fn completion_of(reason: &TurnEndReason) -> TurnCompletion {
+    match reason {
+        TurnEndReason::Success => TurnCompletion::Success,
+        TurnEndReason::Cancelled => TurnCompletion::Cancelled,
+        TurnEndReason::Error { resumable, .. } => TurnCompletion::Error {
+            resumable: *resumable,
+        },
+        TurnEndReason::Rejected { .. } => TurnCompletion::Rejected,
+        TurnEndReason::LocalCommand => TurnCompletion::LocalCommand,
     }
 }
 
@@ -193,6 +214,19 @@ impl HostBridge for Bridge {
 
     fn send_turn_message(&self, options: SendTurnMessageOptions) {
         if let Some(shared) = self.shared.upgrade() {
+            // A turn admitted by a contribution (a queued message): tracked like a client's, so
+            // its duration and sender reach the turn-end hooks.
+            let started = Instant::now()
+                .checked_sub(options.turn_stopwatch.elapsed())
+                .unwrap_or_else(Instant::now);
+            shared.runtime().turns.insert(
+                options.chat.clone(),
+                TrackedTurn {
+                    turn_id: options.turn_id.clone(),
+                    started,
+                    client_context: Some(options.client_context.clone()),
+                },
+            );
             tokio::spawn(crate::turns::send_tail(shared, options));
         }
     }
@@ -244,6 +278,11 @@ impl Orchestrator {
                 ..Runtime::default()
             }),
             store,
+            trackers: dispatcher
+                .services()
+                .get::<dyn TurnTracker>()
+                .ok()
+                .zip(dispatcher.services().get::<dyn ToolCallTracker>().ok()),
         });
         let bridge = Arc::new(Bridge {
             shared: Arc::downgrade(&shared),

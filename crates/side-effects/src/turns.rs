@@ -3,11 +3,10 @@
 use std::sync::Arc;
 
 use agenthost_dispatcher::{
-    ClientContext, Disposition, IncomingRequest, OutgoingTurn, RequestSource,
-    SendTurnMessageOptions, TurnEndReason,
+    ClientContext, IncomingRequest, OutgoingTurn, RequestSource, SendTurnMessageOptions,
+    TurnEndReason, TurnStarterPorts,
 };
 use agenthost_protocol::ahp_types::state::{ErrorInfo, Message};
-use agenthost_protocol::error_info::{NO_AGENT, error_info};
 use agenthost_protocol::uri::file_uri_to_path;
 use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_provider_api::{
@@ -27,46 +26,24 @@ pub(crate) struct TurnStart {
     pub(crate) client_context: ClientContext,
 }
 
-/// The turn starter: gate, provider lookup, then the send tail. Refusals end the started turn
-/// with `chat/error` and report `onTurnEnd(rejected)`.
+/// The turn starter (the dispatcher's shared sequence, §8.3) with the orchestrator's effects,
+/// then the send tail. Refusals end the started turn with `chat/error` and report
+/// `onTurnEnd(rejected)`.
 pub(crate) async fn start_turn(shared: Arc<Shared>, start: TurnStart) {
     let Some(session) = shared.session_of(&start.chat) else {
         return;
     };
-    let disposition = shared.dispatcher.incoming_request(&IncomingRequest {
+    let request = IncomingRequest {
         session: session.clone(),
         chat: start.chat.clone(),
         turn_channel: start.chat.clone(),
-        message: start.message.clone(),
-        turn_id: start.turn_id.clone(),
+        message: start.message,
+        turn_id: start.turn_id,
         source: start.source,
-        client_id: start.client_id.clone(),
-        client_context: start.client_context.clone(),
-    });
-    match disposition {
-        Disposition::Accept => {}
-        Disposition::Handled => {
-            // A contribution (a local command) answered the request and ended the turn itself;
-            // the turn-end hooks still learn why it ended.
-            shared.turn_end(
-                &start.chat,
-                Some(&start.turn_id),
-                TurnEndReason::LocalCommand,
-            );
-            return;
-        }
-        Disposition::Reject { error, .. } => {
-            reject_turn(&shared, &start.chat, &start.turn_id, error);
-            return;
-        }
-    }
-    let provider = shared
-        .state
-        .read(|h| h.session(&session).map(|s| s.provider.clone()))
-        .filter(|id| shared.providers.contains_key(id));
-    let Some(agent) = provider else {
-        let error = error_info(NO_AGENT, "No agent found for session");
-        reject_turn(&shared, &start.chat, &start.turn_id, error);
+        client_id: start.client_id,
+        client_context: start.client_context,
+    };
+    let Some(agent) = shared.dispatcher.start_turn(&request, shared.as_ref()) else {
         return;
     };
     send_tail(
@@ -74,23 +51,48 @@ pub(crate) async fn start_turn(shared: Arc<Shared>, start: TurnStart) {
         SendTurnMessageOptions {
             agent,
             session_channel: session,
-            turn_channel: start.chat.clone(),
-            chat: start.chat,
-            message: start.message,
-            turn_id: start.turn_id,
-            sender_client_id: start.client_id,
-            client_context: start.client_context,
+            turn_channel: request.turn_channel,
+            chat: request.chat,
+            message: request.message,
+            turn_id: request.turn_id,
+            sender_client_id: request.client_id,
+            client_context: request.client_context,
             turn_stopwatch: std::time::Instant::now(),
         },
     )
     .await;
 }
 
-/// A request refused before it reached a provider: `chat/error`, then `onTurnEnd(rejected)`.
-fn reject_turn(shared: &Shared, chat: &str, turn_id: &str, error: ErrorInfo) {
-    let duration = shared.elapsed_ms(chat);
-    shared.dispatch(chat, chat_error(turn_id, duration, error.clone(), false));
-    shared.turn_end(chat, Some(turn_id), TurnEndReason::Rejected { error });
+/// The orchestrator's effects of the turn starter.
+impl TurnStarterPorts for Shared {
+    fn refuse(&self, request: &IncomingRequest, error: &ErrorInfo) {
+        let chat = &request.turn_channel;
+        let duration = self.elapsed_ms(chat);
+        self.dispatch(
+            chat,
+            chat_error(&request.turn_id, duration, error.clone(), false),
+        );
+    }
+
+    fn agent_of(&self, session: &str) -> Option<String> {
+        self.state
+            .read(|h| h.session(session).map(|s| s.provider.clone()))
+            .filter(|id| self.providers.contains_key(id))
+    }
+
+    fn turn_end(&self, request: &IncomingRequest, reason: TurnEndReason) {
+        Shared::turn_end(self, &request.turn_channel, Some(&request.turn_id), reason);
+    }
+
+    fn accepted(&self, request: &IncomingRequest, agent: &str) {
+        if let Some((turns, _)) = &self.trackers {
+            turns.turn_started(&request.chat, &request.turn_id);
+        }
+        tracing::debug!(
+            chat = %request.chat, turn_id = %request.turn_id, agent,
+            source = ?request.source, "turn admitted"
+        );
+    }
 }
 
 /// A started turn failed outside the agent: end it with `chat/error` — only if it is still the

@@ -12,25 +12,25 @@
 //!
 //! | # | id | Services it needs | Status |
 //! |---|---|---|---|
-//! | 1 | `localCommand` | `dyn LocalCommands`, `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn TelemetryReporter` | registered |
+//! | 1 | `localCommand` | `dyn LocalCommands`, `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn TelemetryReporter`, `dyn SessionDataStore` | registered |
 //! | 2 | `turnAdmission` | `dyn HostState` | registered |
 //! | 3 | `turnDelegation` | `dyn SessionDataStore` | registered |
 //! | 4 | `persistedTurnUsage` | `dyn SessionDataStore` | registered |
 //! | 5 | `worktreeAnnouncement` | | missing |
 //! | 6 | `checkpointAndChangeset` | | missing |
-//! | 7 | `queueDrain` | | missing |
-//! | 8 | `sessionInputNeeded` | `dyn HostState`, `dyn ServerDispatch` | registered |
+//! | 7 | `queueDrain` | `dyn HostState`, `dyn ServerDispatch`, `dyn ProviderLocator`, `dyn TelemetryReporter`, `dyn TurnTracker` (and the dispatcher's own `HostAccess`) | registered |
+//! | 8 | `sessionInputNeeded` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnTracker`, `dyn ToolCallTracker` | registered |
 //! | 9 | `githubReferences` | | missing |
-//! | 10 | `sessionTitle` | | missing |
+//! | 10 | `sessionTitle` | `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn SessionDataStore` | registered |
 //! | 11 | `markUnread` | `dyn HostState`, `dyn ServerDispatch` | registered |
 //! | 12 | `chatDraft` | `dyn SessionDataStore` | registered |
 //! | 13 | `chatConfig` | `dyn SessionDataStore`, `dyn HostState` | registered |
 //! | 14 | `markdownPlanRichLinks` | | missing |
 //! | 15 | `artifactTools` | | missing |
 //! | 16 | `chatSurface` | | missing |
-//! | 17 | `sideChat` | | missing |
+//! | 17 | `sideChat` | `dyn HostState` | registered |
 //! | 18 | `sessionFlags` | `dyn SessionDataStore`, `dyn HostState` | registered |
-//! | 19 | `unattendedPolicy` | | missing |
+//! | 19 | `unattendedPolicy` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_chat_config::ChatConfig;
@@ -38,10 +38,14 @@ use agenthost_contrib_chat_draft::ChatDraft;
 use agenthost_contrib_local_command::LocalCommandHandler;
 use agenthost_contrib_mark_unread::MarkUnread;
 use agenthost_contrib_persisted_turn_usage::PersistedTurnUsage;
+use agenthost_contrib_queue_drain::QueueDrain;
 use agenthost_contrib_session_flags::SessionFlags;
 use agenthost_contrib_session_input_needed::SessionInputNeeded;
+use agenthost_contrib_session_title::SessionTitle;
+use agenthost_contrib_side_chat::SideChat;
 use agenthost_contrib_turn_admission::TurnAdmission;
 use agenthost_contrib_turn_delegation::TurnDelegation;
+use agenthost_contrib_unattended_policy::UnattendedPolicyContribution;
 use agenthost_dispatcher::{Dispatcher, RegistrationError, RegistrationSet};
 
 /// Registers every built-in contribution with `dispatcher`, in the order of §10.1.
@@ -59,15 +63,18 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<TurnAdmission>()?); // 2
     set.push(dispatcher.register::<TurnDelegation>()?); // 3
     set.push(dispatcher.register::<PersistedTurnUsage>()?); // 4
-    // 5 worktreeAnnouncement, 6 checkpointAndChangeset, 7 queueDrain: not yet built.
+    // 5 worktreeAnnouncement, 6 checkpointAndChangeset: not yet built.
+    set.push(dispatcher.register::<QueueDrain>()?); // 7
     set.push(dispatcher.register::<SessionInputNeeded>()?); // 8
-    // 9 githubReferences, 10 sessionTitle: not yet built.
+    // 9 githubReferences: not yet built.
+    set.push(dispatcher.register::<SessionTitle>()?); // 10
     set.push(dispatcher.register::<MarkUnread>()?); // 11
     set.push(dispatcher.register::<ChatDraft>()?); // 12
     set.push(dispatcher.register::<ChatConfig>()?); // 13
-    // 14 markdownPlanRichLinks, 15 artifactTools, 16 chatSurface, 17 sideChat: not yet built.
+    // 14 markdownPlanRichLinks, 15 artifactTools, 16 chatSurface: not yet built.
+    set.push(dispatcher.register::<SideChat>()?); // 17
     set.push(dispatcher.register::<SessionFlags>()?); // 18
-    // 19 unattendedPolicy: not yet built.
+    set.push(dispatcher.register::<UnattendedPolicyContribution>()?); // 19
     Ok(set)
 }
 

@@ -2,12 +2,16 @@ use std::sync::Arc;
 
 use agenthost_dispatcher::{ServiceRegistry, render_order};
 use agenthost_services::fakes::{
-    FakeHostState, FakeLocalCommands, FakeServerDispatch, FakeSessionData, FakeTelemetry,
-    FakeTitleController,
+    FakeClientActionIntake, FakeConfiguration, FakeHostState, FakeLocalCommands,
+    FakeProviderLocator, FakeServerDispatch, FakeSessionData, FakeSubscriptionTracker,
+    FakeTelemetry, FakeTitleController,
 };
+use agenthost_services::fakes::{FakeToolCallTracker, FakeTurnTracker};
 use agenthost_services::{
-    HostState, LocalCommands, ServerDispatch, SessionDataStore, TelemetryReporter, TitleController,
+    ClientActionIntake, Configuration, HostState, LocalCommands, ProviderLocator, ServerDispatch,
+    SessionDataStore, SubscriptionTracker, TelemetryReporter, TitleController,
 };
+use agenthost_services::{ToolCallTracker, TurnTracker};
 
 use super::*;
 
@@ -20,7 +24,14 @@ fn services() -> ServiceRegistry {
         .insert::<dyn LocalCommands>(Arc::new(FakeLocalCommands::default()))
         .insert::<dyn TitleController>(Arc::new(FakeTitleController::default()))
         .insert::<dyn TelemetryReporter>(Arc::new(FakeTelemetry::default()))
-        .insert::<dyn SessionDataStore>(Arc::new(FakeSessionData::default()));
+        .insert::<dyn SessionDataStore>(Arc::new(FakeSessionData::default()))
+        .insert::<dyn ProviderLocator>(Arc::new(FakeProviderLocator::default()))
+        .insert::<dyn Configuration>(Arc::new(FakeConfiguration::default()))
+        .insert::<dyn SubscriptionTracker>(Arc::new(FakeSubscriptionTracker::default()))
+        .insert::<dyn ClientActionIntake>(Arc::new(FakeClientActionIntake::default()));
+    services
+        .insert::<dyn TurnTracker>(Arc::new(FakeTurnTracker::default()))
+        .insert::<dyn ToolCallTracker>(Arc::new(FakeToolCallTracker::default()));
     services
 }
 
@@ -35,11 +46,15 @@ fn the_builtin_order_per_hook() {
             "turnAdmission",
             "turnDelegation",
             "persistedTurnUsage",
+            "queueDrain",
             "sessionInputNeeded",
+            "sessionTitle",
             "markUnread",
             "chatDraft",
             "chatConfig",
-            "sessionFlags"
+            "sideChat",
+            "sessionFlags",
+            "unattendedPolicy"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));

@@ -39,45 +39,26 @@ use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::ChatState;
 use agenthost_protocol::{Channel, ChatUri, StateAction};
 use agenthost_services::{HostState, SessionDataStore, WriteQueue};
-use serde_json::Value;
 
-/// Key of the chat's working-directory subset (an array of URIs) in the stored configuration.
-pub const WORKING_DIRECTORIES_KEY: &str = "workingDirectories";
+pub use agenthost_reducers::chat_config::WORKING_DIRECTORIES_KEY;
 
 /// The chat's own configuration as stored: `None` when the chat has nothing of its own (it
-/// inherits the session's working directories).
+/// inherits the session's working directories). The projection lives in
+/// `agenthost_reducers::chat_config`, shared with the session service that applies it.
 pub fn config_of(chat: &ChatState) -> Option<JsonObject> {
-    let directories = chat.working_directories.as_ref()?;
-    let mut config = JsonObject::new();
-    config.insert(
-        WORKING_DIRECTORIES_KEY.to_owned(),
-        Value::Array(directories.iter().cloned().map(Value::String).collect()),
-    );
-    Some(config)
+    agenthost_reducers::chat_config::chat_config(chat)
 }
 
-/// Applies a stored configuration to `chat` (the inverse of [`config_of`]). A value that is not
-/// an array of strings is ignored with a warning and leaves the chat unchanged; returns whether
-/// the chat changed.
+/// Applies a stored configuration to `chat` (the inverse of [`config_of`]). A malformed value
+/// is ignored with a warning and leaves the chat unchanged; returns whether the chat changed.
 pub fn apply_config(config: &JsonObject, chat: &mut ChatState) -> bool {
-    let Some(value) = config.get(WORKING_DIRECTORIES_KEY) else {
-        return false;
-    };
-    let directories = value.as_array().and_then(|values| {
-        values
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-    });
-    match directories {
-        Some(directories) => {
-            chat.working_directories = Some(directories);
-            true
-        }
-        None => {
+    match agenthost_reducers::chat_config::apply_chat_config(config, chat) {
+        Ok(changed) => changed,
+        Err(error) => {
             tracing::warn!(
                 chat = chat.resource.as_str(),
-                "chatConfig: ignored a malformed stored working-directory subset"
+                %error,
+                "chatConfig: ignored a malformed stored configuration"
             );
             false
         }

@@ -9,7 +9,7 @@ use agenthost_state::{
     ClientDispatch, EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager,
 };
 use agenthost_store::{ChatRecord, SessionRecord, Store, TitleSource};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 

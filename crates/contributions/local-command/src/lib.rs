@@ -11,9 +11,12 @@
 //!
 //! - `/rename <title>`: the [`TitleController`] records the title as the user's
 //!   ([`TitleKind::User`], marked renamed, so no generated title replaces it); then
-//!   `session/titleChanged` on the chat channel (the chat's own title, the VS Code pairing the
-//!   reducers accept), `session/chatUpdated` on the session (the catalog entry), and, for the
-//!   session's default chat, `session/titleChanged` on the session (marked renamed too);
+//!   `session/chatUpdated` on the session (the chat's catalog entry) and, for the session's
+//!   default chat, `session/titleChanged` on the session (marked renamed too) — actions every
+//!   client's reducer applies (nothing is dispatched on the chat channel: the canonical chat
+//!   reducer has no title action). Each title is persisted as the user's through the
+//!   [`SessionDataStore`] (queued; [`LocalCommandHandler::flush`] waits), so it survives a
+//!   restart;
 //! - an invalid command (`/rename` without a title, or too long) changes nothing;
 //!
 //! and in both cases a markdown answer saying what happened and `chat/turnComplete`.
@@ -33,9 +36,10 @@ use agenthost_protocol::actions::{
     SessionTitleChangedAction,
 };
 use agenthost_protocol::ahp_types::state::{MarkdownResponsePart, MessageKind, ResponsePart};
+use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_services::{
-    DispatchError, HostState, LocalCommand, LocalCommands, ServerDispatch, TelemetryReporter,
-    TitleController, TitleKind,
+    DataOwner, DispatchError, HostState, LocalCommand, LocalCommands, ServerDispatch,
+    SessionDataStore, TelemetryReporter, TitleController, TitleKind, TitleSource, WriteQueue,
 };
 
 /// The id of the markdown part that carries a command's answer.
@@ -43,13 +47,16 @@ pub const ANSWER_PART_ID: &str = "localCommand";
 
 /// The `localCommand` contribution. Register it with
 /// `dispatcher.register::<LocalCommandHandler>()`; it needs `dyn LocalCommands`,
-/// `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch` and `dyn TelemetryReporter`.
+/// `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn TelemetryReporter` and
+/// `dyn SessionDataStore`, and a tokio runtime for the title writes.
 pub struct LocalCommandHandler {
     commands: Arc<dyn LocalCommands>,
     titles: Arc<dyn TitleController>,
     host: Arc<dyn HostState>,
     dispatch: Arc<dyn ServerDispatch>,
     telemetry: Arc<dyn TelemetryReporter>,
+    data: Arc<dyn SessionDataStore>,
+    writes: Arc<WriteQueue>,
 }
 
 impl std::fmt::Debug for LocalCommandHandler {
@@ -72,6 +79,8 @@ pub struct LocalCommandServices {
     pub dispatch: Arc<dyn ServerDispatch>,
     /// Reports each command run.
     pub telemetry: Arc<dyn TelemetryReporter>,
+    /// Persists the titles `/rename` sets.
+    pub data: Arc<dyn SessionDataStore>,
 }
 
 impl std::fmt::Debug for LocalCommandServices {
@@ -90,6 +99,7 @@ impl LocalCommandHandler {
             host,
             dispatch,
             telemetry,
+            data,
         } = services;
         Self {
             commands,
@@ -97,6 +107,8 @@ impl LocalCommandHandler {
             host,
             dispatch,
             telemetry,
+            data,
+            writes: Arc::new(WriteQueue::new(<Self as Contribution>::ID)),
         }
     }
 
@@ -108,7 +120,28 @@ impl LocalCommandHandler {
             host: services.get::<dyn HostState>()?,
             dispatch: services.get::<dyn ServerDispatch>()?,
             telemetry: services.get::<dyn TelemetryReporter>()?,
+            data: services.get::<dyn SessionDataStore>()?,
         }))
+    }
+
+    /// Waits until every title write queued so far has finished (or failed and been logged).
+    pub async fn flush(&self) {
+        self.writes.flush().await;
+    }
+
+    /// Queues the write of the user's title for `owner`; a failure is logged.
+    fn persist(&self, owner: DataOwner, title: &str) {
+        let data = Arc::clone(&self.data);
+        let title = title.to_owned();
+        self.writes.push(Box::pin(async move {
+            let named = match &owner {
+                DataOwner::Session(uri) => uri.to_string(),
+                DataOwner::Chat(uri) => uri.to_string(),
+            };
+            if let Err(error) = data.set_title(owner, &title, TitleSource::User).await {
+                tracing::warn!(owner = named, %error, "`/rename` could not persist the title");
+            }
+        }));
     }
 
     /// Runs `/rename`; returns the answer to show.
@@ -119,12 +152,6 @@ impl LocalCommandHandler {
             .titles
             .set_title(session, chat, title, TitleKind::User)
             .unwrap_or_else(|| title.to_owned());
-        if let Err(error) = self.dispatch.dispatch(chat, title_changed(&title)) {
-            tracing::warn!(session, chat, %error, "`/rename` could not rename the chat");
-            return format!("Could not rename this chat: {}.", error.reason);
-        }
-        self.titles
-            .mark_renamed(session, Some(chat), TitleKind::User);
         let catalog = StateAction::SessionChatUpdated(SessionChatUpdatedAction {
             chat: chat.to_owned(),
             changes: PartialChatSummary {
@@ -132,17 +159,28 @@ impl LocalCommandHandler {
                 ..PartialChatSummary::default()
             },
         });
-        log_refusal(session, self.dispatch.dispatch(session, catalog));
+        if let Err(error) = self.dispatch.dispatch(session, catalog) {
+            tracing::warn!(session, chat, %error, "`/rename` could not rename the chat");
+            return format!("Could not rename this chat: {}.", error.reason);
+        }
+        self.titles
+            .mark_renamed(session, Some(chat), TitleKind::User);
+        if let Ok(uri) = ChatUri::parse(chat) {
+            self.persist(DataOwner::Chat(uri), &title);
+        }
         let is_default_chat = self
             .host
             .session(session)
             .and_then(|s| s.default_chat)
             .is_some_and(|default| default == chat);
         if is_default_chat {
-            log_refusal(
-                session,
-                self.dispatch.dispatch(session, title_changed(&title)),
-            );
+            let renamed = self.dispatch.dispatch(session, title_changed(&title));
+            if renamed.is_ok()
+                && let Ok(uri) = SessionUri::parse(session)
+            {
+                self.persist(DataOwner::Session(uri), &title);
+            }
+            log_refusal(session, renamed);
             self.titles.mark_renamed(session, None, TitleKind::User);
         }
         format!("Renamed this chat to “{title}”.")

@@ -5,8 +5,8 @@ use agenthost_protocol::ahp_types::state::{
     ChatState, Message, RootState, SessionState, TurnState,
 };
 use agenthost_services::fakes::{
-    DispatchCall, FakeHostState, FakeLocalCommands, FakeServerDispatch, FakeTelemetry,
-    FakeTitleController, LocalCommandsCall, TelemetryCall, TitleCall,
+    DataCall, DispatchCall, FakeHostState, FakeLocalCommands, FakeServerDispatch, FakeSessionData,
+    FakeTelemetry, FakeTitleController, LocalCommandsCall, TelemetryCall, TitleCall,
 };
 use agenthost_services::{
     DefaultLocalCommands, DefaultTitleController, LocalCommandError, StateHostState,
@@ -70,6 +70,7 @@ struct Fakes {
     host: Arc<FakeHostState>,
     dispatch: Arc<FakeServerDispatch>,
     telemetry: Arc<FakeTelemetry>,
+    data: Arc<FakeSessionData>,
 }
 
 impl Fakes {
@@ -84,6 +85,7 @@ impl Fakes {
             host,
             dispatch: Arc::default(),
             telemetry: Arc::default(),
+            data: Arc::default(),
         }
     }
 
@@ -94,6 +96,7 @@ impl Fakes {
             host: self.host.clone(),
             dispatch: self.dispatch.clone(),
             telemetry: self.telemetry.clone(),
+            data: self.data.clone(),
         })
     }
 
@@ -172,16 +175,10 @@ fn rename_in_a_peer_chat_records_a_user_title_renames_the_chat_and_completes_the
         .unwrap();
     assert_eq!(outcome, Some(Disposition::Handled));
 
-    let mut expected = vec![
-        call(
-            PEER,
-            json!({ "type": "session/titleChanged", "title": "New name" }),
-        ),
-        call(
-            SESSION,
-            json!({ "type": "session/chatUpdated", "chat": PEER, "changes": { "title": "New name" } }),
-        ),
-    ];
+    let mut expected = vec![call(
+        SESSION,
+        json!({ "type": "session/chatUpdated", "chat": PEER, "changes": { "title": "New name" } }),
+    )];
     expected.extend(answer_and_completion(
         PEER,
         "Renamed this chat to “New name”.",
@@ -224,10 +221,6 @@ fn rename_in_the_default_chat_also_renames_the_session() {
     assert_eq!(outcome, Some(Disposition::Handled));
 
     let mut expected = vec![
-        call(
-            CHAT,
-            json!({ "type": "session/titleChanged", "title": "New name" }),
-        ),
         call(
             SESSION,
             json!({ "type": "session/chatUpdated", "chat": CHAT, "changes": { "title": "New name" } }),
@@ -297,6 +290,12 @@ fn a_refused_rename_is_still_handled_and_not_marked_as_renamed() {
         3,
         "the rename, the answer, the completion: {calls:?}"
     );
+    assert!(
+        calls
+            .iter()
+            .all(|c| !matches!(c.action, StateAction::SessionTitleChanged(_))),
+        "nothing but the refused catalog rename was tried: {calls:?}"
+    );
     assert_eq!(
         calls[1],
         answer_and_completion(PEER, "Could not rename this chat: unknown channel.")[0]
@@ -364,7 +363,8 @@ fn host(chat: &str, text: &str) -> Host {
         .insert::<dyn TitleController>(titles.clone())
         .insert::<dyn HostState>(Arc::new(StateHostState::new(state.clone())))
         .insert::<dyn ServerDispatch>(Arc::new(StateServerDispatch::new(state.clone())))
-        .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry));
+        .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry))
+        .insert::<dyn SessionDataStore>(Arc::new(FakeSessionData::default()));
     let dispatcher = Dispatcher::new(services);
     let registration = dispatcher.register::<LocalCommandHandler>().unwrap();
     Host {
@@ -390,7 +390,8 @@ fn completed_answer(state: &StateManager, chat: &str) -> String {
 }
 
 #[test]
-fn over_the_state_manager_rename_in_an_archived_read_only_default_chat_renames_everything() {
+fn over_the_state_manager_rename_in_an_archived_read_only_default_chat_renames_the_catalog_and_session()
+ {
     let host = host(CHAT, "/rename   Shiny   new\u{200b} name ");
     assert_eq!(
         host.dispatcher
@@ -407,7 +408,10 @@ fn over_the_state_manager_rename_in_an_archived_read_only_default_chat_renames_e
             h.session(SESSION).unwrap().clone(),
         )
     });
-    assert_eq!(chat_title, "Shiny new name");
+    assert_eq!(
+        chat_title, "Old",
+        "the chat's own state has no title action a client could reduce"
+    );
     assert_eq!(session.title, "Shiny new name");
     let catalog: Vec<(&str, &str)> = session
         .chats
@@ -468,4 +472,56 @@ fn over_the_state_manager_a_plain_message_is_accepted_and_the_turn_stays_open() 
         .state
         .read(|h| h.chat(PEER).unwrap().active_turn.is_some());
     assert!(active);
+}
+
+/// `/rename` persists the user's title for the chat and, in the default chat, for the session;
+/// nothing is dispatched on a chat channel but the answer and the completion.
+#[tokio::test]
+async fn a_rename_is_persisted_as_the_users_and_never_titled_on_the_chat_channel() {
+    for (chat, owners) in [
+        (PEER, vec![format!("chat {PEER}")]),
+        (
+            CHAT,
+            vec![format!("chat {CHAT}"), format!("session {SESSION}")],
+        ),
+    ] {
+        let fakes = Fakes::new();
+        fakes.rename_to("Kept");
+        let handler = fakes.handler();
+        handler
+            .on_incoming_request(&request(chat, "/rename Kept"))
+            .unwrap();
+        handler.flush().await;
+        let written: Vec<String> = fakes
+            .data
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                DataCall::SetTitle {
+                    owner,
+                    title,
+                    source,
+                } => {
+                    assert_eq!((title.as_str(), source), ("Kept", TitleSource::User));
+                    Some(match owner {
+                        DataOwner::Chat(uri) => format!("chat {uri}"),
+                        DataOwner::Session(uri) => format!("session {uri}"),
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(written, owners, "{chat}");
+        for dispatched in fakes.dispatch.calls() {
+            if dispatched.channel == chat {
+                assert!(
+                    matches!(
+                        dispatched.action,
+                        StateAction::ChatResponsePart(_) | StateAction::ChatTurnComplete(_)
+                    ),
+                    "{dispatched:?}"
+                );
+            }
+        }
+    }
 }

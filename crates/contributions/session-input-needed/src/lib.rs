@@ -16,8 +16,23 @@
 //! actions — queues its chat and returns; the running sync drains the queue. Each sync reads
 //! state afresh, so the last one always sees the last reduction.
 //!
-//! Not yet done (§10.2): telling the turn and tool-call trackers when a turn or call becomes
-//! blocked or unblocked.
+//! Each sync also tells the trackers what it changed — from the diff steps the host accepted,
+//! never from the desired list alone, so a refused dispatch tells nothing:
+//!
+//! | Service | Told |
+//! |---|---|
+//! | [`HostState`] | read: the session's current entries, the chat's desired entries (and the chat, to find the turn of an input request) |
+//! | [`ServerDispatch`] | the `session/inputNeededRemoved` / `session/inputNeededSet` steps, on the owning session |
+//! | [`ToolCallTracker`] | `blocked(call, Confirmation / ClientExecution / Authentication)` for each tool entry added, `unblocked(call)` for each one removed |
+//! | [`TurnTracker`] | `turn_blocked(chat, turn, block)` when the chat goes from no entries to some (the kind of its first entry; a `chatInput` is `UserInput`), `turn_unblocked(chat, turn)` when it goes from some to none |
+//!
+//! The turn stays blocked while a call trades its confirmation entry for its execution entry
+//! (the removal comes first, but the turn is told only what the whole sync changed). The turn of
+//! the entries is the one their tool entries name, else the turn holding their input request
+//! (the active turn, or an ended one when the sync clears it); should one sync find the entries
+//! moved from one turn to another, the old turn is unblocked and the new one blocked. A subagent
+//! chat reports under its own chat URI, turn and calls; only its entries go to the owning
+//! session's list.
 #![deny(missing_docs)]
 
 use std::collections::VecDeque;
@@ -27,15 +42,24 @@ use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, DispatchedAction, Hook, HookResult,
     HookSet, MissingService, ServiceRegistry,
 };
-use agenthost_protocol::ahp_types::state::ResponsePart;
+use agenthost_protocol::ahp_types::state::{
+    ResponsePart, SessionInputRequest, ToolCallConfirmationState,
+};
+use agenthost_protocol::ids::ToolCallKey;
 use agenthost_protocol::{Channel, StateAction};
-use agenthost_reducers::projection::{diff_input_needed, entry_chat};
-use agenthost_services::{HostState, ServerDispatch};
+use agenthost_reducers::projection::{diff_input_needed, entry_chat, entry_id};
+use agenthost_services::{
+    HostState, ServerDispatch, ToolCallBlock, ToolCallTracker, TurnBlock, TurnTracker,
+};
 
-/// The `sessionInputNeeded` contribution.
+/// The `sessionInputNeeded` contribution. Register it with
+/// `dispatcher.register::<SessionInputNeeded>()`; it needs `dyn HostState`,
+/// `dyn ServerDispatch`, `dyn TurnTracker` and `dyn ToolCallTracker` in the registry.
 pub struct SessionInputNeeded {
     state: Arc<dyn HostState>,
     dispatch: Arc<dyn ServerDispatch>,
+    turns: Arc<dyn TurnTracker>,
+    tool_calls: Arc<dyn ToolCallTracker>,
     queue: Mutex<SyncQueue>,
 }
 
@@ -54,13 +78,32 @@ impl std::fmt::Debug for SessionInputNeeded {
 }
 
 impl SessionInputNeeded {
-    /// The contribution over the host's state and its server dispatch.
-    pub fn new(state: Arc<dyn HostState>, dispatch: Arc<dyn ServerDispatch>) -> Self {
+    /// The contribution over the host's state and its server dispatch, telling `turns` and
+    /// `tool_calls` what becomes blocked or unblocked.
+    pub fn new(
+        state: Arc<dyn HostState>,
+        dispatch: Arc<dyn ServerDispatch>,
+        turns: Arc<dyn TurnTracker>,
+        tool_calls: Arc<dyn ToolCallTracker>,
+    ) -> Self {
         Self {
             state,
             dispatch,
+            turns,
+            tool_calls,
             queue: Mutex::new(SyncQueue::default()),
         }
+    }
+
+    /// Resolves `dyn HostState`, `dyn ServerDispatch`, `dyn TurnTracker` and
+    /// `dyn ToolCallTracker` from `services`.
+    pub fn from_services(services: &ServiceRegistry) -> Result<Self, MissingService> {
+        Ok(Self::new(
+            services.get::<dyn HostState>()?,
+            services.get::<dyn ServerDispatch>()?,
+            services.get::<dyn TurnTracker>()?,
+            services.get::<dyn ToolCallTracker>()?,
+        ))
     }
 
     fn queue(&self) -> MutexGuard<'_, SyncQueue> {
@@ -114,13 +157,181 @@ impl SessionInputNeeded {
             .collect();
         // A chat that is gone has no blockers: its entries are removed.
         let desired = self.state.chat_input_needed(chat).unwrap_or_default();
+        // The chat's entries as the session holds them after each accepted step.
+        let mut applied = current.clone();
         for action in diff_input_needed(&current, &desired) {
+            let step = action.clone();
             if let Err(error) = self.dispatch.dispatch(session, action) {
                 // The rest of the diff assumed this step; the next observation recomputes.
                 tracing::warn!(session, chat, %error, "sessionInputNeeded: sync stopped");
-                return;
+                break;
+            }
+            self.record_step(&mut applied, &step);
+        }
+        self.tell_turn(chat, &current, &applied);
+    }
+
+    /// Records an accepted diff step in `entries` and tells the tool-call tracker about the call
+    /// of a tool entry it added or removed. An upsert of an entry already there (same id, so
+    /// the same call and kind) changes its content only.
+    fn record_step(&self, entries: &mut Vec<SessionInputRequest>, step: &StateAction) {
+        match step {
+            StateAction::SessionInputNeededRemoved(removed) => {
+                let position = entries
+                    .iter()
+                    .position(|e| entry_id(e) == Some(removed.id.as_str()));
+                if let Some(entry) = position.map(|index| entries.remove(index))
+                    && let Some((key, _)) = tool_block(&entry)
+                {
+                    self.tool_calls.unblocked(&key);
+                }
+            }
+            StateAction::SessionInputNeededSet(set) => {
+                let id = entry_id(&set.request);
+                match entries
+                    .iter_mut()
+                    .find(|e| id.is_some() && entry_id(e) == id)
+                {
+                    Some(existing) => *existing = set.request.clone(),
+                    None => {
+                        if let Some((key, block)) = tool_block(&set.request) {
+                            self.tool_calls.blocked(&key, block);
+                        }
+                        entries.push(set.request.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Tells the turn tracker when `chat`'s turn went from unblocked to blocked or back,
+    /// comparing the chat's entries before the sync with those it left.
+    fn tell_turn(&self, chat: &str, before: &[SessionInputRequest], after: &[SessionInputRequest]) {
+        let was_blocked = before.iter().any(|e| turn_block(e).is_some());
+        match (was_blocked, after.iter().find_map(turn_block)) {
+            (false, None) => {}
+            (false, Some(block)) => {
+                if let Some(turn) = self.turn_of(chat, after) {
+                    self.turns.turn_blocked(chat, &turn, block);
+                }
+            }
+            (true, None) => {
+                if let Some(turn) = self.turn_of(chat, before) {
+                    self.turns.turn_unblocked(chat, &turn);
+                }
+            }
+            (true, Some(block)) => {
+                // An entry on both sides belongs to one turn: the turn stays blocked.
+                let shared = before
+                    .iter()
+                    .filter_map(entry_id)
+                    .any(|id| after.iter().any(|e| entry_id(e) == Some(id)));
+                if shared {
+                    return;
+                }
+                // Blocked before and after: only a change of turn is news.
+                if let (Some(old), Some(new)) =
+                    (self.turn_of(chat, before), self.turn_of(chat, after))
+                    && old != new
+                {
+                    self.turns.turn_unblocked(chat, &old);
+                    self.turns.turn_blocked(chat, &new, block);
+                }
             }
         }
+    }
+
+    /// The turn `entries` of `chat` block: the turn their tool entries name, else the turn
+    /// holding one of their input requests (the active turn first, then the ended ones, latest
+    /// first).
+    fn turn_of(&self, chat: &str, entries: &[SessionInputRequest]) -> Option<String> {
+        if let Some(turn) = entries.iter().find_map(tool_turn) {
+            return Some(turn.to_owned());
+        }
+        let requests: Vec<&str> = entries
+            .iter()
+            .filter_map(|e| match e {
+                SessionInputRequest::ChatInput(input) => Some(input.request.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let Some(state) = self.state.chat(chat) else {
+            tracing::debug!(chat, "sessionInputNeeded: chat gone, its turn is not told");
+            return None;
+        };
+        let holds = |parts: &[ResponsePart]| {
+            parts.iter().any(|part| {
+                matches!(part, ResponsePart::InputRequest(input)
+                    if requests.contains(&input.request.id.as_str()))
+            })
+        };
+        let active = state
+            .active_turn
+            .as_ref()
+            .filter(|turn| holds(&turn.response_parts))
+            .map(|turn| turn.id.clone());
+        let turn = active.or_else(|| {
+            state
+                .turns
+                .iter()
+                .rev()
+                .find(|turn| holds(&turn.response_parts))
+                .map(|turn| turn.id.clone())
+        });
+        if turn.is_none() {
+            tracing::debug!(chat, "sessionInputNeeded: no turn holds the input request");
+        }
+        turn
+    }
+}
+
+/// The tool call a tool entry waits on, and how; `None` for a `chatInput` or unknown entry.
+fn tool_block(entry: &SessionInputRequest) -> Option<(ToolCallKey, ToolCallBlock)> {
+    let (chat, turn, call, block) = match entry {
+        SessionInputRequest::ToolConfirmation(e) => {
+            let call = match &e.tool_call {
+                ToolCallConfirmationState::PendingConfirmation(s) => &s.tool_call_id,
+                ToolCallConfirmationState::PendingResultConfirmation(s) => &s.tool_call_id,
+                ToolCallConfirmationState::Unknown(_) => return None,
+            };
+            (&e.chat, &e.turn_id, call, ToolCallBlock::Confirmation)
+        }
+        SessionInputRequest::ToolClientExecution(e) => (
+            &e.chat,
+            &e.turn_id,
+            &e.tool_call.tool_call_id,
+            ToolCallBlock::ClientExecution,
+        ),
+        SessionInputRequest::ToolAuthentication(e) => (
+            &e.chat,
+            &e.turn_id,
+            &e.tool_call.tool_call_id,
+            ToolCallBlock::Authentication,
+        ),
+        SessionInputRequest::ChatInput(_) | SessionInputRequest::Unknown(_) => return None,
+    };
+    Some((ToolCallKey::new(chat.clone(), turn, call), block))
+}
+
+/// The turn a tool entry names.
+fn tool_turn(entry: &SessionInputRequest) -> Option<&str> {
+    match entry {
+        SessionInputRequest::ToolConfirmation(e) => Some(&e.turn_id),
+        SessionInputRequest::ToolClientExecution(e) => Some(&e.turn_id),
+        SessionInputRequest::ToolAuthentication(e) => Some(&e.turn_id),
+        SessionInputRequest::ChatInput(_) | SessionInputRequest::Unknown(_) => None,
+    }
+}
+
+/// How an entry blocks its turn; `None` for an unknown kind (which blocks nothing known).
+fn turn_block(entry: &SessionInputRequest) -> Option<TurnBlock> {
+    match entry {
+        SessionInputRequest::ChatInput(_) => Some(TurnBlock::UserInput),
+        SessionInputRequest::ToolConfirmation(_) => Some(TurnBlock::ToolConfirmation),
+        SessionInputRequest::ToolClientExecution(_) => Some(TurnBlock::ClientExecution),
+        SessionInputRequest::ToolAuthentication(_) => Some(TurnBlock::ToolAuthentication),
+        SessionInputRequest::Unknown(_) => None,
     }
 }
 
@@ -175,10 +386,7 @@ impl Contribution for SessionInputNeeded {
         _context: ContributionContext,
         services: &ServiceRegistry,
     ) -> Result<Self, MissingService> {
-        Ok(Self::new(
-            services.get::<dyn HostState>()?,
-            services.get::<dyn ServerDispatch>()?,
-        ))
+        Self::from_services(services)
     }
 }
 

@@ -1,0 +1,227 @@
+//! The host side of the unattended policy: `--unattended` / `--unattended-grace`, the services
+//! the `unattendedPolicy` contribution reads, and their wiring into the host.
+//!
+//! The contribution (crate `agenthost-contrib-unattended-policy`) needs four services:
+//! `dyn HostState` (registered anyway), `dyn Configuration` (seeded here with the policy under
+//! the root key `unattended` and the grace window under `unattendedGraceMs`),
+//! `dyn SubscriptionTracker` (the server reports subscriptions to it) and
+//! `dyn ClientActionIntake` (bound here, once the orchestrator exists, to the host's
+//! client-action path).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use agenthost_dispatcher::{ClientContext, LaunchKind, ServiceRegistry};
+use agenthost_protocol::{ActionOrigin, StateAction};
+use agenthost_server::Host;
+use agenthost_services::{
+    ClientActionIntake, Configuration, DispatchError, InMemoryConfiguration,
+    LateClientActionIntake, LiveSubscriptions, SubscriptionTracker,
+};
+use agenthost_side_effects::Orchestrator;
+use agenthost_state::{ClientDispatch, StateManager};
+pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
+
+/// The configuration key of the host's policy (the CLI spelling, a string).
+pub const POLICY_KEY: &str = "unattended";
+/// The configuration key of the grace window, in milliseconds.
+pub const GRACE_KEY: &str = "unattendedGraceMs";
+
+/// What `--unattended` and `--unattended-grace` say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnattendedOptions {
+    /// The policy (default `off`).
+    pub policy: UnattendedPolicy,
+    /// How long an obligation stays unclaimed before the policy answers it.
+    pub grace: Duration,
+}
+
+impl Default for UnattendedOptions {
+    fn default() -> Self {
+        Self {
+            policy: UnattendedPolicy::Off,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
+
+impl UnattendedOptions {
+    /// Parses the two flags' values (`grace`: the engine's default when `None`).
+    pub fn parse(policy: &str, grace: Option<&str>) -> Result<Self, String> {
+        Ok(Self {
+            policy: parse_policy(policy)?,
+            grace: grace.map(parse_grace).transpose()?.unwrap_or(DEFAULT_GRACE),
+        })
+    }
+}
+
+/// Parses `off`, `deny` or `allow=tool1,tool2`.
+pub fn parse_policy(text: &str) -> Result<UnattendedPolicy, String> {
+    text.parse().map_err(|e| format!("{e}"))
+}
+
+/// Parses a duration such as `2s`, `500ms` or `1m` (a whole number and a unit).
+pub fn parse_grace(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let bad = || {
+        format!(
+            "invalid duration `{text}`: expected a whole number and a unit, as in `2s`, `500ms` or `1m`"
+        )
+    };
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(number)),
+        "s" => Ok(Duration::from_secs(number)),
+        "m" => number
+            .checked_mul(60)
+            .map(Duration::from_secs)
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+/// Registers the services of the unattended policy that the host does not register otherwise:
+/// the configuration, the subscription tracker and the (late-bound) client-action intake.
+pub fn register_services(services: &mut ServiceRegistry) {
+    let configuration = Arc::new(InMemoryConfiguration::new());
+    let subscriptions = Arc::new(LiveSubscriptions::new());
+    let intake = Arc::new(LateClientActionIntake::new());
+    services
+        .insert::<dyn Configuration>(configuration.clone())
+        .insert::<InMemoryConfiguration>(configuration)
+        .insert::<dyn SubscriptionTracker>(subscriptions)
+        .insert::<dyn ClientActionIntake>(intake.clone())
+        .insert::<LateClientActionIntake>(intake);
+}
+
+/// What the host wires after its services are registered.
+pub struct Wiring {
+    intake: Option<Arc<LateClientActionIntake>>,
+    subscriptions: Option<Arc<dyn SubscriptionTracker>>,
+}
+
+impl std::fmt::Debug for Wiring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wiring")
+            .field("intake", &self.intake)
+            .field("tracks_subscriptions", &self.subscriptions.is_some())
+            .finish()
+    }
+}
+
+impl Wiring {
+    /// Seeds the configuration with `options` and picks up what is bound later.
+    pub fn new(services: &ServiceRegistry, options: &UnattendedOptions) -> Self {
+        if let Ok(configuration) = services.get::<InMemoryConfiguration>() {
+            let grace = u64::try_from(options.grace.as_millis()).unwrap_or(u64::MAX);
+            configuration.set_root(POLICY_KEY, Some(options.policy.to_string().into()));
+            configuration.set_root(GRACE_KEY, Some(grace.into()));
+        }
+        Self {
+            intake: services.get::<LateClientActionIntake>().ok(),
+            subscriptions: services.get::<dyn SubscriptionTracker>().ok(),
+        }
+    }
+
+    /// Binds the client-action intake to the host's client-action path.
+    pub fn bind_intake(
+        &self,
+        state: Arc<StateManager>,
+        orchestrator: Orchestrator,
+        launch_kind: LaunchKind,
+    ) {
+        if let Some(intake) = &self.intake {
+            intake.bind(Arc::new(HostClientActions {
+                state,
+                orchestrator,
+                launch_kind,
+                next_seq: AtomicI64::new(1),
+            }));
+        }
+    }
+
+    /// Has the server report subscriptions to the tracker.
+    pub fn track(&self, host: &Host) {
+        if let Some(subscriptions) = &self.subscriptions {
+            host.track_subscriptions(Arc::clone(subscriptions));
+        }
+    }
+}
+
+/// The host's client-action path, as the server runs it for a connection: validate and reduce
+/// (`dispatchAction` intake), then the orchestrator's side of an accepted action (a
+/// `chat/toolCallConfirmed` reaches the agent; `onDidApplyClientAction` runs).
+struct HostClientActions {
+    state: Arc<StateManager>,
+    orchestrator: Orchestrator,
+    launch_kind: LaunchKind,
+    next_seq: AtomicI64,
+}
+
+impl ClientActionIntake for HostClientActions {
+    fn submit(
+        &self,
+        client_id: &str,
+        channel: &str,
+        action: StateAction,
+    ) -> Result<u64, DispatchError> {
+        let origin = ActionOrigin {
+            client_id: client_id.to_owned(),
+            client_seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
+        };
+        let refused = |reason: String| DispatchError {
+            channel: channel.to_owned(),
+            reason,
+        };
+        match self.state.dispatch_client(channel, action, origin) {
+            ClientDispatch::Accepted(envelope) => {
+                let context = ClientContext {
+                    client_id: Some(client_id.to_owned()),
+                    client_kind: None,
+                    launch_kind: self.launch_kind.clone(),
+                };
+                self.orchestrator.after_client_action(&envelope, &context);
+                Ok(envelope.server_seq)
+            }
+            ClientDispatch::Rejected(echo) => Err(refused(
+                echo.rejection_reason
+                    .unwrap_or_else(|| "rejected".to_owned()),
+            )),
+            ClientDispatch::Ignored => Err(refused("unknown channel".to_owned())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_with_clear_errors() {
+        assert_eq!(
+            UnattendedOptions::parse("deny", Some("200ms")),
+            Ok(UnattendedOptions {
+                policy: UnattendedPolicy::Deny,
+                grace: Duration::from_millis(200)
+            })
+        );
+        assert_eq!(
+            UnattendedOptions::parse("off", None),
+            Ok(UnattendedOptions::default())
+        );
+        assert_eq!(parse_grace("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_grace("1m"), Ok(Duration::from_secs(60)));
+        for bad in ["", "2", "ms", "2h", "-1s", "1.5s"] {
+            let error = parse_grace(bad).unwrap_err();
+            assert!(error.contains("500ms"), "{bad:?}: {error}");
+        }
+        let error = parse_policy("sometimes").unwrap_err();
+        assert!(error.contains("allow=tool1,tool2"), "{error}");
+        assert!(parse_policy("allow=").is_err());
+    }
+}
