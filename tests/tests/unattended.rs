@@ -53,9 +53,14 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
+    setup_with("deny").await
+}
+
+/// Like [`setup`], with the host's policy `policy`.
+async fn setup_with(policy: &str) -> Setup {
     let host = ScriptedHost::start(
         script(),
-        UnattendedOptions::parse("deny", Some("200ms")).unwrap(),
+        UnattendedOptions::parse(policy, Some("200ms")).unwrap(),
     )
     .await;
     let (client, events) = connect(&host.url, "client-a").await;
@@ -193,5 +198,54 @@ async fn a_chat_subscription_claims_the_confirmation_until_it_ends() {
         turn.to_string().contains("denied"),
         "the tool call was denied: {turn:#}"
     );
+    setup.client.shutdown().await;
+}
+
+/// The policy is a session config property: on a host whose policy is `off`, a client sets one
+/// session's `unattended` to `deny` with `session/configChanged`, and that session's unclaimed
+/// confirmation is denied after the grace window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_config_change_turns_the_policy_on_for_that_session() {
+    let mut setup = setup_with("off").await;
+    let (result, _) = setup
+        .client
+        .subscribe(setup.session.to_string())
+        .await
+        .unwrap();
+    let Some(agenthost_protocol::ahp_types::state::SnapshotState::Session(state)) =
+        result.snapshot.map(|s| s.state)
+    else {
+        panic!("not a session snapshot");
+    };
+    let config = state.config.expect("the host publishes a session config");
+    assert_eq!(config.values["unattended"], json!("off"));
+    assert_eq!(
+        config.schema.properties["unattended"].session_mutable,
+        Some(true)
+    );
+    dispatch(
+        &setup.client,
+        setup.session.as_str(),
+        json!({ "type": "session/configChanged", "config": { "unattended": "deny" } }),
+    )
+    .await;
+    let session = setup.session.to_string();
+    until(&mut setup.events, |e| {
+        e.channel == session && matches!(e.action, StateAction::SessionConfigChanged(_))
+    })
+    .await;
+
+    let id = start_turn_until_confirmation(&mut setup).await;
+    until(
+        &mut setup.events,
+        |e| matches!(&e.action, StateAction::SessionInputNeededRemoved(r) if r.id == id),
+    )
+    .await;
+    let turn = completed_turn(&setup.client, setup.chat.as_str()).await;
+    assert!(
+        turn.to_string().contains("denied"),
+        "the tool call was denied: {turn:#}"
+    );
+    assert!(!setup.host.work.join("notes.txt").exists());
     setup.client.shutdown().await;
 }

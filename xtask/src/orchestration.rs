@@ -152,6 +152,8 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::persistence::<TurnRecorder as CommitHook>::before_broadcast", Reason::Invariant),
     ("agenthost-service::sessions::<SessionService as Debug>::fmt", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::set_checkpoints", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::set_session_config", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::session_config_with", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::start_initial_turn", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::set_resume_handles", Reason::Provider),
     ("agenthost-service::persistence::TurnRecorder::record", Reason::Lifecycle),
@@ -176,6 +178,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::sessions::SessionService::add_chat", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::dispatch", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::create_chat", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::side_chat_origin", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::dispose_chat", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::dispose_session", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::summary", Reason::Lifecycle),
@@ -190,5 +193,5 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
     ("agenthost-side-effects", 995),
-    ("agenthost-service", 800),
+    ("agenthost-service", 870),
 ];

@@ -231,6 +231,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     let mut config = ServerConfig::new(token);
     config.listen = options.listen;
     service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
+    service.set_session_config(crate::unattended::session_config(&options.unattended));
     service.set_checkpoints(Arc::new(GitCheckpointService::new(
         CheckpointConfig::default(),
         Arc::new(MemoryLedger::new()),

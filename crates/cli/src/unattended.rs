@@ -23,10 +23,23 @@ use agenthost_side_effects::Orchestrator;
 use agenthost_state::{ClientDispatch, StateManager};
 pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
 
-/// The configuration key of the host's policy (the CLI spelling, a string).
-pub const POLICY_KEY: &str = "unattended";
-/// The configuration key of the grace window, in milliseconds.
-pub const GRACE_KEY: &str = "unattendedGraceMs";
+pub use agenthost_contrib_unattended_policy::{GRACE_KEY, POLICY_KEY};
+use agenthost_protocol::ahp_types::state::{SessionConfigSchema, SessionConfigState};
+
+/// The session configuration every session of the host gets: one session-mutable property,
+/// `unattended`, defaulting to the host's policy — so a client can change one session's policy
+/// with `session/configChanged` (persisted and restored with the session).
+pub fn session_config(options: &UnattendedOptions) -> SessionConfigState {
+    let property = agenthost_contrib_unattended_policy::session_config_property(&options.policy);
+    SessionConfigState {
+        schema: SessionConfigSchema {
+            r#type: "object".to_owned(),
+            properties: [(POLICY_KEY.to_owned(), property)].into_iter().collect(),
+            required: None,
+        },
+        values: agenthost_contrib_unattended_policy::session_config_values(&options.policy),
+    }
+}
 
 /// What `--unattended` and `--unattended-grace` say.
 #[derive(Debug, Clone, PartialEq, Eq)]

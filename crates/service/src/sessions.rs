@@ -9,17 +9,21 @@ use agenthost_protocol::actions::{
     SessionChatAddedAction, SessionChatRemovedAction, SessionDefaultChatChangedAction,
     SessionReadyAction,
 };
+use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{
-    AgentInfo, RootState, SessionChatSummary, SessionLifecycle, SessionState, SessionStatus,
-    SessionSummary,
+    AgentInfo, ChatOrigin, RootState, SessionChatSummary, SessionConfigState, SessionLifecycle,
+    SessionState, SessionStatus, SessionSummary,
 };
-use agenthost_protocol::commands::{CreateChatParams, CreateSessionParams, ListSessionsResult};
+use agenthost_protocol::commands::{
+    ChatSource, CreateChatParams, CreateSessionParams, ListSessionsResult,
+};
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
 use agenthost_reducers::states::empty_chat;
+use agenthost_services::SESSION_CONFIG_KEY;
 use agenthost_state::{ClientDispatch, StateConfig, StateManager};
-use agenthost_store::{SessionRecord, Store};
+use agenthost_store::{MetaOwner, SessionRecord, Store};
 
 use crate::error::ServiceError;
 use crate::persistence::{
@@ -35,8 +39,14 @@ pub struct ServiceConfig {
     pub roots: Vec<PathBuf>,
 }
 
-/// The root state advertising `agents`.
-pub fn root_state(agents: Vec<AgentInfo>) -> RootState {
+/// The root state advertising `agents`, each with side chats.
+pub fn root_state(mut agents: Vec<AgentInfo>) -> RootState {
+    // Every agent gets side chats: the host makes them (`create_chat` records the source, the
+    // `sideChat` contribution frames the first message), whatever the agent itself can do.
+    for agent in &mut agents {
+        let chats = agent.capabilities.get_or_insert_default();
+        chats.multiple_chats.get_or_insert_default().side_chat = Some(true);
+    }
     RootState {
         agents,
         active_sessions: Some(0),
@@ -69,6 +79,7 @@ pub struct SessionService {
     roots: Vec<PathBuf>,
     recorder: Arc<TurnRecorder>,
     checkpoints: OnceLock<Arc<dyn CheckpointService>>,
+    session_config: OnceLock<SessionConfigState>,
 }
 
 impl std::fmt::Debug for SessionService {
@@ -119,7 +130,28 @@ impl SessionService {
             roots,
             recorder,
             checkpoints: OnceLock::new(),
+            session_config: OnceLock::new(),
         })
+    }
+
+    /// The session configuration every session gets: schema and default values (set once, at
+    /// composition; later calls are ignored). A new session takes the client's `config` values,
+    /// a restored one its persisted values, over the defaults — for properties the schema marks
+    /// session-mutable only.
+    pub fn set_session_config(&self, config: SessionConfigState) {
+        let _ = self.session_config.set(config);
+    }
+
+    /// The session configuration with `values` over the defaults; `None` without a schema.
+    fn session_config_with(&self, values: Option<&JsonObject>) -> Option<SessionConfigState> {
+        let mut config = self.session_config.get()?.clone();
+        for (key, value) in values.into_iter().flatten() {
+            let property = config.schema.properties.get(key);
+            if property.is_some_and(|p| p.session_mutable == Some(true)) {
+                config.values.insert(key.clone(), value.clone());
+            }
+        }
+        Some(config)
     }
 
     /// Where completed turns read the agent's resume handle from (set once, at composition;
@@ -216,7 +248,7 @@ impl SessionService {
             active_clients: params.active_client.into_iter().collect(),
             chats: Vec::new(),
             default_chat: Some(default_chat.to_string()),
-            config: None,
+            config: self.session_config_with(params.config.as_ref()),
             customizations: None,
             changesets: None,
             input_needed: None,
@@ -233,7 +265,7 @@ impl SessionService {
                 },
             )
             .map_err(|_| ServiceError::SessionAlreadyExists(uri.to_string()))?;
-        self.add_chat(&uri, &default_chat, &now)?;
+        self.add_chat(&uri, &default_chat, &now, None)?;
         self.dispatch(
             uri.as_str(),
             StateAction::SessionDefaultChatChanged(SessionDefaultChatChangedAction {
@@ -253,8 +285,9 @@ impl SessionService {
         session: &SessionUri,
         chat: &ChatUri,
         now: &str,
+        origin: Option<ChatOrigin>,
     ) -> Result<(), ServiceError> {
-        let state = empty_chat(chat.as_str(), "New chat", now, None);
+        let state = empty_chat(chat.as_str(), "New chat", now, origin);
         let position = self
             .state
             .read(|h| h.session_chats(session.as_str()).count());
@@ -279,20 +312,65 @@ impl SessionService {
     }
 
     /// `createChat` (AHP §9.2): a new chat in the session, stored and announced before the
-    /// reply. Forks and side chats are refused: no agent advertises them yet.
+    /// reply. A side chat records its source in its origin (its agent conversation starts
+    /// fresh; the `sideChat` contribution gives its first message the source's context);
+    /// forks are refused: no agent of this host can copy a conversation.
     pub async fn create_chat(&self, params: &CreateChatParams) -> Result<(), ServiceError> {
         let session = SessionUri::parse(&params.channel)?;
         self.ensure_session(&session).await?;
         let chat = ChatUri::parse(&params.chat)?;
-        if params.source.is_some() {
-            return Err(ServiceError::InvalidParams(
-                "forks and side chats are not supported by this host's agents".into(),
-            ));
-        }
+        let origin = match &params.source {
+            None => None,
+            Some(source) => Some(self.side_chat_origin(&session, source).await?),
+        };
         if self.state.snapshot(chat.as_str()).is_some() || self.store.chat(&chat)?.is_some() {
             return Err(ServiceError::ChatAlreadyExists(chat.to_string()));
         }
-        self.add_chat(&session, &chat, &now_iso())
+        self.add_chat(&session, &chat, &now_iso(), origin)
+    }
+
+    /// The origin of a side chat: its source chat must be a chat of `session` and the turn its
+    /// active turn or one of its turns.
+    async fn side_chat_origin(
+        &self,
+        session: &SessionUri,
+        source: &ChatSource,
+    ) -> Result<ChatOrigin, ServiceError> {
+        let ChatSource::SideChat(side) = source else {
+            return Err(ServiceError::InvalidParams(
+                "forks are not supported by this host's agents (a side chat is)".into(),
+            ));
+        };
+        let invalid = |what: String| Err(ServiceError::InvalidParams(what));
+        if self.ensure_chat(&side.chat).await.is_err()
+            || self
+                .state
+                .read(|h| h.chat_session(&side.chat).map(str::to_owned))
+                .as_deref()
+                != Some(session.as_str())
+        {
+            return invalid(format!(
+                "side chat source {} is not a chat of {session}",
+                side.chat
+            ));
+        }
+        let has_turn = self.state.read(|h| {
+            h.chat(&side.chat).is_some_and(|c| {
+                c.active_turn.as_ref().is_some_and(|t| t.id == side.turn_id)
+                    || c.turns.iter().any(|t| t.id == side.turn_id)
+            })
+        });
+        if !has_turn {
+            return invalid(format!(
+                "side chat source {} has no turn {:?}",
+                side.chat, side.turn_id
+            ));
+        }
+        Ok(ChatOrigin::SideChat {
+            chat: side.chat.clone(),
+            turn_id: side.turn_id.clone(),
+            selection: side.selection.clone(),
+        })
     }
 
     /// A chat's `initialMessage` (AHP §9.2): starts its first turn, as the host, with the
@@ -437,16 +515,19 @@ impl SessionService {
                     return Ok(None);
                 };
                 let chats = store.chats(&key)?;
-                Ok(Some((record, chats)))
+                let values = store.meta(MetaOwner::Session(&key), SESSION_CONFIG_KEY)?;
+                Ok(Some((record, chats, values)))
             })
             .await?;
-        let Some((record, chats)) = loaded else {
+        let Some((record, chats, values)) = loaded else {
             return Err(ServiceError::SessionNotFound(session.to_string()));
         };
+        let mut restored = restored_session(&record, &chats);
+        // Malformed persisted values are ignored: the session gets the defaults.
+        let values = values.and_then(|v| serde_json::from_str::<JsonObject>(&v).ok());
+        restored.config = self.session_config_with(values.as_ref());
         // A concurrent restore may have won: that is fine.
-        let _ = self
-            .state
-            .insert_session(session.as_str(), restored_session(&record, &chats));
+        let _ = self.state.insert_session(session.as_str(), restored);
         Ok(())
     }
 

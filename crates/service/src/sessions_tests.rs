@@ -356,3 +356,314 @@ async fn a_restored_chat_configuration_is_applied_and_a_malformed_one_ignored() 
         assert_eq!(restored.working_directories, expected);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Side chats.
+
+fn default_chat_of(session: &str) -> String {
+    ChatUri::default_for(&SessionUri::parse(session).unwrap()).into_string()
+}
+
+/// Runs turn `t1` to completion in `chat` and leaves `t2` active.
+fn run_turns(state: &StateManager, chat: &str) {
+    for action in [
+        json!({ "type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-01-01T00:00:00.000Z",
+                "message": { "text": "hello", "origin": { "kind": "user" } } }),
+        json!({ "type": "chat/responsePart", "turnId": "t1",
+                "part": { "kind": "markdown", "id": "m", "content": "Hi there" } }),
+        json!({ "type": "chat/turnComplete", "turnId": "t1", "duration": 1500 }),
+        json!({ "type": "chat/turnStarted", "turnId": "t2", "startedAt": "2026-01-01T00:01:00.000Z",
+                "message": { "text": "more", "origin": { "kind": "user" } } }),
+    ] {
+        state.dispatch_server(chat, turn(action)).unwrap();
+    }
+}
+
+fn create_chat_params(session: &str, chat: &str, source: serde_json::Value) -> CreateChatParams {
+    serde_json::from_value(json!({ "channel": session, "chat": chat, "source": source })).unwrap()
+}
+
+fn side_source(chat: &str, turn_id: &str) -> serde_json::Value {
+    json!({ "kind": "sideChat", "chat": chat, "turnId": turn_id })
+}
+
+fn side_origin(chat: &str, turn_id: &str, selection: Option<&str>) -> ChatOrigin {
+    ChatOrigin::SideChat {
+        chat: chat.to_owned(),
+        turn_id: turn_id.to_owned(),
+        selection: selection.map(|text| {
+            serde_json::from_value(json!({ "text": text, "responsePartId": "m" })).unwrap()
+        }),
+    }
+}
+
+/// The origin of `chat` in its live state and in its session's catalog entry.
+fn origins(state: &StateManager, session: &str, chat: &str) -> [Option<ChatOrigin>; 2] {
+    state.read(|h| {
+        let live = h.chat(chat).and_then(|c| c.origin.clone());
+        let listed = h
+            .session(session)
+            .and_then(|s| s.chats.iter().find(|c| c.resource == chat).cloned())
+            .and_then(|c| c.origin);
+        [live, listed]
+    })
+}
+
+#[tokio::test]
+async fn a_side_chat_records_its_source_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agenthost.db");
+    let source = default_chat_of("scripted:/s1");
+    {
+        let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
+        service.create_session(create("scripted:/s1"), "c").unwrap();
+        run_turns(&state, &source);
+        // At a completed turn, with a selection.
+        let mut at_completed = side_source(&source, "t1");
+        at_completed["selection"] = json!({ "text": "Hi", "responsePartId": "m" });
+        service
+            .create_chat(&create_chat_params(
+                "scripted:/s1",
+                "ahp-chat:/side-1",
+                at_completed,
+            ))
+            .await
+            .unwrap();
+        let expected = Some(side_origin(&source, "t1", Some("Hi")));
+        assert_eq!(
+            origins(&state, "scripted:/s1", "ahp-chat:/side-1"),
+            [expected.clone(), expected]
+        );
+        // At the active turn.
+        service
+            .create_chat(&create_chat_params(
+                "scripted:/s1",
+                "ahp-chat:/side-2",
+                side_source(&source, "t2"),
+            ))
+            .await
+            .unwrap();
+        let expected = Some(side_origin(&source, "t2", None));
+        assert_eq!(
+            origins(&state, "scripted:/s1", "ahp-chat:/side-2"),
+            [expected.clone(), expected]
+        );
+        // The side chat starts empty: its source's turns are not copied.
+        let side = state.read(|h| h.chat("ahp-chat:/side-1").cloned()).unwrap();
+        assert!(side.turns.is_empty() && side.active_turn.is_none());
+        // A taken URI is still refused, side chat or not.
+        let again = create_chat_params(
+            "scripted:/s1",
+            "ahp-chat:/side-1",
+            side_source(&source, "t1"),
+        );
+        assert_eq!(
+            service.create_chat(&again).await.unwrap_err().code(),
+            -32010
+        );
+    }
+
+    let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
+    let listed = service.list_sessions().unwrap();
+    let catalog = listed.items[0].chats.clone().unwrap();
+    let origin_of = |chat: &str| {
+        catalog
+            .iter()
+            .find(|c| c.resource == chat)
+            .and_then(|c| c.origin.clone())
+    };
+    assert_eq!(
+        origin_of("ahp-chat:/side-1"),
+        Some(side_origin(&source, "t1", Some("Hi")))
+    );
+    assert_eq!(
+        origin_of("ahp-chat:/side-2"),
+        Some(side_origin(&source, "t2", None))
+    );
+    service.ensure_channel("ahp-chat:/side-1").await.unwrap();
+    let expected = Some(side_origin(&source, "t1", Some("Hi")));
+    assert_eq!(
+        origins(&state, "scripted:/s1", "ahp-chat:/side-1"),
+        [expected.clone(), expected]
+    );
+
+    // A source chat that is not live is restored first; its stored turns are the ones it has
+    // (`t2` never completed, so it is gone).
+    assert!(state.read(|h| h.chat(&source).is_none()));
+    service
+        .create_chat(&create_chat_params(
+            "scripted:/s1",
+            "ahp-chat:/side-3",
+            side_source(&source, "t1"),
+        ))
+        .await
+        .unwrap();
+    assert!(state.read(|h| h.chat(&source).is_some()));
+    let gone = create_chat_params(
+        "scripted:/s1",
+        "ahp-chat:/side-4",
+        side_source(&source, "t2"),
+    );
+    assert_eq!(service.create_chat(&gone).await.unwrap_err().code(), -32602);
+}
+
+#[tokio::test]
+async fn side_chats_with_a_bad_source_and_forks_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (state, service) = service(dir.path());
+    service.create_session(create("scripted:/s1"), "c").unwrap();
+    service.create_session(create("scripted:/s2"), "c").unwrap();
+    let source = default_chat_of("scripted:/s1");
+    let other_session = default_chat_of("scripted:/s2");
+    run_turns(&state, &source);
+    run_turns(&state, &other_session);
+    let not_in_s1 = "is not a chat of scripted:/s1";
+    let refusals = [
+        (
+            json!({ "kind": "fork", "chat": source, "turnId": "t1" }),
+            "forks are not supported",
+        ),
+        (
+            json!({ "kind": "clone", "chat": source, "turnId": "t1" }),
+            "forks are not supported",
+        ),
+        (side_source(&other_session, "t1"), not_in_s1),
+        (side_source(&source, "t9"), "has no turn \"t9\""),
+        (side_source("ahp-chat:/nowhere", "t1"), not_in_s1),
+        (side_source("scripted:/s1", "t1"), not_in_s1),
+    ];
+    for (source, why) in refusals {
+        let params = create_chat_params("scripted:/s1", "ahp-chat:/side", source.clone());
+        let error = service.create_chat(&params).await.unwrap_err();
+        assert_eq!(error.code(), -32602, "{source}: {error}");
+        assert!(error.to_string().contains(why), "{source}: {error}");
+        assert!(
+            state.read(|h| h.chat("ahp-chat:/side").is_none()),
+            "{source}: no chat is created"
+        );
+    }
+    assert_eq!(
+        state.read(|h| h.session("scripted:/s1").unwrap().chats.len()),
+        1,
+        "nothing reached the catalog"
+    );
+    let stored = service.list_sessions().unwrap();
+    assert!(
+        stored
+            .items
+            .iter()
+            .all(|s| s.chats.as_ref().unwrap().len() == 1),
+        "nothing was stored"
+    );
+    // The session must exist before its source is looked at.
+    let orphan = create_chat_params("scripted:/none", "ahp-chat:/x", side_source(&source, "t1"));
+    assert_eq!(
+        service.create_chat(&orphan).await.unwrap_err().code(),
+        -32001
+    );
+}
+
+#[test]
+fn every_agent_advertises_side_chats_and_keeps_its_other_chat_capabilities() {
+    let mut forking = agent("claude");
+    forking.capabilities =
+        Some(serde_json::from_value(json!({ "multipleChats": { "fork": false } })).unwrap());
+    let root = root_state(vec![agent("scripted"), forking]);
+    let capabilities: Vec<serde_json::Value> = root
+        .agents
+        .iter()
+        .map(|a| serde_json::to_value(&a.capabilities).unwrap())
+        .collect();
+    assert_eq!(
+        capabilities,
+        [
+            json!({ "multipleChats": { "sideChat": true } }),
+            json!({ "multipleChats": { "fork": false, "sideChat": true } }),
+        ]
+    );
+}
+
+/// A schema with one session-mutable property (`mode`) and one that is not (`fixed`).
+fn session_config() -> SessionConfigState {
+    serde_json::from_value(json!({
+        "schema": { "type": "object", "properties": {
+            "mode": { "type": "string", "title": "Mode", "sessionMutable": true },
+            "fixed": { "type": "string", "title": "Fixed" }
+        }},
+        "values": { "mode": "off", "fixed": "a" }
+    }))
+    .unwrap()
+}
+
+fn config_values(state: &StateManager, session: &str) -> Option<serde_json::Value> {
+    state.read(|h| {
+        h.session(session)
+            .and_then(|s| s.config.as_ref())
+            .map(|c| serde_json::to_value(&c.values).unwrap())
+    })
+}
+
+/// A new session gets the host's session configuration with the client's values for
+/// session-mutable properties; a restored one gets its persisted values (what `sessionFlags`
+/// writes) over the defaults; malformed persisted values fall back to the defaults.
+#[tokio::test]
+async fn sessions_get_the_host_config_with_client_and_persisted_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agenthost.db");
+    {
+        let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
+        service.set_session_config(session_config());
+        let mut params = create("scripted:/s1");
+        params.config = Some(
+            serde_json::from_value(json!({ "mode": "deny", "fixed": "b", "unknown": 1 })).unwrap(),
+        );
+        service.create_session(params, "c").unwrap();
+        assert_eq!(
+            config_values(&state, "scripted:/s1"),
+            Some(json!({ "mode": "deny", "fixed": "a" })),
+            "only session-mutable, known properties take the client's value"
+        );
+        service.create_session(create("scripted:/s2"), "c").unwrap();
+        assert_eq!(
+            config_values(&state, "scripted:/s2"),
+            Some(json!({ "mode": "off", "fixed": "a" }))
+        );
+        let (_, bare) = service_on(dir.path(), Store::open_in_memory().unwrap());
+        bare.create_session(create("scripted:/s3"), "c").unwrap();
+        assert_eq!(
+            bare.state
+                .read(|h| h.session("scripted:/s3").unwrap().config.clone()),
+            None,
+            "no schema set: no config"
+        );
+    }
+    let store = Store::open(&path).unwrap();
+    let s1 = SessionUri::parse("scripted:/s1").unwrap();
+    let s2 = SessionUri::parse("scripted:/s2").unwrap();
+    store
+        .set_meta(
+            MetaOwner::Session(&s1),
+            SESSION_CONFIG_KEY,
+            Some(r#"{"mode":"allow=read_file","fixed":"z"}"#),
+        )
+        .unwrap();
+    store
+        .set_meta(
+            MetaOwner::Session(&s2),
+            SESSION_CONFIG_KEY,
+            Some("not json"),
+        )
+        .unwrap();
+    let (state, service) = service_on(dir.path(), store);
+    service.set_session_config(session_config());
+    service.ensure_channel("scripted:/s1").await.unwrap();
+    service.ensure_channel("scripted:/s2").await.unwrap();
+    assert_eq!(
+        config_values(&state, "scripted:/s1"),
+        Some(json!({ "mode": "allow=read_file", "fixed": "a" }))
+    );
+    assert_eq!(
+        config_values(&state, "scripted:/s2"),
+        Some(json!({ "mode": "off", "fixed": "a" }))
+    );
+}

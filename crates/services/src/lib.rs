@@ -70,8 +70,8 @@ pub use local_commands::{
 };
 pub use provider::{DefaultProviderLocator, ProviderLocator, StateProviderLocator};
 pub use session_data::{
-    DataError, DataFuture, DataOwner, Flags, SessionDataStore, StoreSessionData, StoredTitle,
-    TitleSource,
+    DataError, DataFuture, DataOwner, Flags, SESSION_CONFIG_KEY, SessionDataStore,
+    StoreSessionData, StoredTitle, TitleSource,
 };
 pub use subscriptions::{
     ListenerId, LiveSubscriptions, SubscriptionChange, SubscriptionListener, SubscriptionTracker,

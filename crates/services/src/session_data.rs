@@ -50,6 +50,10 @@ impl DataOwner {
     }
 }
 
+/// Session metadata key of a session's persisted configuration values (a JSON object): written
+/// by the `sessionFlags` contribution, read by the session service when it restores a session.
+pub const SESSION_CONFIG_KEY: &str = "sessionConfig";
+
 /// A stored title and who chose it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredTitle {

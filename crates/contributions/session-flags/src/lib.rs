@@ -35,8 +35,9 @@ use agenthost_services::{DataOwner, Flags, HostState, SessionDataStore};
 
 use agenthost_services::{Write, WriteQueue};
 
-/// Session metadata key of the persisted configuration values (a JSON object).
-pub const CONFIG_KEY: &str = "sessionConfig";
+/// Session metadata key of the persisted configuration values (a JSON object); the session
+/// service restores them from there.
+pub const CONFIG_KEY: &str = agenthost_services::SESSION_CONFIG_KEY;
 
 /// Session metadata key of the automatic-archive time, deleted when the session is unarchived.
 pub const AUTO_ARCHIVE_KEY: &str = "autoArchiveAt";

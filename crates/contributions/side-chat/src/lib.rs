@@ -33,28 +33,21 @@
 //! [`TURN_SEPARATOR`], and middle-truncated to [`MAX_TRANSCRIPT_CHARS`] by [`truncate_middle`]
 //! (the partial response is bounded the same way).
 //!
-//! **Which source turns — decided as the reference writes it.** §10.2 includes the transcript
-//! only if the source chat is tool-origin, the source turn is still active, or the source turn
-//! is a host-local turn, and an active fork uses only the turns after its last non-local anchor.
-//! Read literally, an ordinary side chat taken from a completed user turn gets guidance and
-//! selection but **no transcript**. We implement exactly that, because the rest of the
-//! reference only holds together if the provider forks the source conversation at the origin
-//! turn: hydration strips *inherited* turns (the side chat's own provider history starts with
-//! the source turns), and §13's race caveat ("if the source turn completes between `createChat`
-//! and the first send, no context is injected and that turn is in neither chat") is this rule's
-//! consequence. Repeating what the fork already holds would send the context twice. So:
+//! **Which source turns — every one up to the origin, because no agent of this host forks.**
+//! §10.2 includes the transcript only if the source chat is tool-origin, the source turn is
+//! still active, or the source turn is host-local: it assumes the provider forks the source
+//! conversation at the origin turn, so the fork already holds the rest. This host's agents
+//! cannot fork — a side chat's agent conversation starts empty (`createChat` records the source
+//! in the chat's origin, nothing more) — so the envelope is the side chat's only context:
 //!
-//! - tool-origin source: every source turn up to and including the origin turn (a tool-spawned
-//!   chat is not forked by the provider), plus the partial response when that turn is active;
-//! - origin turn active: the completed turns after the last non-local one (the provider's fork
-//!   ends there), plus the active turn's request and partial response;
-//! - origin turn host-local: the turns after the last non-local turn before it, up to and
-//!   including it (the provider never saw host-local turns);
-//! - otherwise: no transcript.
+//! - the origin turn completed: every completed source turn up to and including it;
+//! - the origin turn active: every completed source turn, plus the active turn's request and
+//!   partial response (§13's race — the source turn completing between `createChat` and the
+//!   first send — then only moves that turn from the partial into the transcript).
 //!
-//! Switching to "always the transcript up to the origin" is a change to [`transcript_turns`]
-//! alone. Host-local turns are recognised by the `localCommand` contribution's answer part
-//! ([`is_host_local_turn`]) until a local-turns service exists.
+//! The transcript is middle-truncated, so a long source chat keeps its beginning and its end.
+//! [`is_host_local_turn`] recognises host-answered turns by the `localCommand` contribution's
+//! answer part until a local-turns service exists.
 //!
 //! # Restore
 //!
@@ -211,9 +204,9 @@ pub fn is_host_local_turn(turn: &Turn) -> bool {
     })
 }
 
-/// What of `source` goes into the envelope for a side chat taken at `turn_id` (the reference's
-/// rule, see the crate docs): the completed turns for the transcript, and the source's active
-/// turn when it is the origin turn.
+/// What of `source` goes into the envelope for a side chat taken at `turn_id` (see the crate
+/// docs): every completed turn up to and including the origin turn for the transcript, and the
+/// source's active turn when it is the origin turn (then every completed turn precedes it).
 pub fn transcript_turns<'a>(
     source: &'a ChatState,
     turn_id: &str,
@@ -227,21 +220,7 @@ pub fn transcript_turns<'a>(
         (None, Some(index)) => source.turns.get(..=index).unwrap_or_default(),
         _ => source.turns.as_slice(),
     };
-    if matches!(source.origin, Some(ChatOrigin::Tool { .. })) {
-        return (up_to_origin, active);
-    }
-    let origin_is_local = origin_index
-        .and_then(|index| source.turns.get(index))
-        .is_some_and(is_host_local_turn);
-    if active.is_none() && !origin_is_local {
-        // The provider's fork already holds these turns.
-        return (&[], None);
-    }
-    let after_anchor = match up_to_origin.iter().rposition(|t| !is_host_local_turn(t)) {
-        Some(anchor) => up_to_origin.get(anchor + 1..).unwrap_or_default(),
-        None => up_to_origin,
-    };
-    (after_anchor, active)
+    (up_to_origin, active)
 }
 
 /// The envelope body for a side chat: [`GUIDANCE`], then the selected text, the transcript of

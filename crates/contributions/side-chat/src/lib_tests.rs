@@ -109,6 +109,15 @@ fn side_chat_at_completed_turn() -> (Arc<FakeHostState>, Dispatcher) {
     ])
 }
 
+/// The envelope body of [`side_chat_at_completed_turn`]'s side chat: the guidance and the
+/// source's turns up to the origin turn `t1` (not `t2`, which came after it).
+fn body_at_t1() -> String {
+    format!(
+        "{GUIDANCE}\n\nSource chat transcript:\n{}",
+        block("fix the bug", "Fixed.")
+    )
+}
+
 async fn send_to(dispatcher: &Dispatcher, chat: &str, text: &str) -> Message {
     let outgoing = OutgoingTurn {
         session: SESSION.to_owned(),
@@ -318,36 +327,71 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Which source turns (the reference's rule, see the crate docs).
+// Which source turns: every one up to the origin (no agent of this host forks; see the crate
+// docs).
 
 #[test]
-fn a_completed_user_turn_gives_no_transcript_since_the_fork_holds_it() {
+fn a_completed_user_turn_gives_every_turn_up_to_and_including_it() {
+    let source = chat_state(
+        SOURCE,
+        None,
+        vec![
+            turn("t1", "a", "A"),
+            turn("t2", "b", "B"),
+            turn("t3", "c", "C"),
+        ],
+    );
+    let (turns, current) = transcript_turns(&source, "t2");
+    assert_eq!(ids_and_texts(turns), [pair("t1", "a"), pair("t2", "b")]);
+    assert!(current.is_none());
+    let (turns, current) = transcript_turns(&source, "t1");
+    assert_eq!(ids_and_texts(turns), [pair("t1", "a")]);
+    assert!(current.is_none());
+    let (turns, _) = transcript_turns(&source, "t3");
+    assert_eq!(
+        ids_and_texts(turns),
+        [pair("t1", "a"), pair("t2", "b"), pair("t3", "c")]
+    );
+}
+
+#[test]
+fn an_origin_turn_that_is_no_longer_in_the_source_gives_every_completed_turn() {
+    // `createChat` checked the turn; a source whose history lost it still gives all it has.
     let source = chat_state(
         SOURCE,
         None,
         vec![turn("t1", "a", "A"), turn("t2", "b", "B")],
     );
-    assert_eq!(transcript_turns(&source, "t1"), (&[][..], None));
-    assert_eq!(transcript_turns(&source, "missing"), (&[][..], None));
+    let (turns, current) = transcript_turns(&source, "missing");
+    assert_eq!(ids_and_texts(turns), [pair("t1", "a"), pair("t2", "b")]);
+    assert!(current.is_none());
+    let empty = chat_state(SOURCE, None, vec![]);
+    assert_eq!(transcript_turns(&empty, "t1"), (&[][..], None));
 }
 
 #[test]
-fn an_active_source_turn_gives_the_turns_after_the_last_non_local_one_and_itself() {
+fn an_active_origin_turn_gives_every_completed_turn_and_itself() {
     let mut source = chat_state(
         SOURCE,
         None,
-        vec![turn("t1", "a", "A"), turn("t2", "b", "B"), local_turn("l1")],
+        vec![turn("t1", "a", "A"), local_turn("l1"), turn("t2", "b", "B")],
     );
     source.active_turn = Some(active("t3", "c", "partial"));
     let (turns, current) = transcript_turns(&source, "t3");
-    assert_eq!(ids_and_texts(turns), [pair("l1", "/rename T")]);
-    assert_eq!(current.map(|t| t.id.as_str()), Some("t3"));
-    // Another turn being active does not make the origin turn active.
-    assert_eq!(transcript_turns(&source, "t1"), (&[][..], None));
+    assert_eq!(
+        ids_and_texts(turns),
+        [pair("t1", "a"), pair("l1", "/rename T"), pair("t2", "b")]
+    );
+    assert_eq!(current, source.active_turn.as_ref());
+    // Another turn being active does not make the origin turn active, nor does it count: the
+    // transcript still ends at the origin turn.
+    let (turns, current) = transcript_turns(&source, "t1");
+    assert_eq!(ids_and_texts(turns), [pair("t1", "a")]);
+    assert!(current.is_none());
 }
 
 #[test]
-fn a_host_local_origin_turn_gives_the_local_turns_up_to_it() {
+fn host_local_turns_count_like_any_other() {
     let source = chat_state(
         SOURCE,
         None,
@@ -361,14 +405,20 @@ fn a_host_local_origin_turn_gives_the_local_turns_up_to_it() {
     let (turns, current) = transcript_turns(&source, "l2");
     assert_eq!(
         ids_and_texts(turns),
-        [pair("l1", "/rename T"), pair("l2", "/rename T")]
+        [
+            pair("t1", "a"),
+            pair("l1", "/rename T"),
+            pair("l2", "/rename T")
+        ]
     );
     assert!(current.is_none());
+    let (turns, _) = transcript_turns(&source, "t2");
+    assert_eq!(turns.len(), 4);
 }
 
 #[test]
-fn a_tool_origin_source_gives_every_turn_up_to_the_origin_turn() {
-    let source = chat_state(
+fn a_tool_origin_source_gives_the_same_turns_as_any_other() {
+    let mut source = chat_state(
         SOURCE,
         Some(json!({ "kind": "tool", "chat": OTHER, "toolCallId": "tc1" })),
         vec![
@@ -380,16 +430,34 @@ fn a_tool_origin_source_gives_every_turn_up_to_the_origin_turn() {
     let (turns, current) = transcript_turns(&source, "t2");
     assert_eq!(ids_and_texts(turns), [pair("t1", "a"), pair("t2", "b")]);
     assert!(current.is_none());
+    source.active_turn = Some(active("t4", "d", "partial"));
+    let (turns, current) = transcript_turns(&source, "t4");
+    assert_eq!(turns.len(), 3);
+    assert_eq!(current, source.active_turn.as_ref());
+    let user_origin = ChatState {
+        origin: None,
+        ..source.clone()
+    };
+    for turn_id in ["t1", "t2", "t3", "t4", "missing"] {
+        assert_eq!(
+            transcript_turns(&source, turn_id),
+            transcript_turns(&user_origin, turn_id),
+            "{turn_id}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // onOutgoingTurn and onTurnEnd.
 
 #[tokio::test]
-async fn the_first_send_of_a_side_chat_is_wrapped_and_the_origin_stays_user() {
+async fn the_first_send_carries_the_source_turns_up_to_the_origin_and_the_origin_stays_user() {
     let (_, dispatcher) = side_chat_at_completed_turn();
     let sent = send_to(&dispatcher, SIDE, "built-in-send-order").await;
-    assert_eq!(sent.text, build_envelope("built-in-send-order", GUIDANCE));
+    assert_eq!(
+        sent.text,
+        build_envelope("built-in-send-order", &body_at_t1())
+    );
     assert_eq!(sent.origin.kind, MessageKind::User);
 }
 
@@ -402,15 +470,41 @@ async fn the_envelope_carries_selection_transcript_and_partial_response() {
     });
     let (_, dispatcher) = setup(vec![source, chat_state(SIDE, Some(origin), vec![])]);
     let body = format!(
-        "{GUIDANCE}\n\nSelected text:\nfn main()\n\nSource chat transcript:\n{}\n\n\
+        "{GUIDANCE}\n\nSelected text:\nfn main()\n\nSource chat transcript:\n{}\n---\n{}\n\n\
          The source chat's turn is still in progress.\nUser request:\nrefactor it\n\n\
          Partial agent response:\nWorking on",
+        block("a", "A"),
         block("/rename T", "Renamed.")
     );
     assert_eq!(
         send(&dispatcher, "what does it do?").await,
         build_envelope("what does it do?", &body)
     );
+}
+
+/// §13's race: the origin turn completes between `createChat` and the first send; it moves
+/// from the partial response into the transcript, and a turn started after it is left out.
+#[tokio::test]
+async fn an_origin_turn_completed_before_the_first_send_moves_into_the_transcript() {
+    let mut source = chat_state(SOURCE, None, vec![turn("t1", "a", "A")]);
+    source.active_turn = Some(active("t2", "refactor it", "Working on"));
+    let (host, dispatcher) = setup(vec![
+        source,
+        chat_state(SIDE, Some(side_origin("t2")), vec![]),
+    ]);
+    host.script(|a| {
+        let source = a.chats.get_mut(SOURCE).unwrap();
+        source
+            .turns
+            .push(turn("t2", "refactor it", "Working on it. Done."));
+        source.active_turn = Some(active("t3", "next", "Later"));
+    });
+    let body = format!(
+        "{GUIDANCE}\n\nSource chat transcript:\n{}\n---\n{}",
+        block("a", "A"),
+        block("refactor it", "Working on it. Done.")
+    );
+    assert_eq!(send(&dispatcher, "q").await, build_envelope("q", &body));
 }
 
 #[tokio::test]
@@ -456,7 +550,7 @@ async fn a_failed_or_cancelled_first_attempt_is_retried_with_the_context() {
         end(&dispatcher, SIDE, reason.clone());
         assert_eq!(
             send(&dispatcher, "retry").await,
-            build_envelope("retry", GUIDANCE),
+            build_envelope("retry", &body_at_t1()),
             "{reason:?}"
         );
     }

@@ -20,6 +20,8 @@
 //! | the same, policy `off` | nothing at all: no engine, no timer |
 //! | a session or chat action the engine reads (queue, chat catalog, remote denials) | fed to the session's engine, if it has one |
 //! | the session's list becomes empty, or the session is gone | engine disposed and forgotten |
+//! | `session/configChanged` on the session channel (not rejected), the resolved [`Settings`] changed | engine disposed; a new one created at once when the list is not empty and the new policy is not `off` |
+//! | the same, settings unchanged | nothing: the engine and its grace deadlines stay |
 //! | subscribe / unsubscribe / disconnect ([`SubscriptionTracker`]) | claim taken or released |
 //!
 //! **Policy source.** The host configuration ([`Configuration`] root key [`POLICY_KEY`],
@@ -27,10 +29,22 @@
 //! configuration (`SessionState.config.values`, read through [`HostState`]) has a string value
 //! under the same key, which then wins for that session. The grace window is the root key
 //! [`GRACE_KEY`] in milliseconds (`--unattended-grace`), else
-//! [`DEFAULT_GRACE`](agenthost_tool_execution::DEFAULT_GRACE). Both are read when a session's
-//! engine is created: a change applies from that session's next engine on (an engine lives only
-//! while its session has outstanding obligations). An unparsable value is logged and treated as
-//! `off` (a bad session override falls back to the host policy).
+//! [`DEFAULT_GRACE`]. Both are read when a session's
+//! engine is created, and again on every accepted `session/configChanged` of the session (from
+//! the host state, after reduction): when the resolved [`Settings`] differ from those the engine
+//! was created with, the engine is disposed (its pending grace deadlines with it) and, if the
+//! session still has obligations listed and the new policy is not `off`, replaced at once by an
+//! engine created exactly as above — from the session's current state, claimed by the live
+//! subscriptions — so the new policy's grace window starts at the change. Switching to `off`
+//! only disposes: nothing answers any more. An unchanged value keeps the engine as it is. A host
+//! configuration change on its own applies from the session's next engine on. An unparsable
+//! value is logged and treated as `off` (a bad session override falls back to the host policy).
+//!
+//! **Session config property.** A client changes a session's policy by setting the session
+//! config property [`POLICY_KEY`] (`unattended`), a `sessionMutable` string in the CLI spelling,
+//! with `session/configChanged`. The session service publishes it in each session's
+//! `config.schema` as [`session_config_property`] (its default: the host policy) and seeds
+//! `config.values` with [`session_config_values`].
 //!
 //! **Answers.** They are submitted through the [`ClientActionIntake`] as client
 //! [`CLIENT_ID`], not dispatched as server actions: only an accepted *client*
@@ -54,7 +68,8 @@ use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, DispatchedAction, Hook, HookResult,
     HookSet, MissingService, ServiceRegistry,
 };
-use agenthost_protocol::ahp_types::state::SessionState;
+use agenthost_protocol::ahp_types::state::{SessionConfigPropertySchema, SessionState};
+use agenthost_protocol::common::JsonObject;
 use agenthost_protocol::{ActionEnvelope, StateAction, Uri};
 use agenthost_services::{
     ClientActionIntake, Configuration, HostState, ListenerId, SubscriptionChange,
@@ -73,6 +88,53 @@ pub const CLIENT_ID: &str = "agenthost:unattended";
 pub const POLICY_KEY: &str = "unattended";
 /// The root configuration key of the grace window, in milliseconds.
 pub const GRACE_KEY: &str = "unattendedGraceMs";
+
+/// The session config property [`POLICY_KEY`] as published in a session's `config.schema`: a
+/// `sessionMutable` string in the CLI spelling (`off`, `deny`, `allow=tool1,tool2`), whose
+/// `default` is `host_default` (the host's own policy) spelled the same way. There is no `enum`:
+/// `allow=` lists are free-form. A value that does not parse is logged and the host policy
+/// applies.
+pub fn session_config_property(host_default: &UnattendedPolicy) -> SessionConfigPropertySchema {
+    let description = format!(
+        "What the host does with this session's confirmations, input requests and \
+         authentications that no connected client is subscribed to. `off`: nothing, they wait \
+         for a user. `deny`: once an obligation has gone unclaimed for a whole grace window \
+         (the host's `--unattended-grace`, {DEFAULT_GRACE:?} unless set), it is denied with a \
+         reason (inputs are cancelled). `allow=tool1,tool2`: like `deny`, except that \
+         confirmations of the listed tools are approved. A client subscribing to the chat claims \
+         its obligations; when the claim goes away a full window starts again. Changing the \
+         value takes effect at once, with a fresh grace window."
+    );
+    SessionConfigPropertySchema {
+        r#type: "string".to_owned(),
+        title: "Unattended policy".to_owned(),
+        description: Some(description),
+        default: Some(Value::String(host_default.to_string())),
+        r#enum: None,
+        enum_labels: None,
+        enum_descriptions: None,
+        read_only: None,
+        items: None,
+        min_items: None,
+        max_items: None,
+        properties: None,
+        required: None,
+        additional_properties: None,
+        enum_dynamic: None,
+        session_mutable: Some(true),
+    }
+}
+
+/// The initial session config values for [`session_config_property`]:
+/// `{ "unattended": "<host_default in the CLI spelling>" }`.
+pub fn session_config_values(host_default: &UnattendedPolicy) -> JsonObject {
+    let mut values = JsonObject::new();
+    values.insert(
+        POLICY_KEY.to_owned(),
+        Value::String(host_default.to_string()),
+    );
+    values
+}
 
 /// The `unattendedPolicy` contribution. It needs `dyn HostState`, `dyn Configuration`,
 /// `dyn SubscriptionTracker` and `dyn ClientActionIntake` in the registry.
@@ -100,10 +162,11 @@ struct Shared {
     engines: Mutex<HashMap<String, Slot>>,
 }
 
-/// One session's engine and the subscriptions claiming on it.
+/// One session's engine, the settings it was created with and the subscriptions claiming on it.
 struct Slot {
     engine: SessionEngine,
     claims: SubscriptionClaims,
+    settings: Settings,
 }
 
 impl std::fmt::Debug for UnattendedPolicyContribution {
@@ -233,6 +296,43 @@ impl Shared {
         }
         let state = self.host.session(session);
         let settings = self.settings(session, state.as_ref());
+        self.start(&mut engines, session, state, settings);
+    }
+
+    /// An accepted `session/configChanged` of `session`: when the settings resolved from the
+    /// session's current state differ from its engine's, the engine is replaced (or only
+    /// disposed, under `off`).
+    fn config_changed(&self, session: &str) {
+        let mut engines = self.engines();
+        let state = self.host.session(session);
+        let settings = self.settings(session, state.as_ref());
+        match engines.get(session) {
+            Some(slot) if slot.settings == settings => return,
+            Some(_) => {
+                if let Some(slot) = engines.remove(session) {
+                    slot.engine.dispose();
+                    tracing::debug!(
+                        session,
+                        from = %slot.settings.policy,
+                        to = %settings.policy,
+                        "unattendedPolicy: settings changed, engine gone"
+                    );
+                }
+            }
+            None => {}
+        }
+        self.start(&mut engines, session, state, settings);
+    }
+
+    /// Creates and records `session`'s engine when `settings` ask for one and the session has
+    /// obligations listed.
+    fn start(
+        &self,
+        engines: &mut HashMap<String, Slot>,
+        session: &str,
+        state: Option<SessionState>,
+        settings: Settings,
+    ) {
         if settings.policy.is_off() {
             return;
         }
@@ -250,13 +350,13 @@ impl Shared {
             }
             live
         });
-        if let Some(slot) = self.create(session, &state, &settings) {
+        if let Some(slot) = self.create(session, &state, settings) {
             engines.insert(session.to_owned(), slot);
         }
     }
 
     /// A session's engine over its current state, claimed by the live chat subscriptions.
-    fn create(&self, session: &str, state: &SessionState, settings: &Settings) -> Option<Slot> {
+    fn create(&self, session: &str, state: &SessionState, settings: Settings) -> Option<Slot> {
         let Some(handle) = Handle::try_current().ok().or_else(|| self.handle.clone()) else {
             tracing::warn!(
                 session,
@@ -286,7 +386,11 @@ impl Shared {
             }
         }
         tracing::debug!(session, policy = %settings.policy, "unattendedPolicy: engine created");
-        Some(Slot { engine, claims })
+        Some(Slot {
+            engine,
+            claims,
+            settings,
+        })
     }
 
     fn subscription_changed(&self, change: &SubscriptionChange) {
@@ -414,7 +518,16 @@ impl ChatContribution for UnattendedPolicyContribution {
     fn on_did_dispatch_action(&self, action: &DispatchedAction<'_>) -> HookResult {
         // A rejected envelope never reduced; anything else the engine does not read is skipped
         // before any lock or state read.
-        if action.rejection_reason.is_some() || !feeds_engine(action.action) {
+        if action.rejection_reason.is_some() {
+            return Ok(());
+        }
+        if matches!(action.action, StateAction::SessionConfigChanged(_)) {
+            if action.channel == action.session {
+                self.shared.config_changed(action.session);
+            }
+            return Ok(());
+        }
+        if !feeds_engine(action.action) {
             return Ok(());
         }
         let queue_change = matches!(

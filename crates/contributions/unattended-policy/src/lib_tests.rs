@@ -361,3 +361,190 @@ async fn dropping_the_contribution_stops_listening_and_disposes_its_engines() {
     settle().await;
     assert!(intake.calls().is_empty());
 }
+
+/// A `session/configChanged` of the session's `unattended` value, after the state says `value`
+/// (the reducer has run); `rejection` makes it a rejected envelope.
+fn change_policy(h: &Harness, value: &str, rejection: Option<&str>) {
+    let input_needed = h
+        .host
+        .session(SESSION)
+        .and_then(|s| s.input_needed)
+        .unwrap_or_default();
+    if rejection.is_none() {
+        h.set_session(input_needed, Some(value));
+    }
+    let action: StateAction = serde_json::from_value(json!({
+        "type": "session/configChanged", "config": { POLICY_KEY: value }
+    }))
+    .unwrap();
+    h.contribution
+        .on_did_dispatch_action(&DispatchedAction {
+            channel: SESSION,
+            session: SESSION,
+            action: &action,
+            origin: None,
+            rejection_reason: rejection,
+        })
+        .unwrap();
+}
+
+#[test]
+fn the_session_config_property_is_a_mutable_free_form_string_defaulting_to_the_host_policy() {
+    let policy: UnattendedPolicy = "allow=read_file,list_dir".parse().unwrap();
+    let property = session_config_property(&policy);
+    assert_eq!(property.r#type, "string");
+    assert_eq!(property.title, "Unattended policy");
+    assert_eq!(property.default, Some(json!("allow=list_dir,read_file")));
+    assert_eq!(property.r#enum, None, "allow= lists are free-form");
+    assert_eq!(property.session_mutable, Some(true));
+    let description = property.description.clone().unwrap();
+    for word in ["`off`", "`deny`", "`allow=tool1,tool2`", "grace"] {
+        assert!(description.contains(word), "{word} in {description}");
+    }
+    let wire = serde_json::to_value(&property).unwrap();
+    assert_eq!(wire["sessionMutable"], json!(true));
+    assert!(wire.get("enum").is_none(), "{wire}");
+
+    assert_eq!(
+        session_config_property(&UnattendedPolicy::Off).default,
+        Some(json!("off"))
+    );
+    assert_eq!(
+        Value::Object(session_config_values(&UnattendedPolicy::Deny)),
+        json!({ "unattended": "deny" })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn switching_a_session_from_off_to_deny_answers_a_waiting_confirmation_after_the_grace() {
+    let h = Harness::new(None);
+    h.raise(confirmation(CHAT, "call-1", "write_file"), None);
+    assert_eq!(h.contribution.engine_count(), 0);
+    sleep(GRACE * 3).await;
+    settle().await;
+    assert!(h.answers().is_empty());
+
+    change_policy(&h, "deny", None);
+    assert_eq!(h.contribution.engine_count(), 1, "created at once");
+    assert_eq!(
+        h.contribution.settings(SESSION).policy,
+        UnattendedPolicy::Deny
+    );
+    sleep(GRACE - MS).await;
+    settle().await;
+    assert!(h.answers().is_empty(), "a full window from the change");
+    sleep(MS).await;
+    settle().await;
+    let answers = h.answers();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0].client_id, CLIENT_ID);
+    assert!(!confirmed(&answers[0]).approved);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_engine_after_a_change_is_claimed_by_the_live_subscriptions() {
+    let h = Harness::new(Some("deny"));
+    h.subscriptions.subscribed("#1", CHAT);
+    h.raise(confirmation(CHAT, "call-1", "write_file"), None);
+    let first = h.contribution.engine(SESSION).unwrap();
+
+    change_policy(&h, "allow=write_file", None);
+    assert!(first.is_disposed(), "the old engine is gone");
+    let second = h.contribution.engine(SESSION).unwrap();
+    assert!(!second.is_disposed());
+    sleep(GRACE * 5).await;
+    settle().await;
+    assert!(h.answers().is_empty(), "still claimed by #1");
+
+    h.subscriptions.unsubscribed("#1", CHAT);
+    sleep(GRACE).await;
+    settle().await;
+    let answers = h.answers();
+    assert_eq!(answers.len(), 1);
+    assert!(confirmed(&answers[0]).approved, "under the new policy");
+}
+
+#[tokio::test(start_paused = true)]
+async fn switching_to_off_before_the_grace_elapses_means_never_answered() {
+    // The host says deny, or the session had asked for deny itself.
+    for (host, own) in [(Some("deny"), None), (None, Some("deny"))] {
+        let h = Harness::new(host);
+        h.raise(confirmation(CHAT, "call-1", "write_file"), own);
+        let engine = h.contribution.engine(SESSION).unwrap();
+        sleep(GRACE / 2).await;
+        settle().await;
+
+        change_policy(&h, "off", None);
+        assert!(engine.is_disposed(), "{host:?} {own:?}");
+        assert_eq!(h.contribution.engine_count(), 0);
+        sleep(GRACE * 10).await;
+        settle().await;
+        assert!(h.answers().is_empty(), "{host:?} {own:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rejected_config_change_changes_nothing() {
+    // A rejected change to deny on an off host: still nothing, even if the state said deny.
+    let h = Harness::new(None);
+    h.raise(confirmation(CHAT, "call-1", "write_file"), None);
+    h.set_session(
+        vec![confirmation(CHAT, "call-1", "write_file")],
+        Some("deny"),
+    );
+    change_policy(&h, "deny", Some("not sessionMutable"));
+    assert_eq!(h.contribution.engine_count(), 0);
+    sleep(GRACE * 3).await;
+    settle().await;
+    assert!(h.answers().is_empty());
+
+    // A rejected change to off on a deny host: the engine and its window stay.
+    let h = Harness::new(Some("deny"));
+    h.raise(confirmation(CHAT, "call-1", "write_file"), None);
+    let engine = h.contribution.engine(SESSION).unwrap();
+    h.set_session(
+        vec![confirmation(CHAT, "call-1", "write_file")],
+        Some("off"),
+    );
+    change_policy(&h, "off", Some("not sessionMutable"));
+    assert!(!engine.is_disposed());
+    sleep(GRACE).await;
+    settle().await;
+    assert_eq!(h.answers().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unchanged_policy_keeps_the_engine_and_its_grace_deadline() {
+    let h = Harness::new(Some("deny"));
+    h.raise(confirmation(CHAT, "call-1", "write_file"), None);
+    let engine = h.contribution.engine(SESSION).unwrap();
+    sleep(GRACE / 2).await;
+
+    // The session now says deny explicitly: the same settings as the host's.
+    change_policy(&h, "deny", None);
+    // A change on another channel or of another value resolves to the same settings too.
+    let other: StateAction = serde_json::from_value(json!({
+        "type": "session/configChanged", "config": { "model": "m" }
+    }))
+    .unwrap();
+    h.observe(SESSION, &other);
+    h.observe(CHAT, &other);
+    assert!(!engine.is_disposed(), "not recreated");
+    assert_eq!(h.contribution.engine_count(), 1);
+
+    sleep(GRACE / 2).await;
+    settle().await;
+    assert_eq!(h.answers().len(), 1, "the first deadline still holds");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bad_session_value_falls_back_to_the_host_policy_on_change() {
+    let h = Harness::new(Some("deny"));
+    h.raise(confirmation(CHAT, "call-1", "write_file"), Some("off"));
+    assert_eq!(h.contribution.engine_count(), 0);
+    change_policy(&h, "sometimes", None);
+    assert_eq!(h.contribution.engine_count(), 1, "the host's deny applies");
+    sleep(GRACE).await;
+    settle().await;
+    assert_eq!(h.answers().len(), 1);
+}
