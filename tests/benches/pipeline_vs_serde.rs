@@ -250,6 +250,7 @@ async fn run() -> Result<(), String> {
         codex: None,
         copilot: None,
         unattended: Default::default(),
+        enable: Vec::new(),
     })
     .await?;
     let url = server.url();

@@ -218,6 +218,7 @@ impl Run {
             codex: (place.agent == Agent::Codex).then(|| place.codex()),
             copilot: (place.agent == Agent::Copilot).then(|| place.copilot()),
             unattended: Default::default(),
+            enable: Vec::new(),
         })
         .await
         .unwrap();

@@ -66,6 +66,7 @@ impl TestHost {
             codex: None,
             copilot: None,
             unattended: Default::default(),
+            enable: Vec::new(),
         })
         .await
         .unwrap();

@@ -49,6 +49,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         codex: None,
         copilot: None,
         unattended: Default::default(),
+        enable: Vec::new(),
     })
     .await
     .unwrap();

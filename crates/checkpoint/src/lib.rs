@@ -22,6 +22,8 @@
 //! - [`Repo`]: one opened repository — capture ([`Repo::capture_tree`]), commits with a fixed
 //!   identity, ref transactions, [changesets](Repo::changeset), [rollback](Repo::rollback),
 //!   [repository information](Repo::info). Blocking.
+//! - [`repository_state`]: root, branch and remote URL of a folder's repository, without opening
+//!   a [`Repo`]. Blocking.
 //! - [`Checkpointer`]: the service's logic (baseline, turn start and end, overlapping turns,
 //!   reading pairs, deletion, comparison) over a [`CheckpointLedger`] — the session database,
 //!   behind a trait. Blocking.
@@ -44,6 +46,7 @@ mod info;
 mod ledger;
 mod refname;
 mod repo;
+mod repo_state;
 mod service;
 mod watch;
 
@@ -62,4 +65,5 @@ pub use refname::{
     session_ref_component, turn_number, validate_ref_name,
 };
 pub use repo::{ObjectFormat, Repo};
+pub use repo_state::{RepositoryState, repository_state};
 pub use service::{CheckpointService, GitCheckpointService, NullCheckpointService};

@@ -117,6 +117,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         codex: None,
         copilot: None,
         unattended: Default::default(),
+        enable: Vec::new(),
     })
     .await?;
     let url = server.url();

@@ -20,7 +20,8 @@ use agenthost_services::{
     StoreSessionData, TelemetryReporter, TitleController, TracingTelemetry,
 };
 use agenthost_services::{
-    DefaultToolCallTracker, DefaultTurnTracker, ToolCallTracker, TurnTracker,
+    DefaultToolCallTracker, DefaultTurnTracker, FileService, GitHubConfig, GitHubGitState,
+    GitState, InMemoryConfiguration, LocalFiles, ToolCallTracker, TurnTracker,
 };
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
 use agenthost_state::StateManager;
@@ -57,7 +58,17 @@ pub struct HostOptions {
     pub copilot: Option<CopilotConfig>,
     /// The unattended policy (`--unattended`, `--unattended-grace`; off by default).
     pub unattended: crate::unattended::UnattendedOptions,
+    /// Root configuration flags turned on (`serve --enable markdownPlanRichLinks`); see
+    /// [`ENABLE_FLAGS`].
+    pub enable: Vec<String>,
 }
+
+/// The root configuration flags `serve --enable` turns on: the outgoing-turn guidance of the
+/// `markdownPlanRichLinks` and `artifactTools` contributions.
+pub const ENABLE_FLAGS: &[&str] = &[
+    agenthost_contrib_markdown_plan_rich_links::MARKDOWN_PLAN_RICH_LINKS_FLAG,
+    agenthost_contrib_artifact_tools::ARTIFACT_TOOLS_FLAG,
+];
 
 /// The database file inside a data directory.
 pub const DATABASE_FILE: &str = "agenthost.db";
@@ -161,6 +172,8 @@ fn services(
 ) -> ServiceRegistry {
     let mut services = ServiceRegistry::new();
     services
+        .insert::<dyn GitState>(Arc::new(GitHubGitState::new(GitHubConfig::from_env())))
+        .insert::<dyn FileService>(Arc::new(LocalFiles))
         .insert::<dyn ProviderLocator>(Arc::new(StateProviderLocator::new(
             Arc::clone(state),
             provider_ids,
@@ -196,6 +209,17 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
     let dispatcher = Dispatcher::new(services(&state, &store, provider_ids));
     let unattended = crate::unattended::Wiring::new(dispatcher.services(), &options.unattended);
+    if let Ok(configuration) = dispatcher.services().get::<InMemoryConfiguration>() {
+        for flag in &options.enable {
+            if !ENABLE_FLAGS.contains(&flag.as_str()) {
+                return Err(format!(
+                    "unknown flag `{flag}` to enable: expected one of {}",
+                    ENABLE_FLAGS.join(", ")
+                ));
+            }
+            configuration.set_root(flag, Some(true.into()));
+        }
+    }
     let contributions = register_builtin_contributions(&dispatcher)
         .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
     let service = SessionService::new(
@@ -245,4 +269,37 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     );
     unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(enable: &[&str]) -> HostOptions {
+        HostOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            providers: vec!["scripted".into()],
+            script: None,
+            token: None,
+            roots: vec![std::env::temp_dir()],
+            launch_kind: LaunchKind::Embedded("host-test".into()),
+            data_dir: None,
+            idle_eviction: None,
+            claude: None,
+            codex: None,
+            copilot: None,
+            unattended: Default::default(),
+            enable: enable.iter().map(|f| (*f).to_owned()).collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn enable_refuses_an_unknown_flag_naming_the_known_ones() {
+        let Err(error) = bind(options(&["telepathy"])).await else {
+            panic!("an unknown flag was accepted");
+        };
+        assert!(error.contains("telepathy"), "{error}");
+        assert!(error.contains("artifactTools"), "{error}");
+        assert!(bind(options(ENABLE_FLAGS)).await.is_ok());
+    }
 }

@@ -85,6 +85,10 @@ struct ServeArgs {
     /// `500ms`; default 5s, the engine's grace window).
     #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
     unattended_grace: Option<std::time::Duration>,
+    /// Turn on a root configuration flag; repeatable: `markdownPlanRichLinks` (plan link and
+    /// task-list guidance in every outgoing turn), `artifactTools` (artifact-tool guidance).
+    #[arg(long, value_name = "FLAG", value_parser = clap::builder::PossibleValuesParser::new(agenthost::host::ENABLE_FLAGS))]
+    enable: Vec<String>,
     #[command(flatten)]
     claude: ClaudeArgs,
     #[command(flatten)]
@@ -343,6 +347,7 @@ fn main() -> ExitCode {
                             .unattended_grace
                             .unwrap_or(agenthost::unattended::DEFAULT_GRACE),
                     },
+                    enable: args.enable,
                 }))
             })
         }

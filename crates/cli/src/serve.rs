@@ -33,6 +33,8 @@ pub struct ServeOptions {
     pub copilot: Option<agenthost_provider_copilot::CopilotConfig>,
     /// The unattended policy and its grace window.
     pub unattended: crate::unattended::UnattendedOptions,
+    /// Root configuration flags turned on.
+    pub enable: Vec<String>,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -50,6 +52,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         codex: options.codex,
         copilot: options.copilot,
         unattended: options.unattended,
+        enable: options.enable,
     })
     .await?;
     // The contract: the first line on stdout is the full URL, token included.

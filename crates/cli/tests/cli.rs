@@ -101,6 +101,18 @@ fn an_unknown_provider_fails_naming_the_available_ones() {
 }
 
 #[test]
+fn enable_takes_only_the_known_flags() {
+    let root = tempfile::tempdir().unwrap();
+    let mut server = serve(root.path(), &["--enable", "telepathy"]);
+    let (status, stdout, stderr) = server.wait();
+    assert!(!status.success(), "{status}");
+    assert!(stdout.is_empty(), "no URL is printed: {stdout:?}");
+    assert!(stderr.contains("telepathy"), "{stderr}");
+    assert!(stderr.contains("markdownPlanRichLinks"), "{stderr}");
+    assert!(stderr.contains("artifactTools"), "{stderr}");
+}
+
+#[test]
 fn serve_refuses_codex_settings_codex_would_refuse() {
     let root = tempfile::tempdir().unwrap();
     for (flags, expected) in [

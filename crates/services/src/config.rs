@@ -12,17 +12,24 @@ pub trait Configuration: Send + Sync {
     /// A root (host-wide) value.
     fn root_value(&self, key: &str) -> Option<Value>;
 
+    /// Whether the root flag `key` is on: the value is the JSON `true`. Absent or `false` is
+    /// off; any other value is off too, logged at `debug` (naming the key and the value).
+    fn root_flag(&self, key: &str) -> bool {
+        match self.root_value(key) {
+            None => false,
+            Some(value) => value.as_bool().unwrap_or_else(|| {
+                tracing::debug!(key, %value, "a configuration flag is not a boolean; treated as off");
+                false
+            }),
+        }
+    }
+
     /// A session's own value, falling back to the root value.
     fn session_value(&self, session: &str, key: &str) -> Option<Value>;
 
     /// The working directories (file URIs) a turn of `chat` in `session` runs in: the chat's
     /// own subset when it has one, else the session's. Empty when none are known.
     fn working_directories(&self, session: &str, chat: Option<&str>) -> Vec<String>;
-
-    /// A root flag: `true` only when the root value is the JSON `true`.
-    fn root_flag(&self, key: &str) -> bool {
-        self.root_value(key) == Some(Value::Bool(true))
-    }
 }
 
 #[derive(Debug, Default)]

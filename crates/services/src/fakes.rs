@@ -15,6 +15,8 @@
 //!
 //! [`calls`]: FakeLocalCommands::calls
 
+pub use crate::files::fake::{FakeFileService, FileAnswers, FileCall};
+pub use crate::git_state::fake::{FakeGitState, GitStateCall};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 

@@ -18,14 +18,16 @@
 //! | [`LocalCommands`] | [`DefaultLocalCommands`] (`/rename <title>` only) | `localCommand` |
 //! | [`TurnTracker`] | [`DefaultTurnTracker`] (bounded, `tracing`) | `queueDrain`, `sessionInputNeeded` |
 //! | [`ToolCallTracker`] | [`DefaultToolCallTracker`] (bounded, `tracing`) | `sessionInputNeeded` |
-//! | [`ProviderLocator`] | [`DefaultProviderLocator`] (host-filled map, then the URI scheme) | `queueDrain`, `sessionInputNeeded` |
+//! | [`ProviderLocator`] | [`DefaultProviderLocator`] (host-filled map, then the URI scheme); [`StateProviderLocator`] (the provider a session's state names, if the host runs it) | `queueDrain` |
 //! | [`TelemetryReporter`] | [`TracingTelemetry`] | `queueDrain`, `localCommand` |
-//! | [`Configuration`] | [`InMemoryConfiguration`] (seeded by the host) | `checkpointAndChangeset`, `markdownPlanRichLinks`, `artifactTools`, `unattendedPolicy` |
+//! | [`Configuration`] | [`InMemoryConfiguration`] (seeded by the host) | `markdownPlanRichLinks`, `artifactTools`, `unattendedPolicy` |
 //! | [`HostState`] | [`StateHostState`] over `agenthost_state::StateManager` | `turnAdmission`, `queueDrain`, `sessionInputNeeded`, `markUnread`, … |
 //! | [`ServerDispatch`] | [`StateServerDispatch`] over `agenthost_state::StateManager` | every contribution that changes state |
 //! | [`SubscriptionTracker`] | [`LiveSubscriptions`] (reported by the server) | `unattendedPolicy` |
 //! | [`ClientActionIntake`] | [`LateClientActionIntake`] (bound by the host to its client-action path) | `unattendedPolicy` |
-//! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags` |
+//! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags`, `githubReferences`, `localCommand` |
+//! | [`FileService`] | [`LocalFiles`] (bounded `file:` reads) | `chatSurface` |
+//! | [`GitState`] | [`GitHubGitState`] (remote and branch via `agenthost-checkpoint`, the pull request via GitHub's REST API; degrades to remote + branch) | `githubReferences` |
 //!
 //! # Bounded state
 //!
@@ -47,6 +49,8 @@
 
 mod bounded;
 mod config;
+mod files;
+mod git_state;
 mod host;
 mod intake;
 mod local_commands;
@@ -63,6 +67,11 @@ mod write_queue;
 pub mod fakes;
 
 pub use config::{Configuration, InMemoryConfiguration};
+pub use files::{BoundedRead, FileError, FileService, LocalFiles};
+pub use git_state::{
+    DEFAULT_GITHUB_API, GitHubConfig, GitHubGitState, GitHubSlug, GitState, GitStateError,
+    PullRequest, RepositoryReference, github_slug, without_credentials,
+};
 pub use host::{DispatchError, HostState, ServerDispatch, StateHostState, StateServerDispatch};
 pub use intake::{ClientActionIntake, LateClientActionIntake};
 pub use local_commands::{

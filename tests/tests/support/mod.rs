@@ -37,6 +37,12 @@ impl ScriptedHost {
     /// the scripted provider, `<dir>/work` as its only root, `<dir>/data` as its data dir and
     /// the `unattended` policy; serves it in a background task.
     pub async fn start(script: Value, unattended: UnattendedOptions) -> Self {
+        Self::start_with(script, unattended, &[]).await
+    }
+
+    /// Like [`start`](Self::start), with the root configuration flags `enable` on (as
+    /// `serve --enable FLAG`).
+    pub async fn start_with(script: Value, unattended: UnattendedOptions, enable: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         std::fs::create_dir(&work).unwrap();
@@ -55,6 +61,7 @@ impl ScriptedHost {
             codex: None,
             copilot: None,
             unattended,
+            enable: enable.iter().map(|flag| (*flag).to_owned()).collect(),
         })
         .await
         .unwrap();

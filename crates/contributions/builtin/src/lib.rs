@@ -20,23 +20,27 @@
 //! | 6 | `checkpointAndChangeset` | | missing |
 //! | 7 | `queueDrain` | `dyn HostState`, `dyn ServerDispatch`, `dyn ProviderLocator`, `dyn TelemetryReporter`, `dyn TurnTracker` (and the dispatcher's own `HostAccess`) | registered |
 //! | 8 | `sessionInputNeeded` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnTracker`, `dyn ToolCallTracker` | registered |
-//! | 9 | `githubReferences` | | missing |
+//! | 9 | `githubReferences` | `dyn HostState`, `dyn GitState`, `dyn SessionDataStore` | registered |
 //! | 10 | `sessionTitle` | `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn SessionDataStore` | registered |
 //! | 11 | `markUnread` | `dyn HostState`, `dyn ServerDispatch` | registered |
 //! | 12 | `chatDraft` | `dyn SessionDataStore` | registered |
 //! | 13 | `chatConfig` | `dyn SessionDataStore`, `dyn HostState` | registered |
-//! | 14 | `markdownPlanRichLinks` | | missing |
-//! | 15 | `artifactTools` | | missing |
-//! | 16 | `chatSurface` | | missing |
+//! | 14 | `markdownPlanRichLinks` | `dyn Configuration` | registered |
+//! | 15 | `artifactTools` | `dyn Configuration` | registered |
+//! | 16 | `chatSurface` | `dyn HostState`, `dyn FileService` | registered |
 //! | 17 | `sideChat` | `dyn HostState` | registered |
 //! | 18 | `sessionFlags` | `dyn SessionDataStore`, `dyn HostState` | registered |
 //! | 19 | `unattendedPolicy` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
 #![deny(missing_docs)]
 
+use agenthost_contrib_artifact_tools::ArtifactTools;
 use agenthost_contrib_chat_config::ChatConfig;
 use agenthost_contrib_chat_draft::ChatDraft;
+use agenthost_contrib_chat_surface::ChatSurface;
+use agenthost_contrib_github_references::GithubReferences;
 use agenthost_contrib_local_command::LocalCommandHandler;
 use agenthost_contrib_mark_unread::MarkUnread;
+use agenthost_contrib_markdown_plan_rich_links::MarkdownPlanRichLinks;
 use agenthost_contrib_persisted_turn_usage::PersistedTurnUsage;
 use agenthost_contrib_queue_drain::QueueDrain;
 use agenthost_contrib_session_flags::SessionFlags;
@@ -66,12 +70,14 @@ pub fn register_builtin_contributions(
     // 5 worktreeAnnouncement, 6 checkpointAndChangeset: not yet built.
     set.push(dispatcher.register::<QueueDrain>()?); // 7
     set.push(dispatcher.register::<SessionInputNeeded>()?); // 8
-    // 9 githubReferences: not yet built.
+    set.push(dispatcher.register::<GithubReferences>()?); // 9
     set.push(dispatcher.register::<SessionTitle>()?); // 10
     set.push(dispatcher.register::<MarkUnread>()?); // 11
     set.push(dispatcher.register::<ChatDraft>()?); // 12
     set.push(dispatcher.register::<ChatConfig>()?); // 13
-    // 14 markdownPlanRichLinks, 15 artifactTools, 16 chatSurface: not yet built.
+    set.push(dispatcher.register::<MarkdownPlanRichLinks>()?); // 14
+    set.push(dispatcher.register::<ArtifactTools>()?); // 15
+    set.push(dispatcher.register::<ChatSurface>()?); // 16
     set.push(dispatcher.register::<SideChat>()?); // 17
     set.push(dispatcher.register::<SessionFlags>()?); // 18
     set.push(dispatcher.register::<UnattendedPolicyContribution>()?); // 19

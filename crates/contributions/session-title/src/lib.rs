@@ -279,6 +279,33 @@ impl SessionTitle {
         }
     }
 
+    /// Before the default chat's first turn seeds a title that would cascade to the session:
+    /// a session the user renamed before a restart keeps that title. The controller's renamed
+    /// mark does not survive a restart; the stored session title's source does. Reads storage
+    /// only for a first turn of the default chat whose session the controller does not know
+    /// as renamed; a failed read is logged and changes nothing.
+    async fn recall_user_session_title(&self, session: &str, chat: &str) {
+        let titler = &self.titler;
+        if titler.is_first_turn(chat) != Some(true)
+            || titler.default_chat(session).as_deref() != Some(chat)
+            || titler.titles.renamed_by_user(session, None)
+        {
+            return;
+        }
+        let Some(uri) = parse_session(session) else {
+            return;
+        };
+        match titler.data.title(DataOwner::Session(uri)).await {
+            Ok(Some(stored)) if stored.source == TitleSource::User => {
+                titler.titles.mark_renamed(session, None, TitleKind::User);
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(session, %error, "sessionTitle: could not read the session's stored title");
+            }
+        }
+    }
+
     /// A client renamed `chat` (already reduced into its state).
     fn chat_renamed_by_user(&self, session: &str, chat: ChatUri, title: &str) {
         let titles = &self.titler.titles;
@@ -386,6 +413,7 @@ impl ChatContribution for SessionTitle {
         Box::pin(async move {
             let session = turn.session.as_str();
             let chat = self.titler.chat_of(session, &turn.chat);
+            self.recall_user_session_title(session, &chat).await;
             self.seed_on_first_turn(session, &chat, &turn.message.text);
             let instruction = self.titler.titles.rename_instruction(session, &chat);
             Ok(instruction.map(|instruction| SendContribution {

@@ -298,7 +298,10 @@ async fn the_first_outgoing_turn_of_the_default_chat_seeds_its_catalog_entry_and
         retitled(CHAT, "Fix the build", true)
     );
     contribution.flush().await;
-    assert_eq!(fakes.data.calls(), persisted(CHAT, "Fix the build", true));
+    assert_eq!(
+        data_writes(&fakes.data),
+        persisted(CHAT, "Fix the build", true)
+    );
 }
 
 #[tokio::test]
@@ -312,7 +315,7 @@ async fn a_peer_chat_seed_titles_its_catalog_entry_and_leaves_the_session_title(
         .unwrap();
     assert_eq!(fakes.dispatch.calls(), retitled(PEER, "Side", false));
     contribution.flush().await;
-    assert_eq!(fakes.data.calls(), persisted(PEER, "Side", false));
+    assert_eq!(data_writes(&fakes.data), persisted(PEER, "Side", false));
 }
 
 #[tokio::test]
@@ -331,7 +334,7 @@ async fn a_turn_on_the_session_channel_seeds_its_default_chat() {
     }));
     assert_eq!(fakes.dispatch.calls(), retitled(CHAT, "Seed", true));
     contribution.flush().await;
-    assert_eq!(fakes.data.calls(), persisted(CHAT, "Seed", true));
+    assert_eq!(data_writes(&fakes.data), persisted(CHAT, "Seed", true));
 }
 
 #[tokio::test]
@@ -349,7 +352,7 @@ async fn a_user_renamed_session_keeps_its_title_when_the_default_chat_is_seeded(
     assert_eq!(fakes.dispatch.calls(), retitled(CHAT, "Seed", false));
     contribution.flush().await;
     // Only the chat's title is persisted: the session's stays the user's.
-    assert_eq!(fakes.data.calls(), persisted(CHAT, "Seed", false));
+    assert_eq!(data_writes(&fakes.data), persisted(CHAT, "Seed", false));
 }
 
 #[tokio::test]
@@ -396,7 +399,11 @@ async fn a_chat_with_history_or_a_known_title_is_not_seeded() {
     );
     assert!(fakes.dispatch.calls().is_empty());
     contribution.flush().await;
-    assert!(fakes.data.calls().is_empty(), "{:?}", fakes.data.calls());
+    assert!(
+        data_writes(&fakes.data).is_empty(),
+        "{:?}",
+        data_writes(&fakes.data)
+    );
 }
 
 #[tokio::test]
@@ -456,7 +463,7 @@ async fn a_refined_title_is_applied_with_the_default_chat_identity_and_cascade()
     assert_eq!(fakes.title_calls_except_reads(), [refine_call(CHAT, true)]);
     assert_eq!(fakes.dispatch.calls(), retitled(CHAT, "Better", true));
     contribution.flush().await;
-    assert_eq!(fakes.data.calls(), persisted(CHAT, "Better", true));
+    assert_eq!(data_writes(&fakes.data), persisted(CHAT, "Better", true));
 }
 
 #[tokio::test]
@@ -476,7 +483,11 @@ async fn a_refused_catalog_title_is_logged_and_nothing_else_is_dispatched_or_per
         [dispatched(SESSION, catalog(CHAT, "Better"))]
     );
     contribution.flush().await;
-    assert!(fakes.data.calls().is_empty(), "{:?}", fakes.data.calls());
+    assert!(
+        data_writes(&fakes.data).is_empty(),
+        "{:?}",
+        data_writes(&fakes.data)
+    );
     let text = logs.text();
     assert!(text.contains("could not title the chat"), "{text}");
     assert!(text.contains(CHAT), "{text}");
@@ -514,7 +525,7 @@ async fn a_refused_session_cascade_is_logged_and_only_the_chat_title_is_persiste
         .unwrap();
     assert_eq!(fakes.dispatch.calls(), retitled(CHAT, "Better", true));
     contribution.flush().await;
-    assert_eq!(fakes.data.calls(), persisted(CHAT, "Better", false));
+    assert_eq!(data_writes(&fakes.data), persisted(CHAT, "Better", false));
     let text = logs.text();
     assert!(text.contains("a title action was refused"), "{text}");
     assert!(text.contains("locked"), "{text}");
@@ -632,7 +643,7 @@ async fn a_slow_refinement_runs_in_the_background_and_is_applied_when_ready() {
     tokio::time::sleep(Duration::from_secs(29)).await;
     contribution.flush().await;
     assert_eq!(fakes.dispatch.calls(), retitled(CHAT, "rust", true));
-    assert_eq!(fakes.data.calls(), persisted(CHAT, "rust", true));
+    assert_eq!(data_writes(&fakes.data), persisted(CHAT, "rust", true));
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
         fakes.dispatch.calls(),
@@ -644,7 +655,7 @@ async fn a_slow_refinement_runs_in_the_background_and_is_applied_when_ready() {
     );
     contribution.flush().await;
     assert_eq!(
-        fakes.data.calls(),
+        data_writes(&fakes.data),
         [
             persisted(CHAT, "rust", true),
             persisted(CHAT, "About rust", true)
@@ -687,7 +698,7 @@ async fn a_user_rename_during_a_slow_refinement_wins() {
         .concat()
     );
     assert_eq!(
-        fakes.data.calls(),
+        data_writes(&fakes.data),
         [
             persisted(PEER, "rust", false),
             vec![
@@ -716,7 +727,7 @@ fn without_a_runtime_a_pending_refinement_is_dropped_not_a_panic() {
         .on_turn_end(&turn_end(PEER, TurnEndReason::Success))
         .unwrap();
     assert!(fakes.dispatch.calls().is_empty());
-    assert!(fakes.data.calls().is_empty());
+    assert!(data_writes(&fakes.data).is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1382,4 +1393,43 @@ async fn over_the_state_manager_a_session_rename_is_persisted_and_survives_the_d
         world.stored_title(DataOwner::Session(session_uri())),
         ("Named session".to_owned(), TitleSource::User)
     );
+}
+
+/// The user renamed the session, then the host restarted (a fresh controller knows nothing):
+/// the default chat's first turn seeds its own title but leaves the user's session title — the
+/// stored session title's `user` source is recalled before the seed would cascade.
+#[tokio::test]
+async fn a_user_session_title_survives_a_restart_and_the_default_chats_first_seed() {
+    let mut world = World::new();
+    assert!(world.client(SESSION, renamed("Named session")));
+    world.contribution.flush().await;
+    let restarted = Arc::new(DefaultTitleController::default());
+    world.contribution = SessionTitle::new(SessionTitleServices {
+        titles: restarted.clone(),
+        host: Arc::new(StateHostState::new(world.state.clone())),
+        dispatch: Arc::new(StateServerDispatch::new(world.state.clone())),
+        data: Arc::new(StoreSessionData::new(world.store.clone())),
+    });
+    world.titles = restarted;
+    assert!(!world.titles.renamed_by_user(SESSION, None));
+
+    world.turn(CHAT, "t1", "First message").await;
+    world.contribution.flush().await;
+    assert!(world.titles.renamed_by_user(SESSION, None), "recalled");
+    let (_, session_title, catalog) = world.titles_in_state(CHAT);
+    assert_eq!(session_title, "Named session");
+    assert_eq!(catalog[0], "First message");
+    assert_eq!(
+        world.stored_title(DataOwner::Session(session_uri())),
+        ("Named session".to_owned(), TitleSource::User)
+    );
+}
+
+/// What was written through the data fake: its calls without the title reads (the default
+/// chat's first turn reads the stored session title to recall a user's rename).
+fn data_writes(data: &FakeSessionData) -> Vec<DataCall> {
+    data.calls()
+        .into_iter()
+        .filter(|call| !matches!(call, DataCall::Title { .. }))
+        .collect()
 }

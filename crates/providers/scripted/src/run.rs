@@ -165,7 +165,14 @@ impl TurnRun {
                 .await
             }
             Step::Echo(echo) => {
-                let text = format!("{}{}", echo.prefix, self.turn.text);
+                let mut text = format!("{}{}", echo.prefix, self.turn.text);
+                if echo.instructions && !self.turn.instructions.is_empty() {
+                    text.push_str("\n\nInstructions:");
+                    for instruction in &self.turn.instructions {
+                        text.push_str("\n- ");
+                        text.push_str(instruction);
+                    }
+                }
                 self.stream(Stream::Markdown, &text, echo.chunk, echo.delay_ms, scope)
                     .await
             }

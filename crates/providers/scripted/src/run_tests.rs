@@ -548,3 +548,44 @@ async fn echo_repeats_the_message_after_its_prefix() {
         ])
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn echo_can_repeat_the_hosts_instructions_after_the_text() {
+    let mut harness = Harness::new(
+        r#"{ "turns": [
+            { "steps": [{ "kind": "echo", "chunk": 100, "instructions": true }] },
+            { "steps": [{ "kind": "echo", "chunk": 100, "instructions": true }] },
+            { "steps": [{ "kind": "echo", "chunk": 100 }] }
+        ] }"#,
+    )
+    .await;
+    let mut with_instructions = crate::test_support::request("t1", "hi");
+    with_instructions.instructions = vec!["Use links.".into(), "Be brief.".into()];
+    harness
+        .session
+        .send_turn(with_instructions.clone())
+        .await
+        .unwrap();
+    let signals = crate::test_support::describe_all(&harness.until_terminal().await);
+    assert!(
+        signals.contains(
+            &r#"delta md-1-1 "hi\n\nInstructions:\n- Use links.\n- Be brief.""#.to_owned()
+        ),
+        "{signals:?}"
+    );
+    // No instructions: nothing is added.
+    assert!(
+        harness
+            .turn("t2", "plain")
+            .await
+            .contains(&r#"delta md-2-1 "plain""#.to_owned())
+    );
+    // Not asked for: the instructions are not repeated.
+    with_instructions.turn_id = "t3".into();
+    harness.session.send_turn(with_instructions).await.unwrap();
+    let signals = crate::test_support::describe_all(&harness.until_terminal().await);
+    assert!(
+        signals.contains(&r#"delta md-3-1 "hi""#.to_owned()),
+        "{signals:?}"
+    );
+}

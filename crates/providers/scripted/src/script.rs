@@ -117,6 +117,10 @@ pub struct Echo {
     /// Milliseconds to wait between two deltas (0: no wait).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
+    /// Also repeat the host's instructions for the turn, after the text: a blank line, then
+    /// `Instructions:` and one `- <instruction>` line each (nothing when there are none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub instructions: bool,
 }
 
 /// `tool`: a tool call with an optional effect on the working directory.
@@ -421,6 +425,7 @@ impl Default for Echo {
             prefix: String::new(),
             chunk: DEFAULT_CHUNK,
             delay_ms: 0,
+            instructions: false,
         }
     }
 }
