@@ -13,6 +13,8 @@
 //! assert_eq!(commands.calls(), [LocalCommandsCall::TryHandle("anything".into())]);
 //! ```
 //!
+//! [`CapturedLogs`] captures what `tracing` writes, for a test to assert on.
+//!
 //! [`calls`]: FakeLocalCommands::calls
 
 pub use crate::files::fake::{FakeFileService, FileAnswers, FileCall};
@@ -1029,6 +1031,56 @@ impl SubscriptionTracker for FakeSubscriptionTracker {
     fn unlisten(&self, id: ListenerId) {
         self.record(SubscriptionCall::Unlisten(id));
         self.live().unlisten(id);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Captured logs
+
+/// What `tracing` writes, captured for a test to read back.
+///
+/// [`capture`](Self::capture) installs a plain-text (no ANSI) `fmt` subscriber at `debug` and
+/// above as the current thread's default for as long as the returned guard lives; every clone
+/// shares the same buffer, and [`text`](Self::text) returns what was written so far:
+///
+/// ```
+/// use agenthost_services::fakes::CapturedLogs;
+///
+/// let logs = CapturedLogs::default();
+/// let guard = logs.capture();
+/// tracing::warn!("disk full");
+/// drop(guard);
+/// assert!(logs.text().contains("disk full"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    /// Captures this thread's events at `debug` and above until the guard is dropped.
+    pub fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let logs = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || logs.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&lock(&self.0)).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        lock(&self.0).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

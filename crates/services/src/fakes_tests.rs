@@ -258,3 +258,33 @@ fn every_fake_is_usable_as_its_trait_object() {
     let _: Arc<dyn ServerDispatch> = Arc::new(FakeServerDispatch::default());
     let _: Arc<dyn SessionDataStore> = Arc::new(FakeSessionData::default());
 }
+
+#[test]
+fn captured_logs_collect_this_threads_events_at_debug_and_above_while_the_guard_lives() {
+    let logs = CapturedLogs::default();
+    tracing::warn!("before");
+    let guard = logs.capture();
+    tracing::trace!("too fine");
+    tracing::debug!(key = "k", "kept at debug");
+    tracing::warn!("disk full");
+    std::thread::spawn(|| tracing::warn!("another thread"))
+        .join()
+        .unwrap();
+    drop(guard);
+    tracing::warn!("after");
+
+    let text = logs.clone().text();
+    assert!(
+        text.contains("DEBUG") && text.contains("kept at debug"),
+        "{text}"
+    );
+    assert!(text.contains("key=\"k\""), "{text}");
+    assert!(
+        text.contains("WARN") && text.contains("disk full"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "no ANSI escapes: {text}");
+    for absent in ["before", "too fine", "another thread", "after"] {
+        assert!(!text.contains(absent), "{absent}: {text}");
+    }
+}

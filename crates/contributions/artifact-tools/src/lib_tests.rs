@@ -1,9 +1,7 @@
-use std::sync::Mutex;
-
 use agenthost_dispatcher::{Descriptor, Dispatcher, Registration, RegistrationError};
 use agenthost_protocol::ahp_types::state::Message;
 use agenthost_services::InMemoryConfiguration;
-use agenthost_services::fakes::{ConfigurationCall, FakeConfiguration};
+use agenthost_services::fakes::{CapturedLogs, ConfigurationCall, FakeConfiguration};
 use serde_json::{Value, json};
 
 use super::*;
@@ -40,38 +38,6 @@ fn dispatcher_over(config: Arc<dyn Configuration>) -> Dispatcher {
     let mut services = ServiceRegistry::new();
     services.insert::<dyn Configuration>(config);
     Dispatcher::new(services)
-}
-
-/// Collects what `tracing` writes at `debug` and above while the returned guard lives (this
-/// thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// A stand-in adding one fixed instruction (contribution crates may not depend on each other,
@@ -176,7 +142,7 @@ fn the_instruction_describes_the_artifacts_and_asks_for_short_replies() {
 
 #[test]
 fn a_non_boolean_flag_is_logged_once_per_turn_at_debug() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let (_, contribution) = with_flag(Some(json!("on")));
     assert!(!contribution.is_enabled());

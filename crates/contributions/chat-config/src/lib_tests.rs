@@ -3,7 +3,9 @@ use std::sync::{Arc, Mutex};
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
 use agenthost_protocol::ActionOrigin;
 use agenthost_protocol::ahp_types::state::{RootState, SessionState};
-use agenthost_services::fakes::{DataCall, FakeHostState, FakeSessionData, HostStateCall};
+use agenthost_services::fakes::{
+    CapturedLogs, DataCall, FakeHostState, FakeSessionData, HostStateCall,
+};
 use agenthost_services::{StateHostState, StoreSessionData};
 use agenthost_state::{
     ClientDispatch, EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager,
@@ -91,36 +93,6 @@ fn fakes(
     });
     let contribution = ChatConfig::new(data.clone(), state.clone());
     (data, state, contribution)
-}
-
-/// Collects what `tracing` writes while the returned guard lives (this thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -274,7 +246,7 @@ impl Contribution for Follower {
 
 #[tokio::test]
 async fn a_failing_store_is_logged_and_later_contributions_still_run() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let data = Arc::new(FakeSessionData::default());
     data.script(|a| a.fail = Some("disk full".into()));
@@ -631,7 +603,7 @@ async fn over_the_store_a_rejected_directory_is_never_written() {
 
 #[tokio::test]
 async fn over_the_store_a_chat_the_store_does_not_hold_is_logged_not_raised() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let world = World::new();
     const LOST: &str = "ahp-chat:/c3";

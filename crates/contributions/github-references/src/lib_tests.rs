@@ -2,7 +2,7 @@ use std::path::Path;
 
 use agenthost_protocol::ahp_types::state::{ChatState, SessionState};
 use agenthost_services::PullRequest;
-use agenthost_services::fakes::{DataCall, FakeHostState, FakeSessionData};
+use agenthost_services::fakes::{CapturedLogs, DataCall, FakeHostState, FakeSessionData};
 use agenthost_services::fakes::{FakeGitState, GitStateCall};
 use serde_json::json;
 
@@ -270,7 +270,7 @@ async fn a_peer_chat_with_its_own_folder_records_under_its_key() {
 
 #[tokio::test]
 async fn failures_are_logged_and_never_reach_the_turn() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let f = fixture();
     f.git.answer(
@@ -390,34 +390,4 @@ fn the_contribution_declares_its_id_order_and_hook() {
     assert_eq!(GithubReferences::ID, "githubReferences");
     assert_eq!(GithubReferences::ORDER, 300);
     assert_eq!(GithubReferences::HOOKS, HookSet::of(&[Hook::TurnEnd]));
-}
-
-/// Collects what `tracing` writes while the returned guard lives (this thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&lock(&self.0)).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        lock(&self.0).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

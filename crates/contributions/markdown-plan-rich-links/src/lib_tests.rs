@@ -1,9 +1,7 @@
-use std::sync::Mutex;
-
 use agenthost_dispatcher::{Descriptor, Dispatcher, RegistrationError};
 use agenthost_protocol::ahp_types::state::Message;
 use agenthost_services::InMemoryConfiguration;
-use agenthost_services::fakes::{ConfigurationCall, FakeConfiguration};
+use agenthost_services::fakes::{CapturedLogs, ConfigurationCall, FakeConfiguration};
 use serde_json::{Value, json};
 
 use super::*;
@@ -35,38 +33,6 @@ fn with_flag(flag: Option<Value>) -> (Arc<FakeConfiguration>, MarkdownPlanRichLi
         });
     }
     (config.clone(), MarkdownPlanRichLinks::new(config))
-}
-
-/// Collects what `tracing` writes at `debug` and above while the returned guard lives (this
-/// thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// A stand-in at order 200 (where `artifactTools` runs) adding one fixed instruction.
@@ -184,7 +150,7 @@ fn the_instruction_covers_files_lines_symbols_the_chat_and_task_lists() {
 
 #[test]
 fn a_non_boolean_flag_is_logged_once_per_turn_at_debug() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let (_, contribution) = with_flag(Some(json!("yes")));
     assert!(!contribution.is_enabled());

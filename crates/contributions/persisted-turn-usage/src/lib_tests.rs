@@ -1,8 +1,8 @@
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
 use agenthost_protocol::SessionUri;
-use agenthost_services::fakes::{DataCall, FakeSessionData};
+use agenthost_services::fakes::{CapturedLogs, DataCall, FakeSessionData};
 use agenthost_services::{DataOwner, StoreSessionData, TitleSource};
 use agenthost_store::{ChatRecord, SessionRecord, Store};
 use serde_json::{Value, json};
@@ -79,36 +79,6 @@ fn fakes() -> (Arc<FakeSessionData>, PersistedTurnUsage) {
     (data, contribution)
 }
 
-/// Collects what `tracing` writes while the returned guard lives (this thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 // Observing `chat/usage`.
 
 #[tokio::test]
@@ -176,7 +146,7 @@ async fn subagent_chats_empty_turn_ids_rejections_and_other_actions_are_skipped(
 
 #[tokio::test]
 async fn a_failing_store_write_is_logged_and_later_writes_still_run() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let (data, contribution) = fakes();
     data.script(|a| a.fail = Some("disk full".into()));
@@ -450,7 +420,7 @@ async fn over_the_store_usage_round_trips_into_restored_turns() {
 
 #[tokio::test]
 async fn over_the_store_a_write_for_an_unknown_chat_fails_and_is_logged() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let (_store, data) = store_data();
     let contribution = PersistedTurnUsage::new(data);

@@ -1,9 +1,9 @@
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
 use agenthost_protocol::ActionOrigin;
 use agenthost_protocol::ahp_types::state::{RootState, SessionState};
-use agenthost_services::fakes::{DataCall, FakeHostState, FakeSessionData};
+use agenthost_services::fakes::{CapturedLogs, DataCall, FakeHostState, FakeSessionData};
 use agenthost_services::{StateHostState, StoreSessionData, TitleSource};
 use agenthost_state::{
     ClientDispatch, EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager,
@@ -101,36 +101,6 @@ fn set_flags(read: bool, archived: bool) -> DataCall {
     DataCall::SetFlags {
         owner: owner(),
         flags: Flags { read, archived },
-    }
-}
-
-/// Collects what `tracing` writes while the returned guard lives (this thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -303,7 +273,7 @@ async fn rejected_flag_changes_other_channels_and_other_actions_persist_nothing(
 
 #[tokio::test]
 async fn a_failing_store_is_logged_and_the_next_write_still_runs() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let (data, _, contribution) = fakes(Some(session_state(0, Some(json!({ "mode": "a" })))));
     data.script(|a| a.fail = Some("disk full".into()));

@@ -7,7 +7,7 @@ use agenthost_protocol::ahp_types::state::{
     ChatState, ErrorInfo, Message, RootState, SessionState,
 };
 use agenthost_services::fakes::{
-    DataCall, DispatchCall, FakeHostState, FakeServerDispatch, FakeSessionData,
+    CapturedLogs, DataCall, DispatchCall, FakeHostState, FakeServerDispatch, FakeSessionData,
     FakeTitleController, TitleCall,
 };
 use agenthost_services::{
@@ -236,36 +236,6 @@ impl Fakes {
     }
 }
 
-/// Collects what `tracing` writes while the returned guard lives (this thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // onOutgoingTurn
 
@@ -468,7 +438,7 @@ async fn a_refined_title_is_applied_with_the_default_chat_identity_and_cascade()
 
 #[tokio::test]
 async fn a_refused_catalog_title_is_logged_and_nothing_else_is_dispatched_or_persisted() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let fakes = Fakes::new();
     fakes.titles.script(|a| a.refined = Some("Better".into()));
@@ -512,7 +482,7 @@ impl ServerDispatch for RefusesSessionTitles {
 
 #[tokio::test]
 async fn a_refused_session_cascade_is_logged_and_only_the_chat_title_is_persisted() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let fakes = Fakes::new();
     fakes.titles.script(|a| a.refined = Some("Better".into()));
@@ -865,7 +835,7 @@ fn registry(fakes: &Fakes) -> ServiceRegistry {
 
 #[tokio::test]
 async fn a_failing_write_is_logged_and_later_contributions_still_run() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let fakes = Fakes::new();
     fakes.data.script(|a| a.fail = Some("disk full".into()));

@@ -1,8 +1,6 @@
-use std::sync::Mutex;
-
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
 use agenthost_protocol::SessionUri;
-use agenthost_services::fakes::{DataCall, FakeSessionData};
+use agenthost_services::fakes::{CapturedLogs, DataCall, FakeSessionData};
 use agenthost_services::{StoreSessionData, TitleSource};
 use agenthost_store::{ChatRecord, SessionRecord, Store};
 use serde_json::json;
@@ -82,36 +80,6 @@ fn stored(data: &FakeSessionData) -> Vec<(String, Value)> {
     let mut stored = Vec::new();
     data.script(|a| stored = a.delegations.get(&chat()).cloned().unwrap_or_default());
     stored
-}
-
-/// Collects what `tracing` writes while the returned guard lives (this thread only).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 // Reading the delegation metadata.
@@ -283,7 +251,7 @@ async fn a_later_delegation_of_the_same_turn_replaces_the_stored_one() {
 
 #[tokio::test]
 async fn a_failing_store_write_is_logged_and_later_writes_still_run() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let (data, contribution) = fakes();
     data.script(|a| a.fail = Some("disk full".into()));
@@ -568,7 +536,7 @@ async fn over_the_store_a_delegation_round_trips_into_restored_turns() {
 
 #[tokio::test]
 async fn over_the_store_a_write_for_an_unknown_chat_fails_and_is_logged() {
-    let logs = Logs::default();
+    let logs = CapturedLogs::default();
     let _guard = logs.capture();
     let (_store, data) = store_data();
     let contribution = TurnDelegation::new(data);
