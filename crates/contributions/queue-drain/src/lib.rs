@@ -26,11 +26,16 @@
 //! turn with `chat/error noAgent` itself, so clients see: pending set → turn started → error.
 //! A local command in a queued message is handled by the gate and drains the next one.
 //!
-//! Known gaps, kept on purpose (contribution reference §13): a queued turn the gate rejects has
-//! already consumed its message and nothing re-triggers the drain (draining on `rejected` would
-//! cascade rejections through an archived chat's whole queue); and the providers of this host
-//! cannot inject a steering message into a running turn, so a pending steering message holds
-//! the queue until a client removes it (or a provider reports it consumed).
+//! A queued turn that is refused — by the gate (an archived or read-only chat) or for want of an
+//! agent — ends with its `chat/error` like any refused turn, and its message goes **back to the
+//! head of the queue** with its sender (the fix contribution reference §13 names): nothing
+//! queued is lost, and the queue does not drain on `rejected`, so an archived chat's queue
+//! waits instead of cascading refusals; the next trigger (a completed turn, a client's queue
+//! change) tries again.
+//!
+//! Known gap, kept on purpose: the providers of this host cannot inject a steering message into
+//! a running turn, so a pending steering message holds the queue until a client removes it (or
+//! a provider reports it consumed).
 #![deny(missing_docs)]
 
 use std::sync::{Arc, Mutex};
@@ -43,7 +48,10 @@ use agenthost_dispatcher::{
     SendTurnMessageOptions, ServiceRegistry, TurnEnd, TurnEndReason, TurnStarterPorts,
 };
 use agenthost_protocol::StateAction;
-use agenthost_protocol::actions::{ChatErrorAction, ChatTurnStartedAction};
+use agenthost_protocol::actions::{
+    ChatErrorAction, ChatPendingMessageSetAction, ChatQueuedMessagesReorderedAction,
+    ChatTurnStartedAction,
+};
 use agenthost_protocol::ahp_types::state::{
     ChatState, ErrorInfo, PendingMessage, PendingMessageKind,
 };
@@ -130,6 +138,7 @@ impl QueueDrain {
         let ports = Ports {
             drain: self,
             dispatcher: &dispatcher,
+            admission: &admission,
         };
         let Some(agent) = dispatcher.start_turn(&request, &ports) else {
             return;
@@ -199,6 +208,47 @@ impl QueueDrain {
             bridge,
             dispatcher,
         ))
+    }
+
+    /// Puts a message whose queued turn was refused (by the gate, or for want of an agent) back
+    /// at the head of its chat's queue, with its sender: nothing queued is lost, and the queue
+    /// waits for the next trigger instead of cascading refusals (contribution reference §13).
+    fn requeue(&self, admission: &Admission) {
+        let (session, chat) = (admission.session.as_str(), admission.chat.as_str());
+        let pending = &admission.pending;
+        let set = StateAction::ChatPendingMessageSet(ChatPendingMessageSetAction {
+            kind: PendingMessageKind::Queued,
+            id: pending.id.clone(),
+            message: pending.message.clone(),
+        });
+        if let Err(error) = self.dispatch.dispatch(chat, set) {
+            tracing::warn!(chat, message = %pending.id, %error, "queueDrain: a refused queued message could not be put back");
+            return;
+        }
+        let segment = [KeySegment::from(pending.id.as_str())];
+        self.context
+            .chat_memento(&SENDER, session, chat, &segment)
+            .set(Some(admission.sender.clone()));
+        let order: Vec<String> = self
+            .host
+            .chat(chat)
+            .and_then(|state| state.queued_messages)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|queued| queued.id)
+            .collect();
+        if order.first() == Some(&pending.id) {
+            return;
+        }
+        let head_first = std::iter::once(pending.id.clone())
+            .chain(order.into_iter().filter(|id| *id != pending.id))
+            .collect();
+        let reorder = StateAction::ChatQueuedMessagesReordered(ChatQueuedMessagesReorderedAction {
+            order: head_first,
+        });
+        if let Err(error) = self.dispatch.dispatch(chat, reorder) {
+            tracing::warn!(chat, message = %pending.id, %error, "queueDrain: a refused queued message could not go back to the head");
+        }
     }
 
     /// Records or forgets senders for a client's queue action; whether the queue may have
@@ -314,6 +364,7 @@ pub fn drains_after(reason: &TurnEndReason) -> bool {
 struct Ports<'a> {
     drain: &'a QueueDrain,
     dispatcher: &'a Dispatcher,
+    admission: &'a Admission,
 }
 
 impl TurnStarterPorts for Ports<'_> {
@@ -334,6 +385,7 @@ impl TurnStarterPorts for Ports<'_> {
     }
 
     fn turn_end(&self, request: &IncomingRequest, reason: TurnEndReason) {
+        let rejected = matches!(reason, TurnEndReason::Rejected { .. });
         self.dispatcher.turn_end(&TurnEnd {
             session: request.session.clone(),
             channel: request.turn_channel.clone(),
@@ -341,6 +393,9 @@ impl TurnStarterPorts for Ports<'_> {
             reason,
             client_context: Some(request.client_context.clone()),
         });
+        if rejected {
+            self.drain.requeue(self.admission);
+        }
     }
 
     fn accepted(&self, request: &IncomingRequest, agent: &str) {

@@ -434,13 +434,14 @@ fn without_a_host_bridge_the_queue_waits_untouched() {
 }
 
 #[test]
-fn with_no_agent_the_queued_turn_starts_then_ends_in_no_agent() {
+fn with_no_agent_the_queued_turn_starts_then_ends_in_no_agent_and_the_message_goes_back() {
     let h = Harness::with_agent(None);
     h.queue("client-1", "m1", "one");
     assert!(h.sent().is_empty());
-    assert!(
-        h.queued_ids().is_empty(),
-        "the message was consumed by its turn"
+    assert_eq!(
+        h.queued_ids(),
+        ["m1"],
+        "the refused message is back in the queue, nothing lost"
     );
     assert_eq!(h.active(), None);
     let chat = h.chat();
@@ -541,4 +542,75 @@ impl ChatContribution for Local {
             .unwrap();
         Ok(Some(Disposition::Handled))
     }
+}
+
+/// Refuses every turn whose text is `blocked`, as turnAdmission refuses an archived chat's.
+struct Gate;
+
+impl ChatContribution for Gate {
+    fn on_incoming_request(&self, request: &IncomingRequest) -> HookResult<Option<Disposition>> {
+        Ok(
+            (request.message.text == "blocked").then(|| Disposition::Reject {
+                error: agenthost_protocol::error_info::error_info(
+                    "archived",
+                    "This chat is archived.",
+                ),
+                stage: agenthost_dispatcher::RejectStage::Validation,
+            }),
+        )
+    }
+}
+
+/// §13: a queued turn the gate refuses puts its message back at the head of the queue with its
+/// sender; the rest of the queue is not drained (no cascade of refusals); the next trigger
+/// tries again, attributed to whoever queued the message.
+#[test]
+fn a_refused_queued_message_goes_back_to_the_head_with_its_sender_and_nothing_cascades() {
+    let h = Harness::new();
+    let gate = h
+        .dispatcher
+        .register_with(
+            Descriptor {
+                id: "gate",
+                order: 100,
+                hooks: HookSet::of(&[Hook::IncomingRequest]),
+            },
+            |_, _| Ok(Arc::new(Gate)),
+        )
+        .unwrap();
+    h.start_turn("t1");
+    h.queue("client-1", "m1", "blocked");
+    h.queue("client-2", "m2", "fine");
+    h.end("t1", TurnEndReason::Success);
+
+    assert!(h.sent().is_empty(), "nothing reached an agent");
+    assert_eq!(h.active(), None);
+    assert_eq!(
+        h.queued_ids(),
+        ["m1", "m2"],
+        "back at the head, m2 untouched"
+    );
+    let refused = h.chat().turns.last().cloned().expect("the refused turn");
+    assert!(refused.id.starts_with("queued-m1-"), "{}", refused.id);
+    assert!(
+        h.ends()
+            .iter()
+            .any(|(_, reason)| reason == "rejected archived"),
+        "{:?}",
+        h.ends()
+    );
+
+    // The next trigger tries again (refused again: still no cascade) and keeps the sender.
+    h.client("client-3", pending_removed("queued", "m2"));
+    assert_eq!(h.queued_ids(), ["m1"]);
+    let message = h.chat().queued_messages.unwrap_or_default();
+    assert_eq!(message[0].message.text, "blocked");
+    drop(gate);
+    h.client("client-3", pending_set("queued", "m3", "later"));
+    assert_eq!(h.sent()[0].1, "blocked", "the gate is gone: m1 runs first");
+    assert_eq!(
+        h.sent()[0].2.as_deref(),
+        Some("client-1"),
+        "attributed to whoever queued it"
+    );
 }
