@@ -243,11 +243,6 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
         },
     )
     .map_err(|e| e.to_string())?;
-    unattended.bind_intake(
-        Arc::clone(&state),
-        orchestrator.clone(),
-        options.launch_kind.clone(),
-    );
     let token = match options.token {
         Some(token) => Token::new(token).map_err(|e| format!("--token: {e}"))?,
         None => Token::generate().map_err(|e| e.to_string())?,
@@ -267,6 +262,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
         options.launch_kind.clone(),
         contributions,
     );
+    unattended.bind_intake(&host, options.launch_kind.clone());
     unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())
 }

@@ -5,11 +5,11 @@
 //! `dyn HostState` (registered anyway), `dyn Configuration` (seeded here with the policy under
 //! the root key `unattended` and the grace window under `unattendedGraceMs`),
 //! `dyn SubscriptionTracker` (the server reports subscriptions to it) and
-//! `dyn ClientActionIntake` (bound here, once the orchestrator exists, to the host's
+//! `dyn ClientActionIntake` (bound here, once the server host exists, to the host's
 //! client-action path).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use agenthost_dispatcher::{ClientContext, LaunchKind, ServiceRegistry};
@@ -19,8 +19,7 @@ use agenthost_services::{
     ClientActionIntake, Configuration, DispatchError, InMemoryConfiguration,
     LateClientActionIntake, LiveSubscriptions, SubscriptionTracker,
 };
-use agenthost_side_effects::Orchestrator;
-use agenthost_state::{ClientDispatch, StateManager};
+use agenthost_state::ClientDispatch;
 pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
 
 pub use agenthost_contrib_unattended_policy::{GRACE_KEY, POLICY_KEY};
@@ -141,17 +140,13 @@ impl Wiring {
         }
     }
 
-    /// Binds the client-action intake to the host's client-action path.
-    pub fn bind_intake(
-        &self,
-        state: Arc<StateManager>,
-        orchestrator: Orchestrator,
-        launch_kind: LaunchKind,
-    ) {
+    /// Binds the client-action intake to the host's client-action path
+    /// ([`Host::client_action`]). The host is held weakly: it owns the contributions that
+    /// hold the intake.
+    pub fn bind_intake(&self, host: &Arc<Host>, launch_kind: LaunchKind) {
         if let Some(intake) = &self.intake {
             intake.bind(Arc::new(HostClientActions {
-                state,
-                orchestrator,
+                host: Arc::downgrade(host),
                 launch_kind,
                 next_seq: AtomicI64::new(1),
             }));
@@ -166,12 +161,10 @@ impl Wiring {
     }
 }
 
-/// The host's client-action path, as the server runs it for a connection: validate and reduce
-/// (`dispatchAction` intake), then the orchestrator's side of an accepted action (a
-/// `chat/toolCallConfirmed` reaches the agent; `onDidApplyClientAction` runs).
+/// The host acting as a client of its own: its client-action path with its own origin
+/// (client id as given, increasing `clientSeq`).
 struct HostClientActions {
-    state: Arc<StateManager>,
-    orchestrator: Orchestrator,
+    host: Weak<Host>,
     launch_kind: LaunchKind,
     next_seq: AtomicI64,
 }
@@ -183,24 +176,24 @@ impl ClientActionIntake for HostClientActions {
         channel: &str,
         action: StateAction,
     ) -> Result<u64, DispatchError> {
-        let origin = ActionOrigin {
-            client_id: client_id.to_owned(),
-            client_seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
-        };
         let refused = |reason: String| DispatchError {
             channel: channel.to_owned(),
             reason,
         };
-        match self.state.dispatch_client(channel, action, origin) {
-            ClientDispatch::Accepted(envelope) => {
-                let context = ClientContext {
-                    client_id: Some(client_id.to_owned()),
-                    client_kind: None,
-                    launch_kind: self.launch_kind.clone(),
-                };
-                self.orchestrator.after_client_action(&envelope, &context);
-                Ok(envelope.server_seq)
-            }
+        let Some(host) = self.host.upgrade() else {
+            return Err(refused("the host is shutting down".to_owned()));
+        };
+        let origin = ActionOrigin {
+            client_id: client_id.to_owned(),
+            client_seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
+        };
+        let context = ClientContext {
+            client_id: Some(client_id.to_owned()),
+            client_kind: None,
+            launch_kind: self.launch_kind.clone(),
+        };
+        match host.client_action(channel, action, origin, &context) {
+            ClientDispatch::Accepted(envelope) => Ok(envelope.server_seq),
             ClientDispatch::Rejected(echo) => Err(refused(
                 echo.rejection_reason
                     .unwrap_or_else(|| "rejected".to_owned()),

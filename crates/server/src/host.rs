@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use agenthost_dispatcher::{ClientContext, LaunchKind, RegistrationSet};
-use agenthost_protocol::ActionOrigin;
 use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
 use agenthost_protocol::commands::{
     CreateChatParams, CreateSessionParams, DispatchActionParams, FetchTurnsParams,
@@ -14,6 +13,7 @@ use agenthost_protocol::commands::{
     SubscribeResult, UnsubscribeParams,
 };
 use agenthost_protocol::notifications::{SessionAddedParams, SessionRemovedParams};
+use agenthost_protocol::{ActionOrigin, StateAction};
 use agenthost_service::{ServiceError, SessionService};
 use agenthost_services::SubscriptionTracker;
 use agenthost_side_effects::Orchestrator;
@@ -174,6 +174,25 @@ impl Host {
         })
     }
 
+    /// The host's client-action path (AHP §6.1, §7): validate and reduce through the session
+    /// service's intake, then, for an accepted action, the orchestrator's side of it (a
+    /// `chat/toolCallConfirmed` reaches the agent; `onDidApplyClientAction` runs). A connection's
+    /// `dispatchAction` takes it, and so does the host acting as a client of its own (the
+    /// unattended policy's answers).
+    pub fn client_action(
+        &self,
+        channel: &str,
+        action: StateAction,
+        origin: ActionOrigin,
+        context: &ClientContext,
+    ) -> ClientDispatch {
+        let outcome = self.service.intake(channel, action, origin);
+        if let ClientDispatch::Accepted(envelope) = &outcome {
+            self.orchestrator.after_client_action(envelope, context);
+        }
+        outcome
+    }
+
     fn client_context(&self, conn: &Connection) -> ClientContext {
         ClientContext {
             client_id: conn.client_id(),
@@ -325,11 +344,8 @@ impl Host {
             client_id: conn.client_id().unwrap_or_default(),
             client_seq: p.client_seq,
         };
-        match self.service.intake(&channel, p.action, origin) {
-            ClientDispatch::Accepted(envelope) => {
-                self.orchestrator
-                    .after_client_action(&envelope, &self.client_context(conn));
-            }
+        match self.client_action(&channel, p.action, origin, &self.client_context(conn)) {
+            ClientDispatch::Accepted(_) => {}
             ClientDispatch::Rejected(echo) => {
                 // The rejection goes to the dispatching connection only.
                 let _ = conn.send_frame(action_frame(&echo));
