@@ -95,7 +95,6 @@ impl Reason {
 /// Every function the orchestration crates may contain: `(function path, reason)`, one per line.
 #[rustfmt::skip]
 pub const ALLOWLIST: &[(&str, Reason)] = &[
-    ("agenthost-side-effects::actions::chat_error", Reason::Invariant),
     ("agenthost-side-effects::actions::turn_complete", Reason::Routing),
     ("agenthost-side-effects::actions::system_notice", Reason::Routing),
     ("agenthost-side-effects::actions::steering_consumed", Reason::Routing),

@@ -1,5 +1,7 @@
 //! Constructors for the error payloads the host puts into chats, and the error types it uses.
 
+use crate::StateAction;
+use crate::actions::ChatErrorAction;
 use crate::state::{ErrorInfo, ErrorResponsePart};
 
 /// The host itself failed (a bug or an unexpected I/O error); the message says what failed.
@@ -30,6 +32,21 @@ pub fn error_part(error: ErrorInfo, resumable: bool) -> ErrorResponsePart {
         error,
         resumable: resumable.then_some(true),
     }
+}
+
+/// `chat/error` ending turn `turn_id` after `duration_ms` with `error` (see [`error_part`]).
+pub fn chat_error(
+    turn_id: &str,
+    duration_ms: i64,
+    error: ErrorInfo,
+    resumable: bool,
+) -> StateAction {
+    StateAction::ChatError(ChatErrorAction {
+        turn_id: turn_id.to_owned(),
+        duration: duration_ms,
+        part: error_part(error, resumable),
+        meta: None,
+    })
 }
 
 #[cfg(test)]

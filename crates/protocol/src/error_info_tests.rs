@@ -42,3 +42,16 @@ fn well_known_error_types_are_camel_case() {
         ]
     );
 }
+
+#[test]
+fn chat_error_ends_the_turn_with_the_error_part() {
+    let action = chat_error("t1", 42, error_info(NO_AGENT, "No agent"), true);
+    let value = serde_json::to_value(&action).unwrap();
+    assert_eq!(value["type"], "chat/error");
+    assert_eq!(value["turnId"], "t1");
+    assert_eq!(value["duration"], 42);
+    assert_eq!(
+        value["part"],
+        serde_json::json!({"kind": "error", "error": {"errorType": "noAgent", "message": "No agent"}, "resumable": true})
+    );
+}

@@ -2,29 +2,13 @@
 
 use agenthost_protocol::StateAction;
 use agenthost_protocol::actions::{
-    ChatErrorAction, ChatPendingMessageRemovedAction, ChatResponsePartAction,
-    ChatTurnCompleteAction, ChatTurnStartedAction, SessionChatAddedAction,
+    ChatPendingMessageRemovedAction, ChatResponsePartAction, ChatTurnCompleteAction,
+    ChatTurnStartedAction, SessionChatAddedAction,
 };
 use agenthost_protocol::ahp_types::state::{
-    ChatState, ErrorInfo, Message, MessageKind, MessageOrigin, PendingMessageKind, ResponsePart,
+    ChatState, Message, MessageKind, MessageOrigin, PendingMessageKind, ResponsePart,
     SystemNotificationResponsePart,
 };
-use agenthost_protocol::error_info::error_part;
-
-/// `chat/error` ending `turn_id`.
-pub(crate) fn chat_error(
-    turn_id: &str,
-    duration_ms: i64,
-    error: ErrorInfo,
-    resumable: bool,
-) -> StateAction {
-    StateAction::ChatError(ChatErrorAction {
-        turn_id: turn_id.to_owned(),
-        duration: duration_ms,
-        part: error_part(error, resumable),
-        meta: None,
-    })
-}
 
 /// `chat/turnComplete`.
 pub(crate) fn turn_complete(turn_id: &str, duration_ms: i64) -> StateAction {

@@ -13,8 +13,8 @@ use agenthost_provider_api::{
     ProviderError, RestoreSession, SignalSink, StartSession, TurnRequest,
 };
 
-use crate::actions::chat_error;
 use crate::orchestrator::{ChatRuntime, Shared};
+use agenthost_protocol::error_info::chat_error;
 
 /// A turn about to be admitted.
 pub(crate) struct TurnStart {

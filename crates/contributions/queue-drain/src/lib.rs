@@ -49,13 +49,12 @@ use agenthost_dispatcher::{
 };
 use agenthost_protocol::StateAction;
 use agenthost_protocol::actions::{
-    ChatErrorAction, ChatPendingMessageSetAction, ChatQueuedMessagesReorderedAction,
-    ChatTurnStartedAction,
+    ChatPendingMessageSetAction, ChatQueuedMessagesReorderedAction, ChatTurnStartedAction,
 };
 use agenthost_protocol::ahp_types::state::{
     ChatState, ErrorInfo, PendingMessage, PendingMessageKind,
 };
-use agenthost_protocol::error_info::error_part;
+use agenthost_protocol::error_info::chat_error;
 use agenthost_reducers::validation::resumable_turn;
 use agenthost_services::{
     HostState, MessageSource, ProviderLocator, ServerDispatch, TelemetryReporter, TurnTracker,
@@ -369,12 +368,7 @@ struct Ports<'a> {
 
 impl TurnStarterPorts for Ports<'_> {
     fn refuse(&self, request: &IncomingRequest, error: &ErrorInfo) {
-        let action = StateAction::ChatError(ChatErrorAction {
-            turn_id: request.turn_id.clone(),
-            duration: 0,
-            part: error_part(error.clone(), false),
-            meta: None,
-        });
+        let action = chat_error(&request.turn_id, 0, error.clone(), false);
         if let Err(failure) = self.drain.dispatch.dispatch(&request.turn_channel, action) {
             tracing::warn!(chat = %request.turn_channel, %failure, "queueDrain: could not end a refused queued turn");
         }
