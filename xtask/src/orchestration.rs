@@ -108,6 +108,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Shared::elapsed_ms", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Shared::session_of", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::active_turn_id", Reason::Routing),
+    ("agenthost-side-effects::orchestrator::Shared::track_turn", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Shared::turn_end", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::completion_of", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::<Orchestrator as Debug>::fmt", Reason::Lifecycle),

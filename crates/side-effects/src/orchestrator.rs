@@ -144,6 +144,25 @@ impl Shared {
         })
     }
 
+    /// Tracks `chat`'s turn `turn_id` (its start and sender), for its duration and the
+    /// turn-end hooks.
+    pub(crate) fn track_turn(
+        &self,
+        chat: &str,
+        turn_id: &str,
+        started: Instant,
+        client_context: &ClientContext,
+    ) {
+        self.runtime().turns.insert(
+            chat.to_owned(),
+            TrackedTurn {
+                turn_id: turn_id.to_owned(),
+                started,
+                client_context: Some(client_context.clone()),
+            },
+        );
+    }
+
     /// `onTurnEnd` with the reason of the call-site table.
     pub(crate) fn turn_end(&self, chat: &str, turn_id: Option<&str>, reason: TurnEndReason) {
         let Some(session) = self.session_of(chat) else {
@@ -219,13 +238,11 @@ impl HostBridge for Bridge {
             let started = Instant::now()
                 .checked_sub(options.turn_stopwatch.elapsed())
                 .unwrap_or_else(Instant::now);
-            shared.runtime().turns.insert(
-                options.chat.clone(),
-                TrackedTurn {
-                    turn_id: options.turn_id.clone(),
-                    started,
-                    client_context: Some(options.client_context.clone()),
-                },
+            shared.track_turn(
+                &options.chat,
+                &options.turn_id,
+                started,
+                &options.client_context,
             );
             tokio::spawn(crate::turns::send_tail(shared, options));
         }
@@ -331,14 +348,8 @@ impl Orchestrator {
         message: agenthost_protocol::ahp_types::state::Message,
         client_context: ClientContext,
     ) {
-        self.shared.runtime().turns.insert(
-            chat.to_owned(),
-            TrackedTurn {
-                turn_id: turn_id.to_owned(),
-                started: Instant::now(),
-                client_context: Some(client_context.clone()),
-            },
-        );
+        self.shared
+            .track_turn(chat, turn_id, Instant::now(), &client_context);
         let request = crate::turns::TurnStart {
             chat: chat.to_owned(),
             turn_id: turn_id.to_owned(),
@@ -357,23 +368,7 @@ impl Orchestrator {
         let chat = envelope.channel.as_str();
         match &envelope.action {
             StateAction::ChatTurnStarted(a) => {
-                shared.runtime().turns.insert(
-                    chat.to_owned(),
-                    TrackedTurn {
-                        turn_id: a.turn_id.clone(),
-                        started: Instant::now(),
-                        client_context: Some(client_context.clone()),
-                    },
-                );
-                let request = crate::turns::TurnStart {
-                    chat: chat.to_owned(),
-                    turn_id: a.turn_id.clone(),
-                    message: a.message.clone(),
-                    source: RequestSource::Direct,
-                    client_id: envelope.origin.as_ref().map(|o| o.client_id.clone()),
-                    client_context: client_context.clone(),
-                };
-                tokio::spawn(crate::turns::start_turn(Arc::clone(shared), request));
+                self.start_turn(chat, &a.turn_id, a.message.clone(), client_context.clone());
             }
             StateAction::ChatToolCallConfirmed(a) => {
                 let decision =
