@@ -95,12 +95,7 @@ impl Repo {
                 not_a_work_tree()
             })?;
         let repo = sync.to_thread_local();
-        let workdir = repo.workdir().ok_or_else(not_a_work_tree)?;
-        let root = std::fs::canonicalize(workdir).map_err(|source| CheckpointError::Io {
-            action: "resolve",
-            path: workdir.to_owned(),
-            source,
-        })?;
+        let root = work_tree_root(&repo, dir)?;
         let format = match repo.object_hash() {
             gix::hash::Kind::Sha1 => ObjectFormat::Sha1,
             gix::hash::Kind::Sha256 => ObjectFormat::Sha256,
@@ -336,5 +331,23 @@ fn full_name(name: &str) -> Result<gix::refs::FullName, CheckpointError> {
     gix::refs::FullName::try_from(name).map_err(|error| CheckpointError::InvalidRefName {
         name: name.to_owned(),
         reason: error.to_string(),
+    })
+}
+
+/// The canonical top-level directory of `repo`'s work tree (`dir` names the folder it was
+/// found from); a bare repository is [`CheckpointError::NotAWorkTree`].
+pub(crate) fn work_tree_root(
+    repo: &gix::Repository,
+    dir: &Path,
+) -> Result<PathBuf, CheckpointError> {
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| CheckpointError::NotAWorkTree {
+            path: dir.to_owned(),
+        })?;
+    std::fs::canonicalize(workdir).map_err(|source| CheckpointError::Io {
+        action: "resolve",
+        path: workdir.to_owned(),
+        source,
     })
 }

@@ -31,12 +31,7 @@ pub fn repository_state(dir: &Path) -> Result<RepositoryState, CheckpointError> 
         tracing::debug!(dir = %dir.display(), %error, "not a git work tree");
         not_a_work_tree()
     })?;
-    let workdir = repo.workdir().ok_or_else(not_a_work_tree)?;
-    let root = std::fs::canonicalize(workdir).map_err(|source| CheckpointError::Io {
-        action: "resolve",
-        path: workdir.to_owned(),
-        source,
-    })?;
+    let root = crate::repo::work_tree_root(&repo, dir)?;
     let branch = repo
         .head_name()
         .git("read HEAD")?
