@@ -127,7 +127,10 @@ fn our_turn(
     core.capture_turn_start(session, chat, &id, dirs, &cancel);
     edit(&dirs[0], turn);
     let written = core.capture_turn_end(session, chat, &id, dirs, &cancel);
-    assert!(written.is_some(), "turn {turn} wrote no checkpoint");
+    assert!(
+        matches!(written, Ok(Some(_))),
+        "turn {turn} wrote no checkpoint: {written:?}"
+    );
 }
 
 /// The reference implementation's capture: status, then a temporary index seeded from HEAD,

@@ -307,7 +307,9 @@ impl Checkpointer {
     /// Captures the end of a turn: in every repository with a baseline and a remembered start,
     /// commits `start ← end` on top of the previous checkpoint and points
     /// `refs/agents/<sid>/checkpoints/turn/<N>` at the end commit; records the ref in the ledger
-    /// once one repository succeeded. Returns the ref name when one was written.
+    /// once one repository succeeded. Returns the ref name when one was written, `Ok(None)` when
+    /// there was nothing to capture (no directory, no remembered start, no baseline), and the
+    /// error when the capture failed in every repository it was attempted in.
     pub fn capture_turn_end(
         &self,
         session: &SessionUri,
@@ -315,21 +317,18 @@ impl Checkpointer {
         turn: &str,
         dirs: &[PathBuf],
         cancel: &AtomicBool,
-    ) -> Option<String> {
+    ) -> Result<Option<String>, CheckpointError> {
         let start = self.forget_start(session, &(chat.clone(), turn.to_owned()));
         if dirs.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let start = start.filter(|start| start.eligible)?;
-        let namespace = self.namespace(session)?;
-        let result = self.turn_end(session, turn, dirs, &namespace, &start, cancel);
-        match result {
-            Ok(name) => name,
-            Err(error) => {
-                tracing::warn!(%session, turn, %error, "turn checkpoint failed");
-                None
-            }
-        }
+        let Some(start) = start.filter(|start| start.eligible) else {
+            return Ok(None);
+        };
+        let Some(namespace) = self.namespace(session) else {
+            return Ok(None);
+        };
+        self.turn_end(session, turn, dirs, &namespace, &start, cancel)
     }
 
     fn turn_end(
@@ -354,6 +353,7 @@ impl Checkpointer {
         let previous = self.ledger.previous_checkpoint_ref(session, turn)?;
         let prefix = namespace.message_prefix();
         let mut succeeded = false;
+        let mut first_error = None;
         for repo in self.repos_of(dirs) {
             cancelled(cancel, &self.config)?;
             let Some((_, start_tree)) = start
@@ -396,11 +396,12 @@ impl Checkpointer {
                 Ok(false) => {}
                 Err(error) => {
                     tracing::warn!(%session, turn, root = %repo.root().display(), %error, "turn checkpoint failed in this repository");
+                    first_error.get_or_insert(error);
                 }
             }
         }
         if !succeeded {
-            return Ok(None);
+            return first_error.map_or(Ok(None), Err);
         }
         self.ledger.set_turn_checkpoint_ref(session, turn, &name)?;
         Ok(Some(name))
@@ -437,6 +438,15 @@ impl Checkpointer {
         Ok(repo
             .first_parent(&current)?
             .map(|parent| CheckpointPair { parent, current }))
+    }
+
+    /// The ref recorded for the session's newest checkpointed turn (a no-op turn records its
+    /// parent's), from the ledger.
+    pub fn latest_checkpoint(
+        &self,
+        session: &SessionUri,
+    ) -> Result<Option<String>, CheckpointError> {
+        Ok(self.ledger.all_checkpoint_refs(session)?.pop())
     }
 
     /// The baseline ref name, if it resolves in `dir`'s repository.

@@ -8,7 +8,7 @@ use agenthost_protocol::{ChatUri, SafeId, SessionUri};
 
 use super::*;
 use crate::changeset::ChangeKind;
-use crate::ledger::MemoryLedger;
+use crate::ledger::{CheckpointLedger, LedgerError, MemoryLedger};
 use crate::testutil::{TempRepo, config};
 
 struct Harness {
@@ -59,6 +59,7 @@ impl Harness {
     fn end(&self, turn: &str) -> Option<String> {
         self.core
             .capture_turn_end(&self.session, &self.chat, turn, &self.dirs(), &no_cancel())
+            .unwrap()
     }
 
     fn turn(&self, turn: &str, edit: impl FnOnce(&TempRepo)) -> Option<String> {
@@ -316,7 +317,8 @@ fn non_git_directories_are_skipped_and_two_repositories_share_n() {
     other.write("x.txt", "in two\n");
     let name = h
         .core
-        .capture_turn_end(&h.session, &h.chat, "t1", &dirs, &no_cancel());
+        .capture_turn_end(&h.session, &h.chat, "t1", &dirs, &no_cancel())
+        .unwrap();
     assert_eq!(name.as_deref(), Some(T1));
     for repo in [&h.repo, &other] {
         assert_eq!(repo.git(&["rev-list", "--count", T1]), "3");
@@ -520,7 +522,9 @@ fn sha256_repositories_get_checkpoints() {
     core.capture_baseline(&session, &dirs, &no_cancel());
     core.capture_turn_start(&session, &chat, "t1", &dirs, &no_cancel());
     repo.write("a.txt", "b\n");
-    let name = core.capture_turn_end(&session, &chat, "t1", &dirs, &no_cancel());
+    let name = core
+        .capture_turn_end(&session, &chat, "t1", &dirs, &no_cancel())
+        .unwrap();
     assert_eq!(name.as_deref(), Some("refs/agents/s256/checkpoints/turn/1"));
     assert_eq!(
         repo.git(&["rev-parse", "refs/agents/s256/checkpoints/turn/1"])
@@ -530,4 +534,96 @@ fn sha256_repositories_get_checkpoints() {
     let changes = core.turn_changeset(&session, "t1", None).unwrap().unwrap();
     assert_eq!(changes.len(), 1);
     assert_eq!((changes[0].lines_added, changes[0].lines_removed), (1, 1));
+}
+
+/// A ledger that answers until told to fail (the session database went away mid-turn).
+struct FlakyLedger {
+    inner: MemoryLedger,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl FlakyLedger {
+    fn check(&self) -> Result<(), LedgerError> {
+        if self.failing.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(LedgerError::new("the session database is gone"));
+        }
+        Ok(())
+    }
+}
+
+impl CheckpointLedger for FlakyLedger {
+    fn ensure_turn(&self, session: &SessionUri, turn: &str) -> Result<(), LedgerError> {
+        self.check()?;
+        self.inner.ensure_turn(session, turn)
+    }
+
+    fn set_turn_checkpoint_ref(
+        &self,
+        session: &SessionUri,
+        turn: &str,
+        ref_name: &str,
+    ) -> Result<(), LedgerError> {
+        self.check()?;
+        self.inner.set_turn_checkpoint_ref(session, turn, ref_name)
+    }
+
+    fn turn_checkpoint_ref(
+        &self,
+        session: &SessionUri,
+        turn: &str,
+    ) -> Result<Option<String>, LedgerError> {
+        self.check()?;
+        self.inner.turn_checkpoint_ref(session, turn)
+    }
+
+    fn previous_checkpoint_ref(
+        &self,
+        session: &SessionUri,
+        turn: &str,
+    ) -> Result<Option<String>, LedgerError> {
+        self.check()?;
+        self.inner.previous_checkpoint_ref(session, turn)
+    }
+
+    fn all_checkpoint_refs(&self, session: &SessionUri) -> Result<Vec<String>, LedgerError> {
+        self.check()?;
+        self.inner.all_checkpoint_refs(session)
+    }
+}
+
+#[test]
+fn a_failed_turn_end_capture_is_reported_to_the_caller() {
+    let repo = TempRepo::init();
+    repo.write("a.txt", "a\n");
+    repo.commit_all("seed");
+    let ledger = Arc::new(FlakyLedger {
+        inner: MemoryLedger::new(),
+        failing: AtomicBool::new(false),
+    });
+    let core = Checkpointer::new(config(true), ledger.clone());
+    let session = SessionUri::with_provider("copilot", SafeId::new("flaky").unwrap()).unwrap();
+    let chat = ChatUri::default_for(&session);
+    let dirs = vec![repo.path().to_owned()];
+    core.capture_baseline(&session, &dirs, &no_cancel());
+    core.capture_turn_start(&session, &chat, "t1", &dirs, &no_cancel());
+    repo.write("a.txt", "edited\n");
+    ledger
+        .failing
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let error = core
+        .capture_turn_end(&session, &chat, "t1", &dirs, &no_cancel())
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("the session database is gone"),
+        "{error}"
+    );
+    // Nothing to capture is not a failure: no remembered start for this turn.
+    ledger
+        .failing
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        core.capture_turn_end(&session, &chat, "t2", &dirs, &no_cancel())
+            .unwrap(),
+        None
+    );
 }

@@ -92,6 +92,25 @@ pub enum CheckpointError {
         source: Box<gix::Error>,
     },
 
+    /// A linked worktree name is unusable (see [`validate_worktree_name`](crate::validate_worktree_name)).
+    #[error("`{name}` is not a valid worktree name: {reason}")]
+    InvalidWorktreeName {
+        /// The rejected name.
+        name: String,
+        /// Which rule it broke.
+        reason: String,
+    },
+
+    /// A linked worktree cannot be created: its directory or its branch is already there, or the
+    /// repository has nothing to branch from.
+    #[error("cannot create a worktree for {}: {refusal}", repo.display())]
+    WorktreeRefused {
+        /// The repository's work tree.
+        repo: PathBuf,
+        /// Why.
+        refusal: crate::worktree::WorktreeRefusal,
+    },
+
     /// A blocking task panicked or was cancelled.
     #[error("the checkpoint worker stopped unexpectedly: {0}")]
     Worker(String),

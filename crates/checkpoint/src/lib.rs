@@ -24,6 +24,10 @@
 //!   [repository information](Repo::info). Blocking.
 //! - [`repository_state`]: root, branch and remote URL of a folder's repository, without opening
 //!   a [`Repo`]. Blocking.
+//! - [`create_worktree`], [`remove_worktree`], [`worktree_exists`]: linked worktrees isolating a
+//!   session (`<root>.worktrees/<name>` on branch `agents/<name>`), in process through gix's
+//!   `worktree-mutation` feature like the rest of the crate (no `git` binary; no hooks run).
+//!   Blocking.
 //! - [`Checkpointer`]: the service's logic (baseline, turn start and end, overlapping turns,
 //!   reading pairs, deletion, comparison) over a [`CheckpointLedger`] — the session database,
 //!   behind a trait. Blocking.
@@ -67,3 +71,9 @@ pub use refname::{
 pub use repo::{ObjectFormat, Repo};
 pub use repo_state::{RepositoryState, repository_state};
 pub use service::{CheckpointService, GitCheckpointService, NullCheckpointService};
+
+mod worktree;
+pub use worktree::{
+    MAX_WORKTREE_NAME_LEN, WORKTREE_BRANCH_PREFIX, WORKTREES_DIR_SUFFIX, Worktree, WorktreeRefusal,
+    WorktreeRemoval, create_worktree, remove_worktree, validate_worktree_name, worktree_exists,
+};

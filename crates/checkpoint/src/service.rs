@@ -19,7 +19,8 @@ use crate::ledger::CheckpointLedger;
 
 /// Per-turn git checkpoints, as the host uses them (spec §2).
 ///
-/// Capture methods return nothing: a failure is logged and never fails the turn. Read methods
+/// Capture methods return nothing (a failure is logged and never fails the turn), except the
+/// turn-end capture, whose failure its caller reports (`checkpointAndChangeset`). Read methods
 /// return `None` when there is nothing to read. Consumer methods return errors so the caller
 /// can fall back to the edits it tracked.
 pub trait CheckpointService: Send + Sync {
@@ -39,14 +40,17 @@ pub trait CheckpointService: Send + Sync {
         dirs: &'a [PathBuf],
     ) -> BoxFuture<'a, ()>;
 
-    /// Captures the end of a completed turn and records its ref.
+    /// Captures the end of a completed turn and records its ref. `Ok(Some(ref))` when a ref was
+    /// written, `Ok(None)` when there was nothing to capture (no git-backed directory, no
+    /// baseline or no remembered start), `Err` when the capture failed (the caller reports it;
+    /// it never fails the turn).
     fn capture_turn_end<'a>(
         &'a self,
         session: &'a SessionUri,
         chat: &'a ChatUri,
         turn: &'a str,
         dirs: &'a [PathBuf],
-    ) -> BoxFuture<'a, ()>;
+    ) -> BoxFuture<'a, Result<Option<String>, CheckpointError>>;
 
     /// Drops the remembered start of a turn that did not complete.
     fn discard_turn_start<'a>(
@@ -77,6 +81,9 @@ pub trait CheckpointService: Send + Sync {
         session: &'a SessionUri,
         dir: Option<&'a Path>,
     ) -> BoxFuture<'a, Option<String>>;
+
+    /// The ref of the session's newest checkpointed turn, if any.
+    fn latest_checkpoint<'a>(&'a self, session: &'a SessionUri) -> BoxFuture<'a, Option<String>>;
 
     /// Deletes every ref of the session in the repositories of `dirs`.
     fn delete_all<'a>(&'a self, session: &'a SessionUri, dirs: &'a [PathBuf]) -> BoxFuture<'a, ()>;
@@ -242,18 +249,19 @@ impl CheckpointService for GitCheckpointService {
         chat: &'a ChatUri,
         turn: &'a str,
         dirs: &'a [PathBuf],
-    ) -> BoxFuture<'a, ()> {
+    ) -> BoxFuture<'a, Result<Option<String>, CheckpointError>> {
         let (owned, chat, turn, dirs) = (
             session.clone(),
             chat.clone(),
             turn.to_owned(),
             dirs.to_vec(),
         );
-        Box::pin(
-            self.run_logged(session, "turn checkpoint", move |core, cancel| {
-                core.capture_turn_end(&owned, &chat, &turn, &dirs, cancel);
-            }),
-        )
+        Box::pin(async move {
+            self.run(Some(session), move |core, cancel| {
+                core.capture_turn_end(&owned, &chat, &turn, &dirs, cancel)
+            })
+            .await?
+        })
     }
 
     fn discard_turn_start<'a>(
@@ -315,6 +323,16 @@ impl CheckpointService for GitCheckpointService {
                 })
                 .await;
             flatten_read(session, "reading the baseline", result)
+        })
+    }
+
+    fn latest_checkpoint<'a>(&'a self, session: &'a SessionUri) -> BoxFuture<'a, Option<String>> {
+        let owned = session.clone();
+        Box::pin(async move {
+            let result = self
+                .run(Some(session), move |core, _| core.latest_checkpoint(&owned))
+                .await;
+            flatten_read(session, "reading the newest checkpoint", result)
         })
     }
 
@@ -453,8 +471,8 @@ impl CheckpointService for NullCheckpointService {
         _: &'a ChatUri,
         _: &'a str,
         _: &'a [PathBuf],
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+    ) -> BoxFuture<'a, Result<Option<String>, CheckpointError>> {
+        Box::pin(async { Ok(None) })
     }
 
     fn discard_turn_start<'a>(
@@ -488,6 +506,10 @@ impl CheckpointService for NullCheckpointService {
         _: &'a SessionUri,
         _: Option<&'a Path>,
     ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    fn latest_checkpoint<'a>(&'a self, _: &'a SessionUri) -> BoxFuture<'a, Option<String>> {
         Box::pin(async { None })
     }
 

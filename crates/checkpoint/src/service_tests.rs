@@ -27,12 +27,21 @@ async fn a_turn_through_the_async_service() {
         service.baseline(&session, None).await.as_deref(),
         Some("refs/agents/s1/checkpoints/turn/0")
     );
+    assert_eq!(service.latest_checkpoint(&session).await, None);
     service
         .capture_turn_start(&session, &chat, "t1", &dirs)
         .await;
     repo.write("a.txt", "edited\n");
     repo.write("b.txt", "new\n");
-    service.capture_turn_end(&session, &chat, "t1", &dirs).await;
+    let written = service.capture_turn_end(&session, &chat, "t1", &dirs).await;
+    assert_eq!(
+        written.unwrap().as_deref(),
+        Some("refs/agents/s1/checkpoints/turn/1")
+    );
+    assert_eq!(
+        service.latest_checkpoint(&session).await.as_deref(),
+        Some("refs/agents/s1/checkpoints/turn/1")
+    );
     let pair = service.turn_pair(&session, "t1", None).await.unwrap();
     assert_eq!(pair.current, "refs/agents/s1/checkpoints/turn/1");
     let changes = service
@@ -77,7 +86,10 @@ async fn sessions_run_in_parallel_in_one_repository() {
             service
                 .capture_turn_start(&session, &chat, "t", &dirs)
                 .await;
-            service.capture_turn_end(&session, &chat, "t", &dirs).await;
+            service
+                .capture_turn_end(&session, &chat, "t", &dirs)
+                .await
+                .unwrap();
             service.turn_pair(&session, "t", None).await.is_some()
         }));
     }
@@ -146,7 +158,13 @@ async fn the_null_service_does_nothing() {
     service
         .capture_turn_start(&session, &chat, "t", &dirs)
         .await;
-    service.capture_turn_end(&session, &chat, "t", &dirs).await;
+    assert_eq!(
+        service
+            .capture_turn_end(&session, &chat, "t", &dirs)
+            .await
+            .unwrap(),
+        None
+    );
     assert_eq!(service.turn_pair(&session, "t", None).await, None);
     assert_eq!(service.baseline(&session, None).await, None);
     assert!(
