@@ -47,6 +47,7 @@
 #![deny(missing_docs)]
 
 mod chats;
+mod checkpoints;
 mod codec;
 mod error;
 mod metadata;

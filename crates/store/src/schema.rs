@@ -16,7 +16,7 @@ use crate::error::{BUSY_TIMEOUT_MS, StoreError};
 pub const APPLICATION_ID: i32 = 0x4148_5354;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -128,6 +128,23 @@ CREATE TABLE delegations (
 ) STRICT;
 ";
 
+/// Version 3: the checkpoint ledger — which git checkpoint ref belongs to which turn of a
+/// session, in turn order. No foreign key: the ledger may be written before the session row
+/// lands, so a trigger deletes the rows with their session instead.
+pub(crate) const V3_CHECKPOINT_LEDGER: &str = "
+CREATE TABLE checkpoint_turns (
+    seq            INTEGER PRIMARY KEY,
+    session        TEXT NOT NULL,
+    turn_id        TEXT NOT NULL,
+    checkpoint_ref TEXT,
+    UNIQUE (session, turn_id)
+) STRICT;
+
+CREATE TRIGGER sessions_drop_checkpoint_turns AFTER DELETE ON sessions BEGIN
+    DELETE FROM checkpoint_turns WHERE session = OLD.uri;
+END;
+";
+
 /// The schema's history, oldest first. Append a step to change the schema; never edit one that
 /// has shipped.
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -138,6 +155,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 2,
         sql: V2_CONTRIBUTIONS,
+    },
+    Migration {
+        version: 3,
+        sql: V3_CHECKPOINT_LEDGER,
     },
 ];
 

@@ -169,6 +169,11 @@ fn deleting_a_session_deletes_everything_it_owns_and_nothing_else() {
     store
         .set_meta(MetaOwner::Session(&session_uri("keep")), "k", Some("keep"))
         .unwrap();
+    for session in ["s1", "keep"] {
+        store
+            .set_checkpoint_ref(&session_uri(session), "t1", "refs/cp/t1")
+            .unwrap();
+    }
 
     assert!(store.delete_session(&session_uri("s1")).unwrap());
     assert!(!store.delete_session(&session_uri("s1")).unwrap());
@@ -191,7 +196,14 @@ fn deleting_a_session_deletes_everything_it_owns_and_nothing_else() {
     );
     // No row of any table still refers to the deleted session.
     store.with_connection(|conn| {
-        for table in ["chats", "turns", "failed_turns", "delegations", "metadata"] {
+        for table in [
+            "chats",
+            "turns",
+            "failed_turns",
+            "delegations",
+            "metadata",
+            "checkpoint_turns",
+        ] {
             let count: i64 = conn
                 .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
                     row.get(0)
