@@ -28,6 +28,7 @@
 //! # Ok::<(), agenthost_protocol::UriError>(())
 //! ```
 
+mod changeset;
 mod channel;
 mod chat;
 mod encoding;
@@ -36,6 +37,7 @@ mod file;
 mod id;
 mod session;
 
+pub use changeset::{ChangesetScope, ChangesetUri};
 pub use channel::Channel;
 pub use chat::{CHAT_SCHEME, ChatUri};
 pub use error::UriError;

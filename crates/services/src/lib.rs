@@ -28,6 +28,7 @@
 //! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags`, `githubReferences`, `localCommand` |
 //! | [`FileService`] | [`LocalFiles`] (bounded `file:` reads) | `chatSurface` |
 //! | [`GitState`] | [`GitHubGitState`] (remote and branch via `agenthost-checkpoint`, the pull request via GitHub's REST API; degrades to remote + branch) | `githubReferences` |
+//! | [`CheckpointLedger`](agenthost_checkpoint::CheckpointLedger) | [`StoreLedger`] over `agenthost_store::Store` (the refs survive a restart; `agenthost_checkpoint::MemoryLedger` without a database) | `checkpointAndChangeset` (planned) |
 //!
 //! # Bounded state
 //!
@@ -48,6 +49,8 @@
 #![deny(missing_docs)]
 
 mod bounded;
+mod changesets;
+mod checkpoint_ledger;
 mod config;
 mod files;
 mod git_state;
@@ -66,6 +69,11 @@ mod write_queue;
 #[cfg(feature = "fakes")]
 pub mod fakes;
 
+pub use changesets::{
+    ChangesetError, ChangesetService, CheckpointChangesets, blob_uri, changeset_catalog,
+    changeset_file,
+};
+pub use checkpoint_ledger::StoreLedger;
 pub use config::{Configuration, InMemoryConfiguration};
 pub use files::{BoundedRead, FileError, FileService, LocalFiles};
 pub use git_state::{

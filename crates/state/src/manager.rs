@@ -458,6 +458,20 @@ impl StateManager {
         Ok(self.lock().host.insert_chat(session, state)?)
     }
 
+    /// Adds another channel (a changeset, a terminal, …) the host computes.
+    pub fn insert_channel(&self, uri: &str, state: ChannelState) -> Result<(), StateError> {
+        Ok(self.lock().host.insert_channel(uri, state)?)
+    }
+
+    /// Removes a channel added with [`insert_channel`](Self::insert_channel); its
+    /// subscriptions end.
+    pub fn remove_channel(&self, uri: &str) -> Option<ChannelState> {
+        let mut inner = self.lock();
+        let removed = inner.host.remove_channel(uri)?;
+        inner.detach_channel(uri);
+        Some(removed)
+    }
+
     /// Removes a session and its chats; their subscriptions end.
     pub fn remove_session(&self, uri: &str) -> Option<(SessionState, Vec<ChatState>)> {
         let mut inner = self.lock();

@@ -119,7 +119,7 @@ impl ChatUri {
 }
 
 /// Decodes the base64url session URI embedded in a derived chat URI `input`.
-fn decode_session(input: &str, payload: &str) -> Result<SessionUri, UriError> {
+pub(crate) fn decode_session(input: &str, payload: &str) -> Result<SessionUri, UriError> {
     let unpadded = strip_base64_padding(payload);
     let bytes = URL_SAFE_NO_PAD
         .decode(unpadded)

@@ -146,6 +146,16 @@ pub enum UriError {
         /// Why the embedded session URI was rejected.
         reason: Box<UriError>,
     },
+    /// Not one of the changeset URIs the host derives.
+    #[error(
+        "{input:?} is not a changeset URI of this host; expected \
+         `ahp-changeset://session/<base64url session>` or \
+         `ahp-changeset://turn/<base64url session>/<percent-encoded turn id>`"
+    )]
+    NotAChangesetUri {
+        /// The input, truncated.
+        input: String,
+    },
     /// A subagent chat URI without its `/<tool call id>` part.
     #[error(
         "{input:?} is not a subagent chat URI; expected \
