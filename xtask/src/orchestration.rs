@@ -110,6 +110,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Shared::active_turn_id", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::track_turn", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Shared::turn_end", Reason::DispatchCallSite),
+    ("agenthost-side-effects::orchestrator::Shared::discard_turn_start", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::completion_of", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::<Orchestrator as Debug>::fmt", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::<Bridge as HostBridge>::launch_kind", Reason::DispatchCallSite),
@@ -144,6 +145,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::turns::<Shared as TurnStarterPorts>::accepted", Reason::DispatchCallSite),
     ("agenthost-side-effects::turns::fail_started_turn", Reason::Invariant),
     ("agenthost-side-effects::turns::send_tail", Reason::Invariant),
+    ("agenthost-side-effects::turns::capture_turn_start", Reason::Invariant),
     ("agenthost-side-effects::turns::provider_session", Reason::Invariant),
     ("agenthost-service::error::ServiceError::code", Reason::Lifecycle),
     ("agenthost-service::sessions::root_state", Reason::Lifecycle),
@@ -152,6 +154,9 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::persistence::<TurnRecorder as CommitHook>::before_broadcast", Reason::Invariant),
     ("agenthost-service::sessions::<SessionService as Debug>::fmt", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::set_checkpoints", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::set_changesets", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::capture_baseline", Reason::Invariant),
+    ("agenthost-service::sessions::SessionService::ensure_changeset", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::set_session_config", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::session_config_with", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::start_initial_turn", Reason::Lifecycle),
@@ -192,6 +197,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 995),
-    ("agenthost-service", 870),
+    ("agenthost-side-effects", 1035),
+    ("agenthost-service", 910),
 ];

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agenthost_checkpoint::{CheckpointConfig, GitCheckpointService, MemoryLedger};
+use agenthost_checkpoint::{CheckpointConfig, GitCheckpointService};
 use agenthost_contributions::register_builtin_contributions;
 use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
 use agenthost_provider_api::Provider;
@@ -14,6 +14,10 @@ use agenthost_provider_copilot::{CopilotConfig, CopilotProvider};
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
+use agenthost_services::{
+    ChangesetService, CheckpointChangesets, CheckpointService, Configuration, HostConfiguration,
+    StoreLedger,
+};
 use agenthost_services::{
     DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ProviderLocator,
     ServerDispatch, SessionDataStore, StateHostState, StateProviderLocator, StateServerDispatch,
@@ -188,6 +192,23 @@ fn services(
         .insert::<dyn TurnTracker>(Arc::new(DefaultTurnTracker::default()))
         .insert::<dyn ToolCallTracker>(Arc::new(DefaultToolCallTracker::default()));
     crate::unattended::register_services(&mut services);
+    // Per-turn checkpoints, their refs recorded in the session database, and the changesets
+    // computed from them.
+    let checkpoints: Arc<dyn CheckpointService> = Arc::new(GitCheckpointService::new(
+        CheckpointConfig::default(),
+        Arc::new(StoreLedger::new(Arc::new(store.clone()))),
+    ));
+    services
+        .insert::<dyn ChangesetService>(Arc::new(CheckpointChangesets::new(
+            Arc::clone(state),
+            Arc::clone(&checkpoints),
+        )))
+        .insert::<dyn CheckpointService>(checkpoints);
+    // Configuration values from the flags, working directories from the host state.
+    if let Ok(values) = services.get::<InMemoryConfiguration>() {
+        let host: Arc<dyn HostState> = Arc::new(StateHostState::new(Arc::clone(state)));
+        services.insert::<dyn Configuration>(Arc::new(HostConfiguration::new(values, host)));
+    }
     services
 }
 
@@ -231,6 +252,8 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    let checkpoints = dispatcher.services().get::<dyn CheckpointService>().ok();
+    let changesets = dispatcher.services().get::<dyn ChangesetService>().ok();
     let orchestrator = Orchestrator::start(
         Arc::clone(&state),
         dispatcher,
@@ -251,10 +274,12 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     config.listen = options.listen;
     service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
     service.set_session_config(crate::unattended::session_config(&options.unattended));
-    service.set_checkpoints(Arc::new(GitCheckpointService::new(
-        CheckpointConfig::default(),
-        Arc::new(MemoryLedger::new()),
-    )));
+    if let Some(checkpoints) = checkpoints {
+        service.set_checkpoints(checkpoints);
+    }
+    if let Some(changesets) = changesets {
+        service.set_changesets(changesets);
+    }
     let host = Host::new(
         state,
         Arc::new(service),

@@ -21,7 +21,7 @@ use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
 use agenthost_reducers::states::empty_chat;
-use agenthost_services::SESSION_CONFIG_KEY;
+use agenthost_services::{ChangesetError, ChangesetService, SESSION_CONFIG_KEY};
 use agenthost_state::{ClientDispatch, StateConfig, StateManager};
 use agenthost_store::{MetaOwner, SessionRecord, Store};
 
@@ -79,6 +79,7 @@ pub struct SessionService {
     roots: Vec<PathBuf>,
     recorder: Arc<TurnRecorder>,
     checkpoints: OnceLock<Arc<dyn CheckpointService>>,
+    changesets: OnceLock<Arc<dyn ChangesetService>>,
     session_config: OnceLock<SessionConfigState>,
 }
 
@@ -130,6 +131,7 @@ impl SessionService {
             roots,
             recorder,
             checkpoints: OnceLock::new(),
+            changesets: OnceLock::new(),
             session_config: OnceLock::new(),
         })
     }
@@ -164,6 +166,30 @@ impl SessionService {
     /// composition; later calls are ignored).
     pub fn set_checkpoints(&self, checkpoints: Arc<dyn CheckpointService>) {
         let _ = self.checkpoints.set(checkpoints);
+    }
+
+    /// The changesets sessions advertise and clients subscribe to (set once, at start-up;
+    /// without it sessions advertise none).
+    pub fn set_changesets(&self, changesets: Arc<dyn ChangesetService>) {
+        let _ = self.changesets.set(changesets);
+    }
+
+    /// The baseline checkpoint of a session whose working directories were just resolved:
+    /// captured in the background (the per-session sequencer orders it before the first turn
+    /// start, which creates it itself if this has not run yet).
+    fn capture_baseline(&self, session: &SessionUri, directories: &[String]) {
+        let (Some(checkpoints), Ok(runtime)) = (
+            self.checkpoints.get().cloned(),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            return;
+        };
+        let dirs: Vec<PathBuf> = directories
+            .iter()
+            .filter_map(|d| file_uri_to_path(d).ok())
+            .collect();
+        let session = session.clone();
+        runtime.spawn(async move { checkpoints.capture_baseline(&session, &dirs).await });
     }
 
     /// The first root as a `file://` URI (`InitializeResult.defaultDirectory`).
@@ -240,7 +266,7 @@ impl SessionService {
             activity: None,
             origin: None,
             project: None,
-            working_directories: Some(directories),
+            working_directories: Some(directories.clone()),
             annotations: None,
             lifecycle: SessionLifecycle::Creating,
             creation_error: None,
@@ -250,7 +276,7 @@ impl SessionService {
             default_chat: Some(default_chat.to_string()),
             config: self.session_config_with(params.config.as_ref()),
             customizations: None,
-            changesets: None,
+            changesets: self.changesets.get().map(|c| c.catalog(&uri)),
             input_needed: None,
             meta: None,
         };
@@ -265,6 +291,7 @@ impl SessionService {
                 },
             )
             .map_err(|_| ServiceError::SessionAlreadyExists(uri.to_string()))?;
+        self.capture_baseline(&uri, &directories);
         self.add_chat(&uri, &default_chat, &now, None)?;
         self.dispatch(
             uri.as_str(),
@@ -426,6 +453,9 @@ impl SessionService {
     /// Returns the chats whose provider conversations and mementos the caller disposes.
     pub fn dispose_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
         let uri = SessionUri::parse(session)?;
+        if let Some(changesets) = self.changesets.get() {
+            changesets.forget_session(session);
+        }
         match self.state.remove_session(session) {
             Some((_, chats)) => Ok(chats.into_iter().map(|c| c.resource).collect()),
             None if self.store.session(&uri)?.is_some() => Ok(Vec::new()),
@@ -476,6 +506,9 @@ impl SessionService {
                 })
                 .unwrap_or_default(),
         };
+        if let Some(changesets) = self.changesets.get() {
+            changesets.forget_session(session);
+        }
         let live = self.state.remove_session(session);
         let stored = self.store.delete_session(&uri)?;
         if live.is_none() && !stored {
@@ -499,7 +532,24 @@ impl SessionService {
         match Channel::parse(channel) {
             Ok(Channel::Session(session)) => self.ensure_session(&session).await,
             Ok(Channel::Chat(_)) => self.ensure_chat(channel).await,
+            Ok(Channel::Changeset(_)) => self.ensure_changeset(channel).await,
             _ => Ok(()),
+        }
+    }
+
+    /// A changeset channel: its session restored, then the changeset computed into state.
+    async fn ensure_changeset(&self, channel: &str) -> Result<(), ServiceError> {
+        let Some(changesets) = self.changesets.get() else {
+            return Ok(());
+        };
+        let uri = agenthost_protocol::uri::ChangesetUri::parse(channel)?;
+        self.ensure_session(uri.session_uri()).await?;
+        match changesets.materialize(channel).await {
+            Ok(_) => Ok(()),
+            Err(ChangesetError::InvalidUri(error)) => Err(error.into()),
+            Err(ChangesetError::UnknownSession { session, .. }) => {
+                Err(ServiceError::SessionNotFound(session))
+            }
         }
     }
 
@@ -523,6 +573,7 @@ impl SessionService {
             return Err(ServiceError::SessionNotFound(session.to_string()));
         };
         let mut restored = restored_session(&record, &chats);
+        restored.changesets = self.changesets.get().map(|c| c.catalog(session));
         // Malformed persisted values are ignored: the session gets the defaults.
         let values = values.and_then(|v| serde_json::from_str::<JsonObject>(&v).ok());
         restored.config = self.session_config_with(values.as_ref());

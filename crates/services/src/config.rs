@@ -133,6 +133,59 @@ impl Configuration for InMemoryConfiguration {
     }
 }
 
+/// The host's configuration: values from an [`InMemoryConfiguration`] (seeded from flags), and
+/// working directories as the host state has them — a chat's own subset, else its session's —
+/// unless the in-memory configuration names some explicitly.
+pub struct HostConfiguration {
+    values: std::sync::Arc<InMemoryConfiguration>,
+    host: std::sync::Arc<dyn crate::HostState>,
+}
+
+impl std::fmt::Debug for HostConfiguration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostConfiguration")
+            .field("values", &self.values)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostConfiguration {
+    /// Values from `values`, directories from `host`.
+    pub fn new(
+        values: std::sync::Arc<InMemoryConfiguration>,
+        host: std::sync::Arc<dyn crate::HostState>,
+    ) -> Self {
+        Self { values, host }
+    }
+}
+
+impl Configuration for HostConfiguration {
+    fn root_value(&self, key: &str) -> Option<Value> {
+        self.values.root_value(key)
+    }
+
+    fn session_value(&self, session: &str, key: &str) -> Option<Value> {
+        self.values.session_value(session, key)
+    }
+
+    fn working_directories(&self, session: &str, chat: Option<&str>) -> Vec<String> {
+        let explicit = self.values.working_directories(session, chat);
+        if !explicit.is_empty() {
+            return explicit;
+        }
+        let own = chat
+            .and_then(|chat| self.host.chat(chat))
+            .and_then(|chat| chat.working_directories)
+            .filter(|directories| !directories.is_empty());
+        own.or_else(|| {
+            self.host
+                .session(session)
+                .and_then(|session| session.working_directories)
+        })
+        .unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -174,5 +227,62 @@ mod tests {
         assert_eq!(config.working_directories("s1", Some("c1")).len(), 2);
         config.forget_session("s1");
         assert!(config.working_directories("s1", None).is_empty());
+    }
+
+    #[test]
+    fn the_host_configuration_reads_directories_from_host_state() {
+        use agenthost_protocol::ahp_types::state::{ChatState, RootState, SessionState};
+        let state = agenthost_state::StateManager::new(
+            serde_json::from_value::<RootState>(json!({ "agents": [] })).unwrap(),
+            agenthost_state::StateConfig::default(),
+        );
+        let session: SessionState = serde_json::from_value(json!({
+            "provider": "scripted", "title": "S", "status": 1, "lifecycle": "ready",
+            "activeClients": [], "chats": [], "workingDirectories": ["file:///s"]
+        }))
+        .unwrap();
+        state.insert_session("ahp-session:/s1", session).unwrap();
+        for (chat, dirs) in [
+            ("ahp-chat:/own", json!(["file:///c"])),
+            ("ahp-chat:/plain", json!(null)),
+        ] {
+            let chat: ChatState = serde_json::from_value(json!({
+                "resource": chat, "title": "C", "status": 1,
+                "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": [],
+                "workingDirectories": dirs
+            }))
+            .unwrap();
+            state.insert_chat("ahp-session:/s1", chat).unwrap();
+        }
+        let values = std::sync::Arc::new(InMemoryConfiguration::new());
+        values.set_root("flag", Some(json!(true)));
+        let config = HostConfiguration::new(
+            values.clone(),
+            std::sync::Arc::new(crate::StateHostState::new(std::sync::Arc::new(state))),
+        );
+        assert!(config.root_flag("flag"));
+        assert_eq!(
+            config.working_directories("ahp-session:/s1", None),
+            ["file:///s"]
+        );
+        assert_eq!(
+            config.working_directories("ahp-session:/s1", Some("ahp-chat:/own")),
+            ["file:///c"]
+        );
+        assert_eq!(
+            config.working_directories("ahp-session:/s1", Some("ahp-chat:/plain")),
+            ["file:///s"]
+        );
+        assert!(
+            config
+                .working_directories("ahp-session:/gone", None)
+                .is_empty()
+        );
+        values.set_session_directories("ahp-session:/s1", vec!["file:///explicit".into()]);
+        assert_eq!(
+            config.working_directories("ahp-session:/s1", Some("ahp-chat:/own")),
+            ["file:///explicit"],
+            "explicit directories win"
+        );
     }
 }

@@ -18,6 +18,7 @@
 //! [`calls`]: FakeLocalCommands::calls
 
 pub use crate::changesets::fake::{ChangesetCall, FakeChangesets};
+pub use crate::checkpoint_fake::{CheckpointCall, FakeCheckpoints};
 pub use crate::files::fake::{FakeFileService, FileAnswers, FileCall};
 pub use crate::git_state::fake::{FakeGitState, GitStateCall};
 use std::collections::{BTreeMap, HashMap};

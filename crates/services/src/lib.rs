@@ -50,6 +50,8 @@
 
 mod bounded;
 mod changesets;
+#[cfg(feature = "fakes")]
+mod checkpoint_fake;
 mod checkpoint_ledger;
 mod config;
 mod files;
@@ -69,12 +71,14 @@ mod write_queue;
 #[cfg(feature = "fakes")]
 pub mod fakes;
 
+/// The checkpoint service contributions capture through (re-exported from `agenthost-checkpoint`).
+pub use agenthost_checkpoint::{CheckpointError, CheckpointService};
 pub use changesets::{
     ChangesetError, ChangesetService, CheckpointChangesets, blob_uri, changeset_catalog,
     changeset_file,
 };
 pub use checkpoint_ledger::StoreLedger;
-pub use config::{Configuration, InMemoryConfiguration};
+pub use config::{Configuration, HostConfiguration, InMemoryConfiguration};
 pub use files::{BoundedRead, FileError, FileService, LocalFiles};
 pub use git_state::{
     DEFAULT_GITHUB_API, GitHubConfig, GitHubGitState, GitHubSlug, GitState, GitStateError,

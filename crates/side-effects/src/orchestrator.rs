@@ -15,7 +15,7 @@ use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_provider_api::{
     PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
 };
-use agenthost_services::{ToolCallTracker, TurnCompletion, TurnTracker};
+use agenthost_services::{CheckpointService, ToolCallTracker, TurnCompletion, TurnTracker};
 use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager};
 use agenthost_store::Store;
 use tokio::sync::mpsc;
@@ -107,6 +107,9 @@ pub(crate) struct Shared {
     /// The turn and tool-call trackers, when the dispatcher's registry has them: told when a
     /// turn is admitted and when it ends (contribution reference §8.3, §8.5).
     pub(crate) trackers: Option<(Arc<dyn TurnTracker>, Arc<dyn ToolCallTracker>)>,
+    /// The checkpoint service, when the dispatcher's registry has one: the turn-start capture
+    /// right before the send, and its discard when the turn is cancelled.
+    pub(crate) checkpoints: Option<Arc<dyn CheckpointService>>,
 }
 
 impl Shared {
@@ -163,6 +166,25 @@ impl Shared {
         );
     }
 
+    /// Forgets the turn-start checkpoint of a turn that will get no turn-end capture (it was
+    /// cancelled), in the background.
+    pub(crate) fn discard_turn_start(&self, session: &str, chat: &str, turn_id: &str) {
+        let (Some(checkpoints), Ok(session), Ok(chat), Ok(runtime)) = (
+            self.checkpoints.clone(),
+            agenthost_protocol::SessionUri::parse(session),
+            ChatUri::parse(chat),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            return;
+        };
+        let turn_id = turn_id.to_owned();
+        runtime.spawn(async move {
+            checkpoints
+                .discard_turn_start(&session, &chat, &turn_id)
+                .await;
+        });
+    }
+
     /// `onTurnEnd` with the reason of the call-site table.
     pub(crate) fn turn_end(&self, chat: &str, turn_id: Option<&str>, reason: TurnEndReason) {
         let Some(session) = self.session_of(chat) else {
@@ -171,6 +193,9 @@ impl Shared {
         if let (Some((turns, tool_calls)), Some(turn_id)) = (&self.trackers, turn_id) {
             turns.turn_completed(chat, turn_id, completion_of(&reason));
             tool_calls.clear(chat, Some(turn_id));
+        }
+        if let (TurnEndReason::Cancelled, Some(turn_id)) = (&reason, turn_id) {
+            self.discard_turn_start(&session, chat, turn_id);
         }
         let client_context = {
             let mut runtime = self.runtime();
@@ -300,6 +325,7 @@ impl Orchestrator {
                 .get::<dyn TurnTracker>()
                 .ok()
                 .zip(dispatcher.services().get::<dyn ToolCallTracker>().ok()),
+            checkpoints: dispatcher.services().get::<dyn CheckpointService>().ok(),
         });
         let bridge = Arc::new(Bridge {
             shared: Arc::downgrade(&shared),

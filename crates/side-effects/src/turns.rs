@@ -1,5 +1,6 @@
 //! The turn starter (shared by direct and queued turns) and the send tail.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agenthost_dispatcher::{
@@ -139,6 +140,9 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
         // Cancelled (or replaced) while the contributions ran: nothing to send.
         return;
     }
+    if !capture_turn_start(&shared, &options).await {
+        return;
+    }
     let request = TurnRequest {
         turn_id: turn_id.clone(),
         text: outgoing.message.text,
@@ -149,6 +153,46 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
     if let Err(error) = runtime.provider.send_turn(request).await {
         fail_started_turn(&shared, &chat, &turn_id, error.to_error_info());
     }
+}
+
+/// The turn-start checkpoint, right before the send (checkpoint reference §6.3), in the chat's
+/// working directories (its own subset, else the session's). `false` when the turn was
+/// cancelled or replaced while it ran: the capture is discarded and nothing is sent.
+async fn capture_turn_start(shared: &Arc<Shared>, options: &SendTurnMessageOptions) -> bool {
+    let Some(checkpoints) = shared.checkpoints.clone() else {
+        return true;
+    };
+    let (Ok(session), Ok(chat)) = (
+        SessionUri::parse(&options.session_channel),
+        ChatUri::parse(&options.chat),
+    ) else {
+        return true;
+    };
+    let directories: Vec<PathBuf> = shared
+        .state
+        .read(|h| {
+            h.chat(&options.chat)
+                .and_then(|c| c.working_directories.clone())
+                .filter(|dirs| !dirs.is_empty())
+                .or_else(|| {
+                    h.session(&options.session_channel)
+                        .and_then(|s| s.working_directories.clone())
+                })
+        })
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|uri| file_uri_to_path(uri).ok())
+        .collect();
+    checkpoints
+        .capture_turn_start(&session, &chat, &options.turn_id, &directories)
+        .await;
+    if shared.active_turn_id(&options.chat).as_deref() == Some(options.turn_id.as_str()) {
+        return true;
+    }
+    checkpoints
+        .discard_turn_start(&session, &chat, &options.turn_id)
+        .await;
+    false
 }
 
 /// The chat's provider conversation, started on first use in the session's first working

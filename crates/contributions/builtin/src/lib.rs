@@ -17,7 +17,7 @@
 //! | 3 | `turnDelegation` | `dyn SessionDataStore` | registered |
 //! | 4 | `persistedTurnUsage` | `dyn SessionDataStore` | registered |
 //! | 5 | `worktreeAnnouncement` | | missing |
-//! | 6 | `checkpointAndChangeset` | | missing |
+//! | 6 | `checkpointAndChangeset` | `dyn CheckpointService`, `dyn ChangesetService`, `dyn Configuration` | registered |
 //! | 7 | `queueDrain` | `dyn HostState`, `dyn ServerDispatch`, `dyn ProviderLocator`, `dyn TelemetryReporter`, `dyn TurnTracker` (and the dispatcher's own `HostAccess`) | registered |
 //! | 8 | `sessionInputNeeded` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnTracker`, `dyn ToolCallTracker` | registered |
 //! | 9 | `githubReferences` | `dyn HostState`, `dyn GitState`, `dyn SessionDataStore` | registered |
@@ -37,6 +37,7 @@ use agenthost_contrib_artifact_tools::ArtifactTools;
 use agenthost_contrib_chat_config::ChatConfig;
 use agenthost_contrib_chat_draft::ChatDraft;
 use agenthost_contrib_chat_surface::ChatSurface;
+use agenthost_contrib_checkpoint_and_changeset::CheckpointAndChangeset;
 use agenthost_contrib_github_references::GithubReferences;
 use agenthost_contrib_local_command::LocalCommandHandler;
 use agenthost_contrib_mark_unread::MarkUnread;
@@ -67,7 +68,8 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<TurnAdmission>()?); // 2
     set.push(dispatcher.register::<TurnDelegation>()?); // 3
     set.push(dispatcher.register::<PersistedTurnUsage>()?); // 4
-    // 5 worktreeAnnouncement, 6 checkpointAndChangeset: not yet built.
+    // 5 worktreeAnnouncement: not yet built.
+    set.push(dispatcher.register::<CheckpointAndChangeset>()?); // 6
     set.push(dispatcher.register::<QueueDrain>()?); // 7
     set.push(dispatcher.register::<SessionInputNeeded>()?); // 8
     set.push(dispatcher.register::<GithubReferences>()?); // 9

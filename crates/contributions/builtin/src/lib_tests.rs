@@ -34,7 +34,13 @@ fn services() -> ServiceRegistry {
         ))
         .insert::<dyn Configuration>(Arc::new(FakeConfiguration::default()))
         .insert::<dyn SubscriptionTracker>(Arc::new(FakeSubscriptionTracker::default()))
-        .insert::<dyn ClientActionIntake>(Arc::new(FakeClientActionIntake::default()));
+        .insert::<dyn ClientActionIntake>(Arc::new(FakeClientActionIntake::default()))
+        .insert::<dyn agenthost_services::CheckpointService>(Arc::new(
+            agenthost_services::fakes::FakeCheckpoints::default(),
+        ))
+        .insert::<dyn agenthost_services::ChangesetService>(Arc::new(
+            agenthost_services::fakes::FakeChangesets::default(),
+        ));
     services
         .insert::<dyn TurnTracker>(Arc::new(FakeTurnTracker::default()))
         .insert::<dyn ToolCallTracker>(Arc::new(FakeToolCallTracker::default()));
@@ -52,6 +58,7 @@ fn the_builtin_order_per_hook() {
             "turnAdmission",
             "turnDelegation",
             "persistedTurnUsage",
+            "checkpointAndChangeset",
             "queueDrain",
             "sessionInputNeeded",
             "githubReferences",
