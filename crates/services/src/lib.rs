@@ -20,7 +20,7 @@
 //! | [`ToolCallTracker`] | [`DefaultToolCallTracker`] (bounded, `tracing`) | `sessionInputNeeded` |
 //! | [`ProviderLocator`] | [`DefaultProviderLocator`] (host-filled map, then the URI scheme); [`StateProviderLocator`] (the provider a session's state names, if the host runs it) | `queueDrain` |
 //! | [`TelemetryReporter`] | [`TracingTelemetry`] | `queueDrain`, `localCommand` |
-//! | [`Configuration`] | [`InMemoryConfiguration`] (seeded by the host) | `markdownPlanRichLinks`, `artifactTools`, `unattendedPolicy` |
+//! | [`Configuration`] | [`InMemoryConfiguration`] (seeded by the host); [`HostConfiguration`] (its values, working directories from host state) | `markdownPlanRichLinks`, `artifactTools`, `unattendedPolicy` |
 //! | [`HostState`] | [`StateHostState`] over `agenthost_state::StateManager` | `turnAdmission`, `queueDrain`, `sessionInputNeeded`, `markUnread`, … |
 //! | [`ServerDispatch`] | [`StateServerDispatch`] over `agenthost_state::StateManager` | every contribution that changes state |
 //! | [`SubscriptionTracker`] | [`LiveSubscriptions`] (reported by the server) | `unattendedPolicy` |
@@ -28,7 +28,9 @@
 //! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags`, `githubReferences`, `localCommand` |
 //! | [`FileService`] | [`LocalFiles`] (bounded `file:` reads) | `chatSurface` |
 //! | [`GitState`] | [`GitHubGitState`] (remote and branch via `agenthost-checkpoint`, the pull request via GitHub's REST API; degrades to remote + branch) | `githubReferences` |
-//! | [`CheckpointLedger`](agenthost_checkpoint::CheckpointLedger) | [`StoreLedger`] over `agenthost_store::Store` (the refs survive a restart; `agenthost_checkpoint::MemoryLedger` without a database) | `checkpointAndChangeset` (planned) |
+//! | [`CheckpointLedger`](agenthost_checkpoint::CheckpointLedger) | [`StoreLedger`] over `agenthost_store::Store` (the refs survive a restart; `agenthost_checkpoint::MemoryLedger` without a database) | the host's `GitCheckpointService` |
+//! | [`ChangesetService`] | [`CheckpointChangesets`] (changeset channels computed from the checkpoints, published into the state manager) | `checkpointAndChangeset`, the session service |
+//! | [`CheckpointService`] | `agenthost_checkpoint::GitCheckpointService` (re-exported trait) | `checkpointAndChangeset` |
 //!
 //! # Bounded state
 //!
