@@ -41,7 +41,9 @@ fn git(repo: &Path, args: &[&str]) -> (bool, String) {
         .unwrap();
     (
         output.status.success(),
-        String::from_utf8_lossy(&output.stdout).trim_end().to_owned(),
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned(),
     )
 }
 
