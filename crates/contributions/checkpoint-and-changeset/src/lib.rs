@@ -17,8 +17,9 @@
 //!    `Turn checkpoint capture failed for <session>/<turnId>: <message>`.
 //!
 //! Order 100 puts the capture before any later changeset-related work of the same turn end.
-//! The capture runs as a task on the current tokio runtime; without one it is skipped (logged
-//! at `debug`). [`CheckpointAndChangeset::flush`] waits for the captures started so far.
+//! Captures run in turn-end order on the contribution's [`WriteQueue`] (so the host's graceful
+//! shutdown waits for them); without a tokio runtime nothing can run one and it is dropped with
+//! a warning. [`CheckpointAndChangeset::flush`] waits for the captures queued so far.
 //!
 //! The baseline (when a session's working directories are resolved) and the turn-start
 //! capture (right before the send) are send mechanics: the session service and the
@@ -26,7 +27,7 @@
 #![deny(missing_docs)]
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, Hook, HookResult, HookSet, MissingService,
@@ -34,8 +35,7 @@ use agenthost_dispatcher::{
 };
 use agenthost_protocol::uri::file_uri_to_path;
 use agenthost_protocol::{ChatUri, SessionUri};
-use agenthost_services::{ChangesetService, CheckpointService, Configuration};
-use tokio::task::JoinHandle;
+use agenthost_services::{ChangesetService, CheckpointService, Configuration, WriteQueue};
 
 /// Whether a turn that ended for `reason` gets a turn-end checkpoint: `success` and errors that
 /// are not resumable.
@@ -61,7 +61,7 @@ pub struct CheckpointAndChangeset {
     checkpoints: Arc<dyn CheckpointService>,
     changesets: Arc<dyn ChangesetService>,
     configuration: Arc<dyn Configuration>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
+    captures: Arc<WriteQueue>,
 }
 
 impl std::fmt::Debug for CheckpointAndChangeset {
@@ -69,10 +69,6 @@ impl std::fmt::Debug for CheckpointAndChangeset {
         f.debug_struct("CheckpointAndChangeset")
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl CheckpointAndChangeset {
@@ -87,7 +83,7 @@ impl CheckpointAndChangeset {
             checkpoints,
             changesets,
             configuration,
-            tasks: Mutex::default(),
+            captures: Arc::new(WriteQueue::new(<Self as Contribution>::ID)),
         }
     }
 
@@ -100,18 +96,9 @@ impl CheckpointAndChangeset {
         ))
     }
 
-    /// Waits until every capture started so far has settled and its refresh has run.
+    /// Waits until every capture queued so far has settled and its refresh has run.
     pub async fn flush(&self) {
-        loop {
-            let tasks = std::mem::take(&mut *lock(&self.tasks));
-            if tasks.is_empty() {
-                return;
-            }
-            for task in tasks {
-                // A panicked task has nothing left to wait for.
-                let _ = task.await;
-            }
-        }
+        self.captures.flush().await;
     }
 
     fn capture(&self, turn: &TurnEnd, turn_id: String) {
@@ -142,17 +129,9 @@ impl CheckpointAndChangeset {
             .iter()
             .filter_map(|uri| file_uri_to_path(uri).ok())
             .collect();
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::debug!(
-                session = turn.session,
-                turn_id,
-                "checkpointAndChangeset: no tokio runtime, capture skipped"
-            );
-            return;
-        };
         let checkpoints = self.checkpoints.clone();
         let changesets = self.changesets.clone();
-        let task = runtime.spawn(async move {
+        self.captures.push(Box::pin(async move {
             let captured = checkpoints
                 .capture_turn_end(&session, &chat, &turn_id, &directories)
                 .await;
@@ -160,10 +139,7 @@ impl CheckpointAndChangeset {
                 tracing::warn!("{}", failure_message(session.as_str(), &turn_id, &error));
             }
             changesets.refresh_session(session.as_str()).await;
-        });
-        let mut tasks = lock(&self.tasks);
-        tasks.retain(|task| !task.is_finished());
-        tasks.push(task);
+        }));
     }
 }
 
