@@ -40,6 +40,7 @@ mod session;
 pub use changeset::{ChangesetScope, ChangesetUri};
 pub use channel::Channel;
 pub use chat::{CHAT_SCHEME, ChatUri};
+pub use encoding::percent_encode;
 pub use error::UriError;
 pub use file::{file_uri_to_path, path_to_file_uri};
 pub use id::SafeId;

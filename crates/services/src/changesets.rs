@@ -30,7 +30,7 @@ use agenthost_protocol::ahp_types::state::{
     FileEditDiffStats, FileEditSide,
 };
 use agenthost_protocol::uri::{
-    ChangesetScope, ChangesetUri, UriError, file_uri_to_path, path_to_file_uri,
+    ChangesetScope, ChangesetUri, UriError, file_uri_to_path, path_to_file_uri, percent_encode,
 };
 use agenthost_protocol::{SessionUri, StateAction};
 use agenthost_reducers::ChannelState;
@@ -103,22 +103,13 @@ pub fn blob_uri(root: &Path, rev: &str, path: &str) -> String {
     let repo = path_to_file_uri(root).unwrap_or_else(|_| root.to_string_lossy().into_owned());
     format!(
         "agenthost-blob:{}/{}?repo={}",
-        encode(rev),
-        path.split('/').map(encode).collect::<Vec<_>>().join("/"),
-        encode(&repo)
+        percent_encode(rev),
+        path.split('/')
+            .map(percent_encode)
+            .collect::<Vec<_>>()
+            .join("/"),
+        percent_encode(&repo)
     )
-}
-
-fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// One checkpoint change as a changeset file of the repository rooted at `root`.

@@ -10,7 +10,7 @@ const HEX_DIGITS: &[u8; 16] = b"0123456789ABCDEF";
 ///
 /// Encoding more than RFC 3986 requires gives each id exactly one spelling, and a spelling that
 /// contains no `/`, `:`, `?`, `#` or `%` of its own.
-pub(crate) fn percent_encode(text: &str) -> String {
+pub fn percent_encode(text: &str) -> String {
     let mut encoded = String::with_capacity(text.len());
     for &byte in text.as_bytes() {
         if is_unreserved(byte) {

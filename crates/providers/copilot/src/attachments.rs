@@ -83,22 +83,9 @@ fn simple_mime_type(display_kind: Option<&str>) -> String {
         None => "text/plain".to_owned(),
         Some(kind) => format!(
             "text/x-vscode-simple-attachment; x-vscode-display-kind={}",
-            url_encode(kind)
+            agenthost_protocol::uri::percent_encode(kind)
         ),
     }
-}
-
-/// Percent-encodes everything but RFC 3986 unreserved characters.
-fn url_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 fn resource_attachment(
