@@ -42,21 +42,7 @@ impl TempRepo {
 
     /// A `git` command in the repository with an isolated configuration and a fixed identity.
     pub fn command(&self) -> Command {
-        let mut command = Command::new("git");
-        command
-            .current_dir(self.dir.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join(".config"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com")
-            .env("GIT_AUTHOR_DATE", "1700000000 +0000")
-            .env("GIT_COMMITTER_DATE", "1700000000 +0000");
-        command
+        git_command(self.dir.path(), self.home.path())
     }
 
     /// Runs git and returns its trimmed stdout; panics with stderr on failure.
@@ -157,4 +143,23 @@ pub fn config(watch: bool) -> CheckpointConfig {
         watch,
         ..CheckpointConfig::default()
     }
+}
+
+/// A `git` command in `dir` with the isolated configuration under `home` and a fixed identity.
+pub fn git_command(dir: &std::path::Path, home: &std::path::Path) -> Command {
+    let mut command = Command::new("git");
+    command
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "1700000000 +0000")
+        .env("GIT_COMMITTER_DATE", "1700000000 +0000");
+    command
 }

@@ -58,21 +58,7 @@ impl Fixture {
     }
 
     fn command_in(&self, dir: &Path) -> Command {
-        let mut command = Command::new("git");
-        command
-            .current_dir(dir)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join(".config"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com")
-            .env("GIT_AUTHOR_DATE", "1700000000 +0000")
-            .env("GIT_COMMITTER_DATE", "1700000000 +0000");
-        command
+        crate::testutil::git_command(dir, self.home.path())
     }
 
     /// Runs git in `dir` and returns its trimmed stdout; panics with stderr on failure.
