@@ -28,12 +28,14 @@ pub use render::{
     stderr_suffix, system_notice, turn_cancelled,
 };
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agenthost_protocol::ahp_types::state::{
-    AgentInfo, ErrorInfo, MessageAttachment, ModelSelection, SessionModelInfo, Turn,
+    AgentInfo, ChatInputAnswer, ChatInputAnswerValue, ChatInputResponseKind, ErrorInfo,
+    MessageAttachment, ModelSelection, SessionModelInfo, Turn,
 };
 use agenthost_protocol::error_info::{PROVIDER_EXITED, error_info};
 use agenthost_protocol::{AgentSignal, ChatUri, SessionUri};
@@ -233,6 +235,44 @@ pub enum PermissionDecision {
     },
 }
 
+/// The host's answer to an input request (`chat/inputCompleted`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputResponse {
+    /// Accept (with the answers), decline, or cancel.
+    pub response: ChatInputResponseKind,
+    /// The final answers keyed by question id: the completion's own, else the drafts the
+    /// request collected (empty when declined or cancelled without any).
+    pub answers: HashMap<String, ChatInputAnswer>,
+}
+
+impl InputResponse {
+    /// The submitted answer to question `id` as plain strings (a text, a number, a boolean, the
+    /// selected options and any free-form values); empty when it was not answered or skipped.
+    pub fn answer_texts(&self, id: &str) -> Vec<String> {
+        let Some(answer) = self.answers.get(id) else {
+            return Vec::new();
+        };
+        let ChatInputAnswer::Submitted(answered) = answer else {
+            return Vec::new();
+        };
+        match &answered.value {
+            ChatInputAnswerValue::Text(text) => vec![text.value.clone()],
+            ChatInputAnswerValue::Number(number) => vec![number.value.to_string()],
+            ChatInputAnswerValue::Boolean(boolean) => vec![boolean.value.to_string()],
+            ChatInputAnswerValue::Selected(selected) => std::iter::once(selected.value.clone())
+                .chain(selected.freeform_values.iter().flatten().cloned())
+                .collect(),
+            ChatInputAnswerValue::SelectedMany(many) => many
+                .value
+                .iter()
+                .chain(many.freeform_values.iter().flatten())
+                .cloned()
+                .collect(),
+            ChatInputAnswerValue::Unknown(raw) => vec![raw.to_string()],
+        }
+    }
+}
+
 /// A running conversation of one chat with an agent.
 pub trait ProviderSession: Send + Sync {
     /// Starts a turn. Returns once the agent has accepted it; everything the turn produces
@@ -245,6 +285,22 @@ pub trait ProviderSession: Send + Sync {
         tool_call_id: &'a str,
         decision: PermissionDecision,
     ) -> BoxFuture<'a, Result<(), ProviderError>>;
+
+    /// Answers the input request `request_id` the agent asked with
+    /// [`NormEvent::InputAsked`]. Agents that never ask for input keep the default, which
+    /// reports the operation unsupported.
+    fn respond_to_input<'a>(
+        &'a self,
+        request_id: &'a str,
+        response: InputResponse,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        let _ = (request_id, response);
+        Box::pin(async {
+            Err(ProviderError::Unsupported {
+                operation: "input requests",
+            })
+        })
+    }
 
     /// Cancels the running turn `turn_id`; the agent reports `chat/turnCancelled`.
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>>;

@@ -26,16 +26,17 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use agenthost_protocol::actions::{
-    ChatActivityChangedAction, ChatDeltaAction, ChatErrorAction, ChatReasoningAction,
-    ChatResponsePartAction, ChatToolCallCompleteAction, ChatToolCallContentChangedAction,
-    ChatToolCallDeltaAction, ChatToolCallStartAction, ChatTurnCancelledAction,
-    ChatTurnCompleteAction, ChatUsageAction, SessionTitleChangedAction,
+    ChatActivityChangedAction, ChatDeltaAction, ChatErrorAction, ChatInputRequestedAction,
+    ChatReasoningAction, ChatResponsePartAction, ChatToolCallCompleteAction,
+    ChatToolCallContentChangedAction, ChatToolCallDeltaAction, ChatToolCallStartAction,
+    ChatTurnCancelledAction, ChatTurnCompleteAction, ChatUsageAction, SessionTitleChangedAction,
 };
 use agenthost_protocol::common::JsonObject;
 use agenthost_protocol::error_info::error_part;
 use agenthost_protocol::state::{
-    ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart, ToolCallContributor,
-    ToolCallPendingConfirmationState, ToolCallResult, ToolInput, ToolResultContent, UsageInfo,
+    ChatInputRequest, ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart,
+    ToolCallContributor, ToolCallPendingConfirmationState, ToolCallResult, ToolInput,
+    ToolResultContent, UsageInfo,
 };
 use agenthost_protocol::{
     ActionSignal, AgentSignal, ModelCallCompleted, PendingConfirmation, PermissionKind, SafeId,
@@ -235,6 +236,17 @@ pub enum NormEvent {
         structured_content: Option<JsonObject>,
         /// The error message and code (`"denied"` for a user-declined call).
         error: Option<ToolError>,
+    },
+    /// The agent asks the user for input (questions, a confirmation of a plan, an MCP
+    /// elicitation): `chat/inputRequested` in the scope's chat. The provider parks its own
+    /// responder under `request.id` until the host calls
+    /// [`crate::ProviderSession::respond_to_input`]. Closes the scope's open text parts, so text
+    /// after the request starts a new part.
+    InputAsked {
+        /// Where it happened.
+        scope: Scope,
+        /// The request as the client sees it.
+        request: ChatInputRequest,
     },
     /// A subagent started by tool call `parent_tool_call_id`.
     SubagentStarted {
@@ -468,6 +480,7 @@ fn kind(event: &NormEvent) -> &'static str {
         NormEvent::ToolOutput { .. } => "toolOutput",
         NormEvent::PermissionResolved { .. } => "permissionResolved",
         NormEvent::ToolCompleted { .. } => "toolCompleted",
+        NormEvent::InputAsked { .. } => "inputAsked",
         NormEvent::SubagentStarted { .. } => "subagentStarted",
         NormEvent::SubagentEnded { .. } => "subagentEnded",
         NormEvent::Usage { .. } => "usage",
@@ -745,6 +758,21 @@ impl TurnMap {
                         usage,
                         meta: None,
                     }),
+                );
+            }
+            NormEvent::InputAsked { scope, request } => {
+                let Some(parent) = self.enter_scope(&scope, out) else {
+                    return;
+                };
+                let parts = self
+                    .scopes
+                    .entry(parent.as_ref().map(|p| p.as_str().to_owned()))
+                    .or_default();
+                parts.markdown = None;
+                parts.reasoning = None;
+                out.action(
+                    parent.as_ref(),
+                    StateAction::ChatInputRequested(ChatInputRequestedAction { request }),
                 );
             }
             NormEvent::ModelCallCompleted { model_call_id } => {

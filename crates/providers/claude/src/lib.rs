@@ -3,7 +3,8 @@
 //!
 //! **Central design decision: the translator is pure and line-driven.** [`Translator::on_line`]
 //! takes one stdout line and returns [`Output`]s — signals for the host and requests for the
-//! driver (answer this permission, this session id resumes the conversation, the turn ended).
+//! driver (answer this permission or these questions, this session id resumes the conversation,
+//! the turn ended).
 //! It does no I/O and keeps no clock, so the captured transcripts in `tests/fixtures` replay it
 //! exactly; the AHP ordering rules themselves live in the shared
 //! [`Mapper`](agenthost_provider_api::Mapper). The host → CLI lines ([`control`]) and the
@@ -14,6 +15,15 @@
 //! interrupted on cancel (terminated when it does not wind down in time), resumed with
 //! `--resume` after a restart, and killed with its whole group on dispose. A crash or an
 //! unreadable line ends the running turn in `chat/error` with the tail of the CLI's stderr.
+//!
+//! `can_use_tool` for `AskUserQuestion` is not a permission: its questions become
+//! `chat/inputRequested` (request id `ask-<tool_use_id>`, question ids `q<i>`, option ids
+//! `o<j>`, free-form answers allowed) and the session parks the request until
+//! [`ProviderSession::respond_to_input`](agenthost_provider_api::ProviderSession::respond_to_input).
+//! Accepting answers `allow` with the tool input plus `answers: {<question text>: <answer>}`
+//! (several selections joined with `", "`); declining or cancelling answers `deny`, and so does a
+//! turn that ends, is cancelled or is disposed while the question waits. The tool call the
+//! `tool_use` started completes from the `tool_result` as any other.
 //! See this crate's README for the full table.
 #![deny(missing_docs)]
 
@@ -21,6 +31,7 @@ pub mod attachments;
 mod config;
 pub mod control;
 mod provider;
+mod questions;
 mod session;
 mod tools;
 mod translate;

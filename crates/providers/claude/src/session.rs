@@ -1,12 +1,14 @@
 //! One chat's conversation with `claude`: the process behind it, the protocol turn it runs, and
-//! the permission requests it is waiting on.
+//! the permission requests and questions (`AskUserQuestion`) it is waiting on.
 //!
 //! The process starts on the first turn (and again after a cancel that had to kill it, a crash
 //! or a model change, resuming the CLI's own session with `--resume`). A reader task feeds every
-//! stdout line to the [`Translator`]; state changes of a line (parked permission requests, the
-//! CLI session id, the turn's end) apply before its signals are sent, so a client answering a
-//! confirmation at once finds the request parked, and a client starting the next turn the moment
-//! it sees `chat/turnComplete` finds the conversation idle.
+//! stdout line to the [`Translator`]; state changes of a line (parked permission requests and
+//! questions, the CLI session id, the turn's end) apply before its signals are sent, so a client
+//! answering a confirmation or a question at once finds the request parked, and a client starting
+//! the next turn the moment it sees `chat/turnComplete` finds the conversation idle. A question
+//! still parked when its turn ends, is cancelled or the chat is disposed is denied, so the CLI
+//! never waits for it forever.
 //!
 //! Starting, cancelling and disposing take the `lifecycle` lock, so a process is never started
 //! and stopped at the same time.
@@ -20,8 +22,8 @@ use agenthost_protocol::ahp_types::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
 use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
 use agenthost_provider_api::{
-    PermissionDecision, ProviderError, ProviderSession, SignalSink, TurnRequest, stderr_suffix,
-    turn_cancelled,
+    InputResponse, PermissionDecision, ProviderError, ProviderSession, SignalSink, TurnRequest,
+    stderr_suffix, turn_cancelled,
 };
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -34,6 +36,7 @@ use crate::attachments::user_content;
 use crate::config::ClaudeConfig;
 use crate::control;
 use crate::provider::is_valid_cli_session_id;
+use crate::questions::{self, Answer};
 use crate::translate::{Output, Translator};
 use agenthost_provider_process::{AgentProcess as ClaudeProcess, Launch, LineReader};
 
@@ -76,7 +79,10 @@ struct State {
     next_request: u64,
     cli_session_id: Option<String>,
     turn: Option<RunningTurn>,
+    /// Parked permission requests by tool call id.
     permissions: HashMap<String, Parked>,
+    /// Parked `AskUserQuestion` requests by input request id.
+    questions: HashMap<String, Parked>,
     waiters: HashMap<String, oneshot::Sender<Result<ControlAnswer, ProviderError>>>,
     drain: Option<oneshot::Sender<()>>,
     disposed: bool,
@@ -113,6 +119,18 @@ struct LineKind {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl State {
+    /// Forgets every parked question and returns the `deny` answers that withdraw them.
+    fn withdraw_questions(&mut self) -> Vec<String> {
+        let mut parked: Vec<Parked> = self.questions.drain().map(|(_, parked)| parked).collect();
+        parked.sort_by(|a, b| a.request_id.cmp(&b.request_id));
+        parked
+            .iter()
+            .map(|parked| control::deny(&parked.request_id, questions::WITHDRAWN))
+            .collect()
+    }
 }
 
 impl ClaudeSession {
@@ -434,6 +452,19 @@ impl Inner {
                             unsupported.push(control::deny(&replaced.request_id, DECLINED_MESSAGE));
                         }
                     }
+                    Output::InputRequest {
+                        request_id,
+                        input_request_id,
+                        input,
+                    } => {
+                        if let Some(replaced) = state
+                            .questions
+                            .insert(input_request_id, Parked { request_id, input })
+                        {
+                            unsupported
+                                .push(control::deny(&replaced.request_id, questions::WITHDRAWN));
+                        }
+                    }
                     Output::UnsupportedControlRequest {
                         request_id,
                         subtype,
@@ -448,6 +479,9 @@ impl Inner {
                     Output::RequestCancelled { request_id } => {
                         state
                             .permissions
+                            .retain(|_, parked| parked.request_id != request_id);
+                        state
+                            .questions
                             .retain(|_, parked| parked.request_id != request_id);
                     }
                     Output::ControlResponse {
@@ -471,6 +505,7 @@ impl Inner {
                     Output::TurnEnded => {
                         state.turn = None;
                         state.permissions.clear();
+                        unsupported.extend(state.withdraw_questions());
                     }
                 }
             }
@@ -487,10 +522,12 @@ impl Inner {
         true
     }
 
+    /// The turn failed with the process (it is gone or being stopped): nothing to answer.
     fn end_turn_state(&self) {
         let mut state = lock(&self.state);
         state.turn = None;
         state.permissions.clear();
+        state.questions.clear();
     }
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
@@ -558,16 +595,57 @@ impl Inner {
             })
     }
 
+    /// Answers the `AskUserQuestion` parked under input request `request_id`.
+    async fn respond_to_input(
+        &self,
+        request_id: &str,
+        response: InputResponse,
+    ) -> Result<(), ProviderError> {
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no input request `{request_id}` is waiting for an answer"),
+        };
+        let (parked, process) = {
+            let mut state = lock(&self.state);
+            let parked = state.questions.remove(request_id).ok_or_else(not_waiting)?;
+            let process = state
+                .process
+                .as_ref()
+                .map(|live| Arc::clone(&live.process))
+                .ok_or_else(not_waiting)?;
+            (parked, process)
+        };
+        let line = match questions::answer(&parked.input, &response) {
+            Answer::Allow(updated_input) => control::allow(&parked.request_id, &updated_input),
+            Answer::Deny(message) => control::deny(&parked.request_id, message),
+        };
+        process
+            .write_line(&line)
+            .await
+            .map_err(|error| ProviderError::Exited {
+                status: format!("its input is closed: {error}"),
+                stderr_tail: String::new(),
+            })
+    }
+
+    /// Writes `answers` to `process`, logging what cannot be written.
+    async fn write_answers(process: &ClaudeProcess, answers: Vec<String>) {
+        for answer in answers {
+            if let Err(error) = process.write_line(&answer).await {
+                tracing::debug!(%error, "could not withdraw a question");
+            }
+        }
+    }
+
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
         let _lifecycle = self.lifecycle.lock().await;
-        let started = {
+        let (started, withdrawn) = {
             let mut state = lock(&self.state);
             match &state.turn {
                 Some(turn) if turn.id == turn_id => {
                     let started = turn.started;
                     state.turn = None;
                     state.permissions.clear();
-                    started
+                    (started, state.withdraw_questions())
                 }
                 _ => {
                     return Err(ProviderError::NotRunning {
@@ -578,6 +656,7 @@ impl Inner {
         };
         lock(&self.translator).abort_turn();
         if let Some((generation, process)) = self.current_process() {
+            Self::write_answers(&process, withdrawn).await;
             let (tx, rx) = oneshot::channel();
             lock(&self.state).drain = Some(tx);
             let request = control::interrupt_request(&self.next_request_id("interrupt"));
@@ -600,15 +679,18 @@ impl Inner {
 
     async fn dispose(&self) {
         let _lifecycle = self.lifecycle.lock().await;
-        let live = {
+        let (live, withdrawn) = {
             let mut state = lock(&self.state);
             state.disposed = true;
             state.turn = None;
             state.permissions.clear();
-            state.process.take()
+            (state.process.take(), state.withdraw_questions())
         };
         lock(&self.translator).abort_turn();
         if let Some(live) = live {
+            // Best effort: the process is terminated next either way.
+            let withdraw = Self::write_answers(&live.process, withdrawn);
+            let _ = tokio::time::timeout(self.config.kill_grace, withdraw).await;
             let status = live.process.terminate(self.config.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed claude");
@@ -654,6 +736,14 @@ impl ProviderSession for ClaudeSession {
         decision: PermissionDecision,
     ) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(self.inner.respond(tool_call_id, decision))
+    }
+
+    fn respond_to_input<'a>(
+        &'a self,
+        request_id: &'a str,
+        response: InputResponse,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.respond_to_input(request_id, response))
     }
 
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {

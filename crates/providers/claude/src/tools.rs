@@ -7,7 +7,8 @@ use serde_json::Value;
 /// The tools that start a subagent (`input{description, subagent_type, prompt}`).
 pub const SPAWNING_TOOLS: &[&str] = &["Task", "Agent"];
 
-/// The tool Claude Code uses to ask the user questions (not supported yet: denied).
+/// The tool Claude Code uses to ask the user questions: its `can_use_tool` becomes
+/// `chat/inputRequested` (see `questions`).
 pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
 
 /// Whether `tool` starts a subagent.

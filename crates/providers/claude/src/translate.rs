@@ -6,18 +6,19 @@
 //! in both partial and non-partial mode, so the full `assistant` line after streamed deltas never
 //! duplicates text), how a tool result tells a denial from a failure, which tool calls spawned
 //! subagents, and how a `result` ends the turn. Everything that needs the process — answering
-//! permission requests, control responses, the session id for `--resume` — comes out as an
-//! [`Output`] for the driver.
+//! permission requests and `AskUserQuestion`'s questions, control responses, the session id for
+//! `--resume` — comes out as an [`Output`] for the driver.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use agenthost_protocol::common::JsonObject;
 use agenthost_protocol::state::{ErrorInfo, ToolResultContent, ToolResultTextContent};
-use agenthost_protocol::{AgentSignal, SessionUri};
+use agenthost_protocol::{AgentSignal, SessionUri, StateAction};
 use agenthost_provider_api::{Mapper, NormEvent, Scope, ToolError};
 use serde_json::{Value, json};
 
+use crate::questions;
 use crate::tools::{self, Outcome};
 use crate::wire::{
     AssistantLine, BlockDelta, CanUseTool, CliLine, ContentBlock, ControlRequest,
@@ -42,8 +43,19 @@ pub enum Output {
         /// The tool's input (an `allow` answer sends it back, possibly edited).
         input: Value,
     },
-    /// A permission request nobody can be asked about (no turn, no tool call id, an unsupported
-    /// tool): the driver answers `deny` with `message` right away.
+    /// `can_use_tool` for `AskUserQuestion`: the driver parks `request_id` under
+    /// `input_request_id` and answers it when the host answers the input request. The
+    /// `chat/inputRequested` signal was emitted just before, as [`Output::Signal`].
+    InputRequest {
+        /// The CLI's request id (the answer carries it).
+        request_id: String,
+        /// The protocol input request id (`ask-<tool_use_id>`).
+        input_request_id: String,
+        /// The tool's input (an `allow` answer sends it back with the answers added).
+        input: Value,
+    },
+    /// A permission request nobody can be asked about (no turn, no tool call id, questions that
+    /// cannot be shown): the driver answers `deny` with `message` right away.
     DenyPermission {
         /// The CLI's request id.
         request_id: String,
@@ -817,16 +829,14 @@ impl Translator {
             ));
             return;
         };
-        if request.tool_name == tools::ASK_USER_QUESTION {
-            out.push(deny(
-                "This host cannot ask the user questions yet; continue without the answers.",
-            ));
-            return;
-        }
         let scope = turn
             .tools
             .get(&tool_use_id)
             .map_or(Scope::Root, |tool| tool.scope.clone());
+        if request.tool_name == tools::ASK_USER_QUESTION {
+            self.ask_user_question(request_id, &tool_use_id, scope, request.input, out);
+            return;
+        }
         self.enter_scope(&scope, out);
         let display_name = request
             .display_name
@@ -855,6 +865,47 @@ impl Translator {
             });
         } else {
             out.push(deny("This tool call cannot be shown for approval."));
+        }
+    }
+
+    /// `AskUserQuestion` (§5.5 item 2): its questions as `chat/inputRequested`, then the request
+    /// for the driver to park. Its tool call stays as it is (running after the synthetic ready)
+    /// and completes from the `tool_result` that follows the answer.
+    fn ask_user_question(
+        &mut self,
+        request_id: String,
+        tool_use_id: &str,
+        scope: Scope,
+        input: Value,
+        out: &mut Vec<Output>,
+    ) {
+        let deny = |request_id: String| Output::DenyPermission {
+            request_id,
+            message: "These questions cannot be shown to the user; continue without the answers."
+                .to_owned(),
+        };
+        let Some(request) =
+            questions::request_id(tool_use_id).and_then(|id| questions::input_request(id, &input))
+        else {
+            out.push(deny(request_id));
+            return;
+        };
+        let input_request_id = request.id.clone();
+        self.enter_scope(&scope, out);
+        let signals = self.mapper.map(NormEvent::InputAsked { scope, request });
+        let asked = signals.iter().any(|signal| {
+            matches!(signal, AgentSignal::Action(action)
+                if matches!(action.action, StateAction::ChatInputRequested(_)))
+        });
+        out.extend(signals.into_iter().map(Output::Signal));
+        if asked {
+            out.push(Output::InputRequest {
+                request_id,
+                input_request_id,
+                input,
+            });
+        } else {
+            out.push(deny(request_id));
         }
     }
 

@@ -448,6 +448,119 @@ fn permission_requests_nobody_can_answer_are_denied_at_once() {
     assert_eq!(deny(completed), "req-3");
 }
 
+fn ask_user_question(request_id: &str, tool_use_id: &str, input: &Value) -> Value {
+    json!({
+        "type": "control_request", "request_id": request_id,
+        "request": {
+            "subtype": "can_use_tool", "tool_name": "AskUserQuestion",
+            "display_name": "AskUserQuestion", "input": input, "tool_use_id": tool_use_id
+        }
+    })
+}
+
+#[test]
+fn ask_user_question_asks_for_input_and_its_call_completes_from_the_tool_result() {
+    let input = json!({ "questions": [{
+        "question": "Which color?", "header": "Color", "multiSelect": false,
+        "options": [
+            { "label": "Red", "description": "Warm" },
+            { "label": "Blue", "description": "Cool" }
+        ]
+    }]});
+    let mut t = translator();
+    let out = feed(
+        &mut t,
+        &[
+            assistant(
+                "msg_1",
+                None,
+                tool_use("toolu_q", "AskUserQuestion", input.clone()),
+            ),
+            ask_user_question("req-1", "toolu_q", &input),
+        ],
+    );
+    let values = signals(&out);
+    assert_eq!(
+        shape(&values),
+        [
+            "chat/toolCallStart",
+            "chat/toolCallReady",
+            "chat/inputRequested"
+        ]
+    );
+    assert_eq!(
+        values[2],
+        json!({"type": "chat/inputRequested", "request": {
+            "id": "ask-toolu_q",
+            "questions": [{
+                "kind": "single-select", "id": "q0", "title": "Color",
+                "message": "Which color?", "required": true, "allowFreeformInput": true,
+                "options": [
+                    { "id": "o0", "label": "Red", "description": "Warm" },
+                    { "id": "o1", "label": "Blue", "description": "Cool" }
+                ]
+            }]
+        }})
+    );
+    assert_eq!(
+        out.last(),
+        Some(&Output::InputRequest {
+            request_id: "req-1".into(),
+            input_request_id: "ask-toolu_q".into(),
+            input: input.clone(),
+        })
+    );
+    // The echo of the host's answer is not a response to the host; the tool result completes
+    // the call the tool_use started.
+    let mut answered = input.clone();
+    answered["answers"] = json!({ "Which color?": "Blue" });
+    let done = feed(
+        &mut t,
+        &[
+            json!({ "type": "control_response", "response": { "subtype": "success",
+                    "request_id": "req-1",
+                    "response": { "behavior": "allow", "updatedInput": answered } } }),
+            tool_result(
+                "toolu_q",
+                "User has answered your questions: \"Which color?\"=\"Blue\".",
+                false,
+                None,
+            ),
+        ],
+    );
+    assert_eq!(shape(&signals(&done)), ["chat/toolCallComplete"]);
+    let complete = completion(&done);
+    assert_eq!(complete["toolCallId"], "toolu_q");
+    assert_eq!(complete["result"]["success"], true);
+}
+
+#[test]
+fn questions_that_cannot_be_shown_are_denied_at_once() {
+    let mut t = translator();
+    let deny = |out: Vec<Output>| match out.as_slice() {
+        [Output::DenyPermission { request_id, .. }] => request_id.clone(),
+        other => panic!("{other:?}"),
+    };
+    let no_questions = feed(
+        &mut t,
+        &[ask_user_question(
+            "req-1",
+            "toolu_q",
+            &json!({ "questions": [] }),
+        )],
+    );
+    assert_eq!(deny(no_questions), "req-1");
+    let unsafe_id = feed(
+        &mut t,
+        &[ask_user_question(
+            "req-2",
+            "toolu\u{7}",
+            &json!({ "questions": [{ "question": "Why?" }] }),
+        )],
+    );
+    assert_eq!(deny(unsafe_id), "req-2");
+}
+
 #[test]
 fn echoed_answers_and_replayed_messages_are_ignored() {
     let mut t = translator();

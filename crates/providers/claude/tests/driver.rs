@@ -11,8 +11,8 @@ use std::time::Duration;
 use agenthost_protocol::{ChatUri, SafeId, SessionUri, StateAction};
 use agenthost_provider_api::testing::{SignalLog, action, start_request, turn_request};
 use agenthost_provider_api::{
-    PermissionDecision, Provider, ProviderError, ProviderSession, SignalSink, StartSession,
-    TurnRequest, signal_channel,
+    InputResponse, PermissionDecision, Provider, ProviderError, ProviderSession, SignalSink,
+    StartSession, TurnRequest, signal_channel,
 };
 use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider, ClaudeSession};
 use agenthost_testkit::{FakeCli, Step};
@@ -521,5 +521,223 @@ async fn a_second_request_for_the_same_call_denies_the_first_so_nothing_waits_fo
     let answer = &fake.written()[2];
     assert_eq!(answer["response"]["request_id"], "r1");
     assert_eq!(answer["response"]["response"]["behavior"], "deny");
+    chat.session.dispose().await;
+}
+
+/// An `AskUserQuestion` call of the CLI: the init line, its `tool_use` and its `can_use_tool`
+/// (request `req-ask`), and the input it asks with.
+fn question_transcript() -> (Vec<String>, Value) {
+    let (before, _) = approval_transcript();
+    let init = before
+        .iter()
+        .find(|l| l.contains("\"subtype\":\"init\""))
+        .unwrap()
+        .clone();
+    let input = json!({ "questions": [
+        { "question": "Which color?", "header": "Color", "multiSelect": false,
+          "options": [{ "label": "Red", "description": "Warm" },
+                      { "label": "Blue", "description": "Cool" }] },
+        { "question": "Which sizes?", "header": "Sizes", "multiSelect": true,
+          "options": [{ "label": "S", "description": "Small" },
+                      { "label": "L", "description": "Large" }] }
+    ]});
+    let tool_use = json!({
+        "type": "assistant", "parent_tool_use_id": null, "session_id": "cli-1",
+        "message": { "id": "msg_q", "role": "assistant", "model": "m", "content": [
+            { "type": "tool_use", "id": "toolu_q", "name": "AskUserQuestion", "input": input }
+        ]}
+    });
+    let ask = json!({
+        "type": "control_request", "request_id": "req-ask",
+        "request": { "subtype": "can_use_tool", "tool_name": "AskUserQuestion",
+                     "input": input, "tool_use_id": "toolu_q" }
+    });
+    (vec![init, tool_use.to_string(), ask.to_string()], input)
+}
+
+fn input_response(
+    kind: agenthost_protocol::state::ChatInputResponseKind,
+    answers: Vec<(&str, agenthost_protocol::state::ChatInputAnswerValue)>,
+) -> InputResponse {
+    use agenthost_protocol::state::{ChatInputAnswer, ChatInputAnswered};
+    InputResponse {
+        response: kind,
+        answers: answers
+            .into_iter()
+            .map(|(id, value)| {
+                (
+                    id.to_owned(),
+                    ChatInputAnswer::Submitted(ChatInputAnswered { value }),
+                )
+            })
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn answers_to_a_question_go_back_as_allow_keyed_by_question_text() {
+    use agenthost_protocol::state::{
+        ChatInputAnswerValue, ChatInputResponseKind, ChatInputSelectedAnswerValue,
+        ChatInputSelectedManyAnswerValue,
+    };
+    let fake = Fake::new();
+    let (asked, input) = question_transcript();
+    let result = fixture("stdin-approve.stdout.jsonl").pop().unwrap();
+    let tool_result = json!({
+        "type": "user", "parent_tool_use_id": null,
+        "message": { "role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": "toolu_q", "is_error": false,
+            "content": "User has answered your questions: \"Which color?\"=\"Blue\"."
+        }]}
+    });
+    let mut plan = vec![Step::Ack, Step::In];
+    plan.extend(asked.iter().map(|l| out(l)));
+    plan.push(Step::In);
+    plan.push(out(&tool_result.to_string()));
+    plan.push(out(&result));
+    plan.push(Step::In);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let requested = chat
+        .until("chat/inputRequested", |s| {
+            matches!(action(s), Some(StateAction::ChatInputRequested(_)))
+        })
+        .await;
+    let Some(StateAction::ChatInputRequested(requested)) = action(&requested) else {
+        unreachable!()
+    };
+    assert_eq!(requested.request.id, "ask-toolu_q");
+    assert_eq!(requested.request.questions.as_ref().unwrap().len(), 2);
+    let unknown = chat
+        .session
+        .respond_to_input(
+            "ask-nope",
+            input_response(ChatInputResponseKind::Accept, Vec::new()),
+        )
+        .await;
+    assert!(
+        matches!(&unknown, Err(ProviderError::NotRunning { message }) if message.contains("ask-nope")),
+        "{unknown:?}"
+    );
+    let answers = vec![
+        (
+            "q0",
+            ChatInputAnswerValue::Selected(ChatInputSelectedAnswerValue {
+                value: "o1".into(),
+                freeform_values: None,
+            }),
+        ),
+        (
+            "q1",
+            ChatInputAnswerValue::SelectedMany(ChatInputSelectedManyAnswerValue {
+                value: vec!["o0".into(), "o1".into()],
+                freeform_values: None,
+            }),
+        ),
+    ];
+    chat.session
+        .respond_to_input(
+            "ask-toolu_q",
+            input_response(ChatInputResponseKind::Accept, answers),
+        )
+        .await
+        .unwrap();
+    chat.turn_complete("t1").await;
+    let mut updated_input = input;
+    updated_input["answers"] = json!({ "Which color?": "Blue", "Which sizes?": "S, L" });
+    assert_eq!(
+        fake.written()[2],
+        json!({ "type": "control_response", "response": {
+            "subtype": "success", "request_id": "req-ask",
+            "response": { "behavior": "allow", "updatedInput": updated_input }
+        }})
+    );
+    // The call the tool_use started completed from the tool result.
+    assert!(chat.seen().iter().any(|s| matches!(
+        action(s),
+        Some(StateAction::ChatToolCallComplete(done)) if done.tool_call_id == "toolu_q"
+    )));
+    // Answered once: a second answer finds nothing waiting.
+    let again = chat
+        .session
+        .respond_to_input(
+            "ask-toolu_q",
+            input_response(ChatInputResponseKind::Decline, Vec::new()),
+        )
+        .await;
+    assert!(matches!(again, Err(ProviderError::NotRunning { .. })));
+}
+
+#[tokio::test]
+async fn a_declined_question_is_denied() {
+    use agenthost_protocol::state::ChatInputResponseKind;
+    let fake = Fake::new();
+    let (asked, _) = question_transcript();
+    let mut plan = vec![Step::Ack, Step::In];
+    plan.extend(asked.iter().map(|l| out(l)));
+    plan.push(Step::In);
+    plan.push(Step::Sleep(30));
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    chat.until("chat/inputRequested", |s| {
+        matches!(action(s), Some(StateAction::ChatInputRequested(_)))
+    })
+    .await;
+    chat.session
+        .respond_to_input(
+            "ask-toolu_q",
+            input_response(ChatInputResponseKind::Decline, Vec::new()),
+        )
+        .await
+        .unwrap();
+    poll("the answer is written", || fake.written().len() >= 3).await;
+    let answer = &fake.written()[2];
+    assert_eq!(answer["response"]["request_id"], "req-ask");
+    assert_eq!(answer["response"]["response"]["behavior"], "deny");
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_turn_withdraws_its_question_before_the_interrupt() {
+    let fake = Fake::new();
+    let (asked, _) = question_transcript();
+    let aborted = json!({
+        "type": "result", "subtype": "error_during_execution", "is_error": true,
+        "session_id": "86b06596-b9e8-4c2b-b994-b908e160dff2", "errors": []
+    });
+    let mut plan = vec![Step::Ack, Step::In];
+    plan.extend(asked.iter().map(|l| out(l)));
+    plan.push(Step::In); // the withdrawal
+    plan.push(Step::Ack); // the interrupt
+    plan.push(out(&aborted.to_string()));
+    plan.push(Step::Sleep(30));
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    chat.until("chat/inputRequested", |s| {
+        matches!(action(s), Some(StateAction::ChatInputRequested(_)))
+    })
+    .await;
+    chat.session.cancel("t1").await.unwrap();
+    chat.turn_cancelled("t1").await;
+    let written = fake.written();
+    assert_eq!(written[2]["response"]["request_id"], "req-ask");
+    assert_eq!(written[2]["response"]["response"]["behavior"], "deny");
+    assert_eq!(written[3]["request"]["subtype"], "interrupt");
+    // The interrupt was enough: the same process goes on.
+    assert_eq!(fake.starts().len(), 1);
+    let late = chat
+        .session
+        .respond_to_input(
+            "ask-toolu_q",
+            input_response(
+                agenthost_protocol::state::ChatInputResponseKind::Accept,
+                Vec::new(),
+            ),
+        )
+        .await;
+    assert!(matches!(late, Err(ProviderError::NotRunning { .. })));
     chat.session.dispose().await;
 }

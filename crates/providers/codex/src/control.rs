@@ -2,7 +2,9 @@
 //! object without a trailing newline and without a `"jsonrpc"` field; the param builders return
 //! the `params` of the requests the driver sends.
 
-use serde_json::{Map, Value, json};
+use agenthost_protocol::state::{ChatInputAnswer, ChatInputAnswerValue, ChatInputResponseKind};
+use agenthost_provider_api::InputResponse;
+use serde_json::{Map, Number, Value, json};
 
 fn line(value: &Value) -> String {
     // A `Value` always serializes.
@@ -79,6 +81,141 @@ pub fn approval_answer(kind: ApprovalKind, approved: bool) -> Value {
         }
     };
     json!({ "decision": decision })
+}
+
+/// Which input request an answer is for, and what the answer needs to know about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputKind {
+    /// `item/tool/requestUserInput`: `{answers: {<question id>: {answers: [string…]}}}`.
+    UserInput {
+        /// The ids of the questions asked, in order.
+        questions: Vec<String>,
+    },
+    /// `mcpServer/elicitation/request`: `{action: accept | decline | cancel, content?}`.
+    Elicitation {
+        /// The form fields asked as questions (the accepted `content` carries them, typed);
+        /// `None` for a URL elicitation, accepted without content.
+        fields: Option<Vec<FormField>>,
+    },
+}
+
+/// One field of an elicitation form that was asked as a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormField {
+    /// The property name (also the question id).
+    pub name: String,
+    /// How its value is written back.
+    pub kind: FieldKind,
+}
+
+/// The JSON type of a form field's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldKind {
+    /// A string (free text or one of an enum).
+    Text,
+    /// A number.
+    Number,
+    /// An integer.
+    Integer,
+    /// A boolean.
+    Boolean,
+    /// An array of strings (several of an enum).
+    Texts,
+}
+
+/// The `result` answering an input request with the host's `response`. `requestUserInput`:
+/// each question's submitted answers as strings ([`InputResponse::answer_texts`]), every
+/// question an empty array when declined or cancelled. An elicitation: `{action: "accept",
+/// content: {<field>: <value typed per the schema>}}` (fields without a submitted answer left
+/// out; no `content` for a URL elicitation), `{action: "decline"}` or `{action: "cancel"}`.
+pub fn input_answer(kind: &InputKind, response: &InputResponse) -> Value {
+    let accepted = response.response == ChatInputResponseKind::Accept;
+    match kind {
+        InputKind::UserInput { questions } => {
+            let answers: Map<String, Value> = questions
+                .iter()
+                .map(|id| {
+                    let texts = if accepted {
+                        response.answer_texts(id)
+                    } else {
+                        Vec::new()
+                    };
+                    (id.clone(), json!({ "answers": texts }))
+                })
+                .collect();
+            json!({ "answers": answers })
+        }
+        InputKind::Elicitation { fields } => match response.response {
+            ChatInputResponseKind::Accept => match fields {
+                Some(fields) => {
+                    let content: Map<String, Value> = fields
+                        .iter()
+                        .filter_map(|field| {
+                            Some((field.name.clone(), field_value(field, response)?))
+                        })
+                        .collect();
+                    json!({ "action": "accept", "content": content })
+                }
+                None => json!({ "action": "accept" }),
+            },
+            ChatInputResponseKind::Decline => json!({ "action": "decline" }),
+            ChatInputResponseKind::Cancel => json!({ "action": "cancel" }),
+        },
+    }
+}
+
+/// The answer to an input request nobody answered: `response` is
+/// [`ChatInputResponseKind::Decline`] (nobody could be asked) or
+/// [`ChatInputResponseKind::Cancel`] (the turn ended first).
+pub fn input_unanswered(kind: &InputKind, response: ChatInputResponseKind) -> Value {
+    input_answer(
+        kind,
+        &InputResponse {
+            response,
+            answers: Default::default(),
+        },
+    )
+}
+
+/// The value of `field` in an accepted elicitation's `content`, typed per its schema; `None`
+/// when it has no submitted answer of a fitting type.
+fn field_value(field: &FormField, response: &InputResponse) -> Option<Value> {
+    let Some(ChatInputAnswer::Submitted(answered)) = response.answers.get(&field.name) else {
+        return None;
+    };
+    let texts = response.answer_texts(&field.name);
+    let text = texts.first();
+    match (field.kind, &answered.value) {
+        (FieldKind::Texts, _) => Some(json!(texts)),
+        (FieldKind::Text, _) => text.map(|text| json!(text)),
+        (FieldKind::Boolean, ChatInputAnswerValue::Boolean(value)) => Some(json!(value.value)),
+        (FieldKind::Boolean, _) => match text.map(|text| text.trim()) {
+            Some("true") => Some(json!(true)),
+            Some("false") => Some(json!(false)),
+            _ => None,
+        },
+        (FieldKind::Number | FieldKind::Integer, value) => {
+            let number = match value {
+                ChatInputAnswerValue::Number(number) => Some(number.value),
+                _ => text.and_then(|text| text.trim().parse::<f64>().ok()),
+            }?;
+            number_value(number, field.kind == FieldKind::Integer)
+        }
+    }
+}
+
+/// `number` as JSON: an integer when the schema wants one (and it is whole) or when it is
+/// whole anyway; nothing for NaN, infinities or a fractional integer.
+fn number_value(number: f64, integer: bool) -> Option<Value> {
+    // i64 covers ±2^63; whole floats inside it convert exactly.
+    let whole = number.fract() == 0.0 && number.abs() < 9.2e18;
+    if whole {
+        return Some(json!(number as i64));
+    }
+    if integer {
+        return None;
+    }
+    Number::from_f64(number).map(Value::Number)
 }
 
 /// `initialize` params: `client_name` becomes the `originator` of Codex's model calls.

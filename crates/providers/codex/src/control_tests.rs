@@ -148,3 +148,126 @@ fn other_lines_and_params_have_the_app_server_shapes() {
     );
     assert!(!request(1, "x", &json!({})).contains("jsonrpc"));
 }
+
+/// The host's `response` with `answers` given as their AHP JSON.
+fn input_response(response: ChatInputResponseKind, answers: Value) -> InputResponse {
+    InputResponse {
+        response,
+        answers: serde_json::from_value(answers).unwrap(),
+    }
+}
+
+fn submitted(value: Value) -> Value {
+    json!({ "state": "submitted", "value": value })
+}
+
+#[test]
+fn user_input_answers_carry_the_submitted_texts_or_nothing() {
+    let kind = InputKind::UserInput {
+        questions: vec!["color".into(), "name".into(), "size".into(), "mood".into()],
+    };
+    let answers = json!({
+        "color": submitted(json!({ "kind": "selected", "value": "Red",
+                                   "freeformValues": ["crimson"] })),
+        "name": submitted(json!({ "kind": "text", "value": "Ada" })),
+        "mood": { "state": "draft", "value": { "kind": "text", "value": "not sent" } },
+    });
+    assert_eq!(
+        input_answer(
+            &kind,
+            &input_response(ChatInputResponseKind::Accept, answers.clone())
+        ),
+        json!({ "answers": {
+            "color": { "answers": ["Red", "crimson"] },
+            "name": { "answers": ["Ada"] },
+            "size": { "answers": [] },
+            "mood": { "answers": [] },
+        } })
+    );
+    let empty = json!({ "answers": {
+        "color": { "answers": [] }, "name": { "answers": [] },
+        "size": { "answers": [] }, "mood": { "answers": [] },
+    } });
+    for response in [
+        ChatInputResponseKind::Decline,
+        ChatInputResponseKind::Cancel,
+    ] {
+        assert_eq!(
+            input_answer(&kind, &input_response(response, answers.clone())),
+            empty
+        );
+        assert_eq!(input_unanswered(&kind, response), empty);
+    }
+}
+
+#[test]
+fn elicitation_answers_are_typed_per_field() {
+    let field = |name: &str, kind: FieldKind| FormField {
+        name: name.into(),
+        kind,
+    };
+    let kind = InputKind::Elicitation {
+        fields: Some(vec![
+            field("name", FieldKind::Text),
+            field("project", FieldKind::Text),
+            field("count", FieldKind::Integer),
+            field("ratio", FieldKind::Number),
+            field("typed", FieldKind::Number),
+            field("notify", FieldKind::Boolean),
+            field("typedFlag", FieldKind::Boolean),
+            field("tags", FieldKind::Texts),
+            field("skipped", FieldKind::Text),
+            field("missing", FieldKind::Integer),
+            field("fraction", FieldKind::Integer),
+        ]),
+    };
+    let answers = json!({
+        "name": submitted(json!({ "kind": "text", "value": "Ada" })),
+        "project": submitted(json!({ "kind": "selected", "value": "web" })),
+        "count": submitted(json!({ "kind": "number", "value": 3.0 })),
+        "ratio": submitted(json!({ "kind": "number", "value": 0.5 })),
+        "typed": submitted(json!({ "kind": "text", "value": " 12 " })),
+        "notify": submitted(json!({ "kind": "boolean", "value": true })),
+        "typedFlag": submitted(json!({ "kind": "text", "value": "false" })),
+        "tags": submitted(json!({ "kind": "selected-many", "value": ["a", "b"] })),
+        "skipped": { "state": "skipped" },
+        "fraction": submitted(json!({ "kind": "number", "value": 2.5 })),
+    });
+    assert_eq!(
+        input_answer(
+            &kind,
+            &input_response(ChatInputResponseKind::Accept, answers.clone())
+        ),
+        json!({ "action": "accept", "content": {
+            "name": "Ada", "project": "web", "count": 3, "ratio": 0.5, "typed": 12,
+            "notify": true, "typedFlag": false, "tags": ["a", "b"],
+        } })
+    );
+    assert_eq!(
+        input_answer(
+            &kind,
+            &input_response(ChatInputResponseKind::Decline, answers.clone())
+        ),
+        json!({ "action": "decline" })
+    );
+    assert_eq!(
+        input_answer(
+            &kind,
+            &input_response(ChatInputResponseKind::Cancel, answers)
+        ),
+        json!({ "action": "cancel" })
+    );
+    assert_eq!(
+        input_unanswered(&kind, ChatInputResponseKind::Decline),
+        json!({ "action": "decline" })
+    );
+    // A URL elicitation is accepted without content.
+    let url = InputKind::Elicitation { fields: None };
+    assert_eq!(
+        input_answer(
+            &url,
+            &input_response(ChatInputResponseKind::Accept, json!({}))
+        ),
+        json!({ "action": "accept" })
+    );
+}

@@ -3,8 +3,8 @@
 //!
 //! **Central design decision: the translator is pure and line-driven.** [`Translator::on_line`]
 //! takes one stdout line and returns [`Output`]s — signals for the host and requests for the
-//! driver (a response to match with its waiter, an approval to park, a server request to answer
-//! now, the thread id, the turn ended). It does no I/O and keeps no clock (durations come from
+//! driver (a response to match with its waiter, an approval or an input request to park, a
+//! server request to answer now, the thread id, the turn ended). It does no I/O and keeps no clock (durations come from
 //! Codex's `durationMs`), so the captured transcripts in `tests/fixtures` replay it exactly; the
 //! AHP ordering rules themselves live in the shared [`Mapper`](agenthost_provider_api::Mapper).
 //! The host → app-server lines ([`control`]) and the attachment serializer ([`attachments`])
@@ -21,7 +21,9 @@
 //!   (nothing when the client cancelled: [`Translator::abort_turn`]), `failed` → `chat/error`
 //!   (`CodexError`, the turn's or the last non-retried `error`'s message, `additionalDetails`
 //!   as the stack). Tool calls still open are completed first with `success: false`, or from
-//!   the turn's items when Codex reports them finished there.
+//!   the turn's items when Codex reports them finished there. An `error` Codex retries
+//!   (`willRetry: true`) is the chat's activity (`"<message> (retrying)"`), cleared when the
+//!   next item starts or the turn ends.
 //! - **Messages.** Each `agentMessage` (commentary or final) is its own markdown part, created
 //!   by its first delta (or its completed text when nothing streamed) — no `"\n\n"` joining.
 //!   Reasoning summary and raw parts stream into reasoning parts keyed `<item>:summary:<n>` /
@@ -39,12 +41,24 @@
 //!   call (`permissions-<request id>`) that completes with the host's decision (or, unanswered,
 //!   at the turn's end). The answer is `{permissions: <requested> | {}, scope: "turn"}`
 //!   ([`ApprovalKind::Permissions`]); without a turn to ask in, it is declined at once.
+//! - **Questions.** `item/tool/requestUserInput` and `mcpServer/elicitation/request` become
+//!   `chat/inputRequested` (request id `input-<request id>`), parked until the host calls
+//!   `respond_to_input`. User input: one question each — single-select over the options'
+//!   labels (free-form too when `isOther`), else text; `header` → title, `question` →
+//!   message; the answer is `{answers: {<id>: {answers: [string…]}}}`, empty arrays when
+//!   declined or cancelled. Elicitation: the message; a URL elicitation's `url`; a form's
+//!   fields of a simple type as questions (string, enum → single-select, number, integer,
+//!   boolean, array of enum → multi-select; other fields are not asked); the answer is
+//!   `{action: "accept", content: {<field>: <typed value>}}`, `{action: "decline"}` or
+//!   `{action: "cancel"}` ([`InputKind`]). Without a turn to ask in, the answer goes at once
+//!   (empty answers / decline); a request still waiting when the turn ends, is cancelled or
+//!   the chat is disposed is answered as cancelled.
 //! - **Not ported** (no fixture needs them): the deferred-response queue (a message announced
 //!   while a command runs gets its own part after the tool call anyway), sandbox pre-flight
 //!   coalescing, `acceptForSession` for commands accepted before, subagent routing of
 //!   `collabAgentToolCall` threads (a spawned agent's thread is ignored like any other),
-//!   `chat/inputRequested` for `requestUserInput` (answered with empty answers) and MCP
-//!   elicitations (answered "unsupported"). `willRetry` errors are logged only.
+//!   input requests Codex resolves on its own (`serverRequest/resolved`, e.g. after
+//!   `autoResolutionMs`): they stay open in the chat until the host answers or the turn ends.
 //!
 //! [`exec`] maps `codex exec --json` output the same way (reference transcripts only).
 //!
@@ -52,8 +66,8 @@
 //! app-server` per chat in its own process group (`agenthost-provider-process`), `initialize`
 //! within `start_timeout`, the thread started on the first turn (approval policy, sandbox,
 //! model, cwd) or resumed with `thread/resume` for a restored chat and after a restart of the
-//! process, requests answered within `request_timeout`, approvals parked until the host
-//! answers, unknown server requests answered with -32601, cancel = `turn/interrupt` (and the
+//! process, requests answered within `request_timeout`, approvals and input requests parked
+//! until the host answers, unknown server requests answered with -32601, cancel = `turn/interrupt` (and the
 //! group terminated when the turn does not end within `interrupt_grace`), a crash or an
 //! unreadable line → `chat/error` with the stderr tail. See this crate's README.
 #![deny(missing_docs)]
@@ -62,6 +76,7 @@ pub mod attachments;
 mod config;
 pub mod control;
 pub mod exec;
+mod input;
 mod items;
 mod provider;
 mod session;
@@ -73,7 +88,7 @@ pub use config::{
     APPROVAL_POLICIES, CodexConfig, DEFAULT_MODEL, HYGIENE_ARGS, ModelProvider, SANDBOX_MODES,
     WIRE_APIS,
 };
-pub use control::ApprovalKind;
+pub use control::{ApprovalKind, FieldKind, FormField, InputKind};
 pub use exec::ExecTranslator;
 pub use provider::{CodexProvider, PROVIDER_ID};
 pub use session::{CLIENT_NAME, CodexSession, is_valid_thread_id};

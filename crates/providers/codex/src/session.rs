@@ -1,6 +1,6 @@
 //! One chat's conversation with `codex app-server`: the process, the Codex thread it follows,
-//! the protocol turn it runs, the host's requests awaiting answers and the approvals awaiting
-//! the host.
+//! the protocol turn it runs, the host's requests awaiting answers and the approvals and input
+//! requests awaiting the host.
 //!
 //! The process starts on the first turn (`initialize`, `initialized`); the thread is started
 //! (`thread/start`) or, for a restored chat or after a restart of the process, resumed
@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use agenthost_protocol::ahp_types::state::Turn;
+use agenthost_protocol::state::ChatInputResponseKind;
 use agenthost_protocol::{AgentSignal, SessionUri};
 use agenthost_provider_api::{
-    PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
-    stderr_suffix, system_notice, turn_cancelled,
+    InputResponse, PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession,
+    TurnRequest, stderr_suffix, system_notice, turn_cancelled,
 };
 use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 use futures::future::BoxFuture;
@@ -31,7 +32,7 @@ use tokio::time::Instant;
 use crate::attachments::user_input;
 use crate::config::{CodexConfig, DEFAULT_MODEL};
 use crate::control;
-use crate::translate::{ApprovalKind, Output, Translator};
+use crate::translate::{ApprovalKind, InputKind, Output, Translator};
 
 /// The longest stdout line read whole.
 const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
@@ -87,6 +88,8 @@ struct State {
     thread_loaded: bool,
     turn: Option<RunningTurn>,
     approvals: HashMap<String, Parked>,
+    /// Input requests awaiting the host, by AHP request id.
+    inputs: HashMap<String, ParkedInput>,
     drain: Option<oneshot::Sender<()>>,
     disposed: bool,
 }
@@ -107,6 +110,19 @@ struct RunningTurn {
 struct Parked {
     request_id: Value,
     kind: ApprovalKind,
+}
+
+struct ParkedInput {
+    request_id: Value,
+    kind: InputKind,
+}
+
+impl ParkedInput {
+    /// The line answering it as cancelled (the turn ended before the host answered).
+    fn cancelled(&self) -> String {
+        let answer = control::input_unanswered(&self.kind, ChatInputResponseKind::Cancel);
+        control::reply(&self.request_id, &answer)
+    }
 }
 
 /// Just enough of a line to see whether it is a `turn/completed` notification.
@@ -332,9 +348,10 @@ impl Inner {
                 Ok(())
             }
             Err(error) => {
-                lock(&self.translator).abort_turn();
-                if let Some(running) = lock(&self.state).turn.take() {
-                    remove_images(running.images);
+                let signals = lock(&self.translator).abort_turn();
+                self.send_signals(signals).await;
+                for parked in self.end_turn_state() {
+                    let _ = process.write_line(&parked.cancelled()).await;
                 }
                 Err(error)
             }
@@ -525,15 +542,19 @@ impl Inner {
         }
     }
 
-    fn end_turn_state(&self) {
-        let turn = {
+    /// Forgets the running turn and its parked approvals; returns its parked input requests,
+    /// which the caller answers as cancelled when the process still runs.
+    fn end_turn_state(&self) -> Vec<ParkedInput> {
+        let (turn, inputs) = {
             let mut state = lock(&self.state);
             state.approvals.clear();
-            state.turn.take()
+            let inputs = state.inputs.drain().map(|(_, parked)| parked).collect();
+            (state.turn.take(), inputs)
         };
         if let Some(turn) = turn {
             remove_images(turn.images);
         }
+        inputs
     }
 
     /// One stdout line of process `generation`; `false` when reading must stop.
@@ -558,6 +579,7 @@ impl Inner {
                 }
                 .to_error_info();
                 let signals = lock(&self.translator).fail_turn(info);
+                // The process is stopped: its requests need no answer.
                 self.end_turn_state();
                 self.send_signals(signals).await;
                 self.stop_process(generation, true).await;
@@ -599,6 +621,20 @@ impl Inner {
                             writes.push(control::reply(&replaced.request_id, &answer));
                         }
                     }
+                    Output::InputRequest {
+                        request_id,
+                        input_id,
+                        kind,
+                    } => {
+                        // The translator never asks twice under one id in a turn; should it,
+                        // the older request is cancelled so Codex never waits for it forever.
+                        if let Some(replaced) = state
+                            .inputs
+                            .insert(input_id, ParkedInput { request_id, kind })
+                        {
+                            writes.push(replaced.cancelled());
+                        }
+                    }
                     Output::Reply { request_id, result } => {
                         writes.push(control::reply(&request_id, &result));
                     }
@@ -626,7 +662,8 @@ impl Inner {
             }
         }
         if ended {
-            self.end_turn_state();
+            // Input requests still waiting are answered as cancelled: the turn is over.
+            writes.extend(self.end_turn_state().iter().map(ParkedInput::cancelled));
         }
         for write in writes {
             if let Err(error) = process.write_line(&write).await {
@@ -664,6 +701,7 @@ impl Inner {
             stderr_tail,
         };
         let signals = lock(&self.translator).fail_turn(error.to_error_info());
+        // The process is gone: its requests need no answer.
         self.end_turn_state();
         self.send_signals(signals).await;
     }
@@ -703,18 +741,48 @@ impl Inner {
             })
     }
 
+    async fn respond_input(
+        &self,
+        request_id: &str,
+        response: InputResponse,
+    ) -> Result<(), ProviderError> {
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no input request `{request_id}` is waiting for an answer"),
+        };
+        let (parked, process) = {
+            let mut state = lock(&self.state);
+            let process = state
+                .process
+                .as_ref()
+                .map(|live| Arc::clone(&live.process))
+                .ok_or_else(not_waiting)?;
+            let parked = state.inputs.remove(request_id).ok_or_else(not_waiting)?;
+            (parked, process)
+        };
+        let answer = control::input_answer(&parked.kind, &response);
+        process
+            .write_line(&control::reply(&parked.request_id, &answer))
+            .await
+            .map_err(|error| ProviderError::Exited {
+                status: format!("its input is closed: {error}"),
+                stderr_tail: String::new(),
+            })
+    }
+
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
         let _lifecycle = self.lifecycle.lock().await;
-        let (started, app_turn, approvals, thread) = {
+        let (started, app_turn, approvals, inputs, thread) = {
             let mut state = lock(&self.state);
             match state.turn.take() {
                 Some(turn) if turn.id == turn_id => {
                     let approvals: Vec<Parked> = state.approvals.drain().map(|(_, p)| p).collect();
+                    let inputs: Vec<ParkedInput> = state.inputs.drain().map(|(_, p)| p).collect();
                     remove_images(turn.images);
                     (
                         turn.started,
                         turn.app_turn_id,
                         approvals,
+                        inputs,
                         state.thread_id.clone(),
                     )
                 }
@@ -727,14 +795,19 @@ impl Inner {
             }
         };
         let app_turn = app_turn.or_else(|| lock(&self.translator).app_turn_id().map(str::to_owned));
-        lock(&self.translator).abort_turn();
+        let cleared = lock(&self.translator).abort_turn();
+        self.send_signals(cleared).await;
         if let Some((generation, process)) = self.current_process() {
-            // Approvals still waiting are declined, so the command does not run meanwhile.
+            // Approvals still waiting are declined, so the command does not run meanwhile;
+            // input requests still waiting are cancelled.
             for parked in approvals {
                 let answer = control::approval_answer(parked.kind, false);
                 let _ = process
                     .write_line(&control::reply(&parked.request_id, &answer))
                     .await;
+            }
+            for parked in inputs {
+                let _ = process.write_line(&parked.cancelled()).await;
             }
             let interrupted = match (thread, app_turn) {
                 (Some(thread), Some(app_turn)) => {
@@ -772,9 +845,14 @@ impl Inner {
             state.disposed = true;
             state.process.take()
         };
-        self.end_turn_state();
-        lock(&self.translator).abort_turn();
+        let inputs = self.end_turn_state();
+        let cleared = lock(&self.translator).abort_turn();
+        self.send_signals(cleared).await;
         if let Some(live) = live {
+            // Input requests still waiting are cancelled before the process goes.
+            for parked in inputs {
+                let _ = live.process.write_line(&parked.cancelled()).await;
+            }
             let status = live.process.terminate(self.config.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed codex");
@@ -820,6 +898,14 @@ impl ProviderSession for CodexSession {
         decision: PermissionDecision,
     ) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(self.inner.respond(tool_call_id, decision))
+    }
+
+    fn respond_to_input<'a>(
+        &'a self,
+        request_id: &'a str,
+        response: InputResponse,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(self.inner.respond_input(request_id, response))
     }
 
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {

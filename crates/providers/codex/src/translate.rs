@@ -12,17 +12,20 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use agenthost_protocol::common::JsonObject;
-use agenthost_protocol::state::{ErrorInfo, ToolResultContent, ToolResultTextContent};
-use agenthost_protocol::{AgentSignal, SessionUri};
+use agenthost_protocol::state::{
+    ChatInputRequest, ChatInputResponseKind, ErrorInfo, ToolResultContent, ToolResultTextContent,
+};
+use agenthost_protocol::{AgentSignal, SessionUri, StateAction};
 use agenthost_provider_api::{Mapper, NormEvent, Scope};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-pub use crate::control::ApprovalKind;
-use crate::control::approval_answer;
+pub use crate::control::{ApprovalKind, InputKind};
+use crate::control::{approval_answer, input_unanswered};
+use crate::input::{elicitation_request, input_id, user_input_request};
 use crate::items::{Change, Ending, ToolCall, usage_meta};
 use crate::shell;
 use crate::wire::{
-    ApplyPatchApprovalParams, CommandApprovalParams, DeltaParams, ErrorParams,
+    ApplyPatchApprovalParams, CommandApprovalParams, DeltaParams, ElicitationParams, ErrorParams,
     ExecCommandApprovalParams, FileChangeApprovalParams, ItemStatus, Message, Notification,
     PermissionsApprovalParams, Request, Response, RpcError, ServerRequest, ThreadInfo, ThreadItem,
     TokenUsageParams, Turn, TurnError, TurnStatus, UserInputParams,
@@ -58,8 +61,22 @@ pub enum Output {
         /// Which approval it is (the answer's vocabulary depends on it).
         kind: ApprovalKind,
     },
-    /// A server request the translator answers itself right away (an approval nobody can be
-    /// asked about → decline; `requestUserInput` → empty answers): the driver writes
+    /// An input request (`requestUserInput`, an MCP elicitation) shown to the host as
+    /// `chat/inputRequested` for AHP request `input_id` (the signal was emitted just before, as
+    /// [`Output::Signal`]): the driver parks `request_id` and answers it with
+    /// [`crate::control::input_answer`]`(kind, response)` when the host calls
+    /// `respond_to_input`, or as cancelled ([`crate::control::input_unanswered`]) when the
+    /// turn ends first.
+    InputRequest {
+        /// The app-server's request id.
+        request_id: Value,
+        /// The id of the AHP input request (`input-<request id>`).
+        input_id: String,
+        /// Which request it is (the answer's shape depends on it).
+        kind: InputKind,
+    },
+    /// A server request the translator answers itself right away (an approval or an input
+    /// request nobody can be asked about → decline, empty answers): the driver writes
     /// [`crate::control::reply`]`(request_id, result)`.
     Reply {
         /// The app-server's request id.
@@ -184,6 +201,10 @@ struct TurnTrack {
     /// The last `error` notification that Codex will not retry.
     error: Option<TurnError>,
     model_calls: u64,
+    /// A retried error is shown as the chat's activity (cleared by the next item or the end).
+    activity: bool,
+    /// The AHP ids of the input requests asked in this turn.
+    inputs: HashSet<String>,
 }
 
 #[derive(Debug)]
@@ -209,6 +230,8 @@ impl TurnTrack {
             declined: HashSet::new(),
             error: None,
             model_calls: 0,
+            activity: false,
+            inputs: HashSet::new(),
         }
     }
 
@@ -286,17 +309,30 @@ impl Translator {
         self.thread.as_deref()
     }
 
-    /// The client cancelled the turn (and dispatched `chat/turnCancelled` itself): emit
-    /// nothing more for it; its later output and its `turn/completed (interrupted)` are
-    /// dropped.
-    pub fn abort_turn(&mut self) {
-        if let Some(turn) = self.turn.take() {
-            self.forget(turn);
-            // An aborted idle only ends the mapper's turn: it produces no signal.
-            self.mapper.map(NormEvent::Idle {
-                aborted: true,
-                duration_ms: None,
-            });
+    /// The client cancelled the turn (and dispatches `chat/turnCancelled` itself): nothing
+    /// more is emitted for it; its later output and its `turn/completed (interrupted)` are
+    /// dropped. The returned signals (an activity line shown for a retried error is cleared) go
+    /// out before the cancellation.
+    pub fn abort_turn(&mut self) -> Vec<AgentSignal> {
+        let Some(turn) = self.turn.take() else {
+            return Vec::new();
+        };
+        let signals = self.clear_activity(turn.activity);
+        self.forget(turn);
+        // An aborted idle only ends the mapper's turn: it produces no signal.
+        self.mapper.map(NormEvent::Idle {
+            aborted: true,
+            duration_ms: None,
+        });
+        signals
+    }
+
+    /// `Activity { text: None }` when an activity line is shown.
+    fn clear_activity(&mut self, shown: bool) -> Vec<AgentSignal> {
+        if shown {
+            self.mapper.map(NormEvent::Activity { text: None })
+        } else {
+            Vec::new()
         }
     }
 
@@ -306,7 +342,7 @@ impl Translator {
         let Some(mut turn) = self.turn.take() else {
             return Vec::new();
         };
-        let mut signals = Vec::new();
+        let mut signals = self.clear_activity(turn.activity);
         for event in orphans(
             &mut turn,
             &[],
@@ -596,7 +632,7 @@ impl Translator {
             }
             Notification::Error(params) => {
                 if self.route(params.turn_id.as_deref()) {
-                    self.error(params);
+                    self.error(params, out);
                 }
             }
             Notification::Other { method, .. } => {
@@ -616,6 +652,13 @@ impl Translator {
             tracing::debug!(item = id, "ignoring a second start of an item");
             return;
         }
+        if std::mem::take(&mut turn.activity) {
+            self.emit(NormEvent::Activity { text: None }, out);
+        }
+        // `emit` borrowed the whole translator: take the turn again.
+        let Some(turn) = &mut self.turn else {
+            return;
+        };
         match item {
             ThreadItem::AgentMessage(message) => {
                 turn.items.insert(id.clone(), ItemTrack::Message);
@@ -826,17 +869,28 @@ impl Translator {
         );
     }
 
-    fn error(&mut self, params: ErrorParams) {
-        if params.will_retry {
-            tracing::info!(
-                message = params.error.message,
-                "Codex retries after an error"
-            );
+    /// An `error` notification: one Codex retries is the chat's activity until the next item
+    /// or the turn's end; another is remembered for a failed turn.
+    fn error(&mut self, params: ErrorParams, out: &mut Vec<Output>) {
+        let Some(turn) = &mut self.turn else {
+            return;
+        };
+        if !params.will_retry {
+            turn.error = Some(params.error);
             return;
         }
-        if let Some(turn) = &mut self.turn {
-            turn.error = Some(params.error);
-        }
+        tracing::info!(
+            message = params.error.message,
+            "Codex retries after an error"
+        );
+        turn.activity = true;
+        let message = params.error.message.trim();
+        let text = if message.is_empty() {
+            "Codex retries after an error".to_owned()
+        } else {
+            format!("{message} (retrying)")
+        };
+        self.emit(NormEvent::Activity { text: Some(text) }, out);
     }
 
     fn turn_completed(&mut self, app_turn: Turn, out: &mut Vec<Output>) {
@@ -851,6 +905,9 @@ impl Translator {
         let Some(mut turn) = self.turn.take() else {
             return;
         };
+        if turn.activity {
+            self.emit(NormEvent::Activity { text: None }, out);
+        }
         let finished: Vec<(String, ToolCall)> = app_turn
             .items
             .iter()
@@ -905,14 +962,107 @@ impl Translator {
             Request::PermissionsApproval(params) => {
                 self.permissions_approval(request_id, params, out);
             }
-            Request::RequestUserInput(params) => out.push(Output::Reply {
-                request_id,
-                result: empty_answers(&params),
-            }),
+            Request::RequestUserInput(params) => self.user_input(request_id, &params, out),
+            Request::McpElicitation(params) => self.elicitation(request_id, &params, out),
             Request::Other { method } => {
                 out.push(Output::UnsupportedRequest { request_id, method });
             }
         }
+    }
+
+    /// `item/tool/requestUserInput`: asked in the turn it names, else answered at once with
+    /// empty answers.
+    fn user_input(&mut self, request_id: Value, params: &UserInputParams, out: &mut Vec<Output>) {
+        let id = input_id(&request_id);
+        let (request, kind) = user_input_request(id.clone(), params);
+        if params.questions.is_empty() {
+            return Self::refuse_input(request_id, kind, "a request without questions", out);
+        }
+        let thread_id = params.thread_id.as_deref();
+        self.ask_input(
+            request_id,
+            thread_id,
+            params.turn_id.as_deref(),
+            request,
+            kind,
+            out,
+        );
+    }
+
+    /// `mcpServer/elicitation/request`: asked in the turn it names (or the current one when it
+    /// names none), else declined at once.
+    fn elicitation(
+        &mut self,
+        request_id: Value,
+        params: &ElicitationParams,
+        out: &mut Vec<Output>,
+    ) {
+        let id = input_id(&request_id);
+        let (request, kind) = elicitation_request(id, params);
+        let thread_id = params.thread_id.as_deref();
+        self.ask_input(
+            request_id,
+            thread_id,
+            params.turn_id.as_deref(),
+            request,
+            kind,
+            out,
+        );
+    }
+
+    /// Maps an input request in the protocol turn and parks it; declines it when there is no
+    /// turn of that thread to ask in.
+    fn ask_input(
+        &mut self,
+        request_id: Value,
+        thread_id: Option<&str>,
+        app_turn: Option<&str>,
+        request: ChatInputRequest,
+        kind: InputKind,
+        out: &mut Vec<Output>,
+    ) {
+        if !self.ours(thread_id) {
+            return Self::refuse_input(request_id, kind, "another thread", out);
+        }
+        if self.turn.is_none() {
+            return Self::refuse_input(request_id, kind, "no turn is running", out);
+        }
+        if !self.route(app_turn) {
+            return Self::refuse_input(request_id, kind, "another turn", out);
+        }
+        let Some(turn) = &mut self.turn else {
+            return Self::refuse_input(request_id, kind, "no turn is running", out);
+        };
+        let input_id = request.id.clone();
+        if !turn.inputs.insert(input_id.clone()) {
+            return Self::refuse_input(request_id, kind, "an input request seen before", out);
+        }
+        let signals = self.mapper.map(NormEvent::InputAsked {
+            scope: Scope::Root,
+            request,
+        });
+        let asked = signals.iter().any(|signal| {
+            matches!(signal, AgentSignal::Action(action)
+                if matches!(action.action, StateAction::ChatInputRequested(_)))
+        });
+        out.extend(signals.into_iter().map(Output::Signal));
+        if asked {
+            out.push(Output::InputRequest {
+                request_id,
+                input_id,
+                kind,
+            });
+        } else {
+            Self::refuse_input(request_id, kind, "the request cannot be shown", out);
+        }
+    }
+
+    fn refuse_input(request_id: Value, kind: InputKind, why: &str, out: &mut Vec<Output>) {
+        tracing::warn!(why, "declining an input request nobody can answer");
+        out.push(Output::Reply {
+            request_id,
+            result: input_unanswered(&kind, ChatInputResponseKind::Decline),
+        });
     }
 
     fn decline(request_id: Value, kind: ApprovalKind, why: &str, out: &mut Vec<Output>) {
@@ -1240,16 +1390,6 @@ fn synthetic_id(request_id: &Value) -> String {
         Value::String(id) => format!("permissions-{id}"),
         other => format!("permissions-{other}"),
     }
-}
-
-/// `{answers: {<question id>: {answers: []}}}`: this host cannot ask questions yet.
-fn empty_answers(params: &UserInputParams) -> Value {
-    let answers: Map<String, Value> = params
-        .questions
-        .iter()
-        .map(|question| (question.id.clone(), json!({ "answers": [] })))
-        .collect();
-    json!({ "answers": answers })
 }
 
 /// Maps a whole stdout transcript — `codex app-server` lines or `codex exec --json` lines,

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::control::{FieldKind, FormField};
 
 const THREAD: &str = "th-1";
 const APP_TURN: &str = "app-1";
@@ -735,30 +736,296 @@ fn permissions_requests_nobody_can_answer_are_declined_right_away() {
 }
 
 #[test]
-fn unknown_server_requests_are_unsupported_and_user_input_gets_empty_answers() {
+fn unknown_server_requests_are_unsupported() {
+    let mut t = translator();
+    let out = feed(
+        &mut t,
+        &[json!({ "method": "item/tool/call", "id": 5, "params": { "tool": "x" } })],
+    );
+    assert_eq!(
+        out,
+        [Output::UnsupportedRequest {
+            request_id: json!(5),
+            method: "item/tool/call".into()
+        }]
+    );
+}
+
+fn user_input(request_id: Value) -> Value {
+    json!({ "method": "item/tool/requestUserInput", "id": request_id, "params": {
+        "threadId": THREAD, "turnId": APP_TURN, "itemId": "call_ask",
+        "questions": [
+            { "id": "color", "header": "Color", "question": "Which color?", "isOther": true,
+              "options": [{ "label": "Red", "description": "Warm" }, { "label": "Blue" }] },
+            { "id": "name", "header": "", "question": "Your name?" },
+        ] } })
+}
+
+fn elicitation(request_id: Value, extra: Value) -> Value {
+    let mut params = json!({ "threadId": THREAD, "turnId": APP_TURN, "serverName": "tracker",
+                             "mode": "form", "message": "Tell the tracker about it" });
+    if let (Value::Object(params), Value::Object(extra)) = (&mut params, extra) {
+        params.extend(extra);
+    }
+    json!({ "method": "mcpServer/elicitation/request", "id": request_id, "params": params })
+}
+
+#[test]
+fn a_user_input_request_asks_its_questions_in_the_turn_and_is_parked() {
     let mut t = translator();
     let out = feed(
         &mut t,
         &[
-            json!({ "method": "item/tool/call", "id": 5, "params": { "tool": "x" } }),
-            json!({ "method": "item/tool/requestUserInput", "id": "q", "params": {
-                "threadId": THREAD, "turnId": APP_TURN, "itemId": "i",
-                "questions": [{ "id": "color", "header": "Color", "question": "Which?" }] } }),
+            item(
+                "item/started",
+                json!({ "type": "agentMessage", "id": "m1", "text": "" }),
+            ),
+            delta("item/agentMessage/delta", "m1", "Let me ask."),
+            user_input(json!(9)),
+        ],
+    );
+    let rendered = signals(&out);
+    assert_eq!(
+        rendered.last().unwrap(),
+        &json!({ "type": "chat/inputRequested", "request": { "id": "input-9", "questions": [
+            { "kind": "single-select", "id": "color", "title": "Color", "message": "Which color?",
+              "options": [{ "id": "Red", "label": "Red", "description": "Warm" },
+                          { "id": "Blue", "label": "Blue" }],
+              "allowFreeformInput": true },
+            { "kind": "text", "id": "name", "message": "Your name?" },
+        ] } })
+    );
+    assert_eq!(
+        out.last(),
+        Some(&Output::InputRequest {
+            request_id: json!(9),
+            input_id: "input-9".into(),
+            kind: InputKind::UserInput {
+                questions: vec!["color".into(), "name".into()]
+            },
+        })
+    );
+    // The request closed the open message: text after it is a new part.
+    let after = signals(&feed(
+        &mut t,
+        &[delta("item/agentMessage/delta", "m1", " More.")],
+    ));
+    assert_eq!(shape(&after), ["chat/responsePart"]);
+}
+
+#[test]
+fn input_requests_nobody_can_answer_are_answered_at_once() {
+    let empty = |id: Value| Output::Reply {
+        request_id: id,
+        result: json!({ "answers": { "color": { "answers": [] }, "name": { "answers": [] } } }),
+    };
+    let decline = |id: Value| Output::Reply {
+        request_id: id,
+        result: json!({ "action": "decline" }),
+    };
+    // No turn at all.
+    let mut idle = Translator::new(session());
+    idle.set_thread(THREAD);
+    assert_eq!(feed(&mut idle, &[user_input(json!(1))]), [empty(json!(1))]);
+    assert_eq!(
+        feed(&mut idle, &[elicitation(json!(2), json!({}))]),
+        [decline(json!(2))]
+    );
+    // Another thread, another turn.
+    let mut t = translator();
+    let mut other_thread = user_input(json!(3));
+    other_thread["params"]["threadId"] = json!("th-other");
+    let mut other_turn = elicitation(json!(4), json!({ "turnId": "app-other" }));
+    other_turn["params"]["turnId"] = json!("app-other");
+    assert_eq!(
+        feed(&mut t, &[other_thread, other_turn]),
+        [empty(json!(3)), decline(json!(4))]
+    );
+    // A request id seen before in this turn.
+    let first = feed(&mut t, &[user_input(json!(5))]);
+    assert!(matches!(first.last(), Some(Output::InputRequest { .. })));
+    assert_eq!(feed(&mut t, &[user_input(json!(5))]), [empty(json!(5))]);
+    // No questions at all.
+    let mut none = user_input(json!(6));
+    none["params"]["questions"] = json!([]);
+    assert_eq!(
+        feed(&mut t, &[none]),
+        [Output::Reply {
+            request_id: json!(6),
+            result: json!({ "answers": {} })
+        }]
+    );
+    // After the turn ended.
+    feed(&mut t, &[turn_completed(APP_TURN, "completed", json!({}))]);
+    assert_eq!(feed(&mut t, &[user_input(json!(7))]), [empty(json!(7))]);
+}
+
+#[test]
+fn an_elicitation_form_asks_its_simple_fields() {
+    let mut t = translator();
+    let schema = json!({ "type": "object", "required": ["b_project", "c_count"], "properties": {
+        "a_title": { "type": "string", "title": "Title", "description": "A short title",
+                     "minLength": 3, "maxLength": 80, "format": "email", "default": "x" },
+        "b_project": { "type": "string", "title": "Project", "enum": ["web", "api"],
+                       "enumNames": ["Website", "API"] },
+        "c_count": { "type": "integer", "minimum": 1, "maximum": 9, "default": 2 },
+        "d_ratio": { "type": "number", "description": "How much" },
+        "e_notify": { "type": "boolean", "title": "Notify", "default": false },
+        "f_tags": { "type": "array", "items": { "anyOf": [{ "const": "bug", "title": "Bug" }] },
+                    "maxItems": 1 },
+        "g_nested": { "type": "object", "properties": {} },
+        "h_level": { "type": "string", "oneOf": [{ "const": "hi", "title": "High" },
+                                                   { "const": "lo", "title": "Low" }] },
+    } });
+    // No turn id: the elicitation belongs to the current turn.
+    let out = feed(
+        &mut t,
+        &[elicitation(
+            json!("e-1"),
+            json!({ "turnId": null, "requestedSchema": schema }),
+        )],
+    );
+    assert_eq!(
+        signals(&out),
+        [json!({ "type": "chat/inputRequested", "request": {
+            "id": "input-e-1", "message": "Tell the tracker about it", "questions": [
+            { "kind": "text", "id": "a_title", "title": "Title", "message": "A short title",
+              "format": "email", "min": 3, "max": 80, "defaultValue": "x" },
+            { "kind": "single-select", "id": "b_project", "title": "Project", "message": "Project",
+              "required": true, "options": [{ "id": "web", "label": "Website" },
+                                            { "id": "api", "label": "API" }] },
+            { "kind": "integer", "id": "c_count", "message": "c_count", "required": true,
+              "min": 1.0, "max": 9.0, "defaultValue": 2.0 },
+            { "kind": "number", "id": "d_ratio", "message": "How much" },
+            { "kind": "boolean", "id": "e_notify", "title": "Notify", "message": "Notify",
+              "defaultValue": false },
+            { "kind": "multi-select", "id": "f_tags", "message": "f_tags",
+              "options": [{ "id": "bug", "label": "Bug" }], "max": 1 },
+            { "kind": "single-select", "id": "h_level", "message": "h_level",
+              "options": [{ "id": "hi", "label": "High" }, { "id": "lo", "label": "Low" }] },
+        ] } })]
+    );
+    let field = |name: &str, kind: FieldKind| FormField {
+        name: name.into(),
+        kind,
+    };
+    assert_eq!(
+        out.last(),
+        Some(&Output::InputRequest {
+            request_id: json!("e-1"),
+            input_id: "input-e-1".into(),
+            kind: InputKind::Elicitation {
+                fields: Some(vec![
+                    field("a_title", FieldKind::Text),
+                    field("b_project", FieldKind::Text),
+                    field("c_count", FieldKind::Integer),
+                    field("d_ratio", FieldKind::Number),
+                    field("e_notify", FieldKind::Boolean),
+                    field("f_tags", FieldKind::Texts),
+                    field("h_level", FieldKind::Text),
+                ])
+            },
+        })
+    );
+}
+
+#[test]
+fn url_and_odd_elicitations_carry_just_the_message() {
+    let mut t = translator();
+    let out = feed(
+        &mut t,
+        &[
+            elicitation(
+                json!(1),
+                json!({ "mode": "url", "message": "Sign in to the tracker",
+                        "url": "https://tracker.example/login", "elicitationId": "e" }),
+            ),
+            elicitation(
+                json!(2),
+                json!({ "message": "", "requestedSchema": "nonsense" }),
+            ),
+            // A control character in a string request id never reaches the AHP id.
+            elicitation(json!("a\nb"), json!({ "mode": "openai/somethingNew" })),
         ],
     );
     assert_eq!(
-        out,
+        signals(&out),
         [
-            Output::UnsupportedRequest {
-                request_id: json!(5),
-                method: "item/tool/call".into()
+            json!({ "type": "chat/inputRequested", "request": { "id": "input-1",
+                "message": "Sign in to the tracker", "url": "https://tracker.example/login" } }),
+            json!({ "type": "chat/inputRequested", "request": { "id": "input-2",
+                "message": "The MCP server `tracker` asks for input." } }),
+            json!({ "type": "chat/inputRequested", "request": { "id": "input-a_b",
+                "message": "Tell the tracker about it" } }),
+        ]
+    );
+    let kinds: Vec<&InputKind> = out
+        .iter()
+        .filter_map(|output| match output {
+            Output::InputRequest { kind, .. } => Some(kind),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            &InputKind::Elicitation { fields: None },
+            &InputKind::Elicitation {
+                fields: Some(vec![])
             },
-            Output::Reply {
-                request_id: json!("q"),
-                result: json!({ "answers": { "color": { "answers": [] } } })
+            &InputKind::Elicitation {
+                fields: Some(vec![])
             },
         ]
     );
+}
+
+#[test]
+fn a_retried_error_is_the_activity_until_the_next_item_or_the_end() {
+    let mut t = translator();
+    let retrying = |n: u32| {
+        notification(
+            "error",
+            json!({ "threadId": THREAD, "turnId": APP_TURN, "willRetry": true,
+                    "error": { "message": format!("Reconnecting… {n}/5") } }),
+        )
+    };
+    let out = feed(
+        &mut t,
+        &[
+            retrying(1),
+            item("item/started", command("call_1", "inProgress", json!({}))),
+            retrying(2),
+            turn_completed(APP_TURN, "completed", json!({})),
+        ],
+    );
+    let rendered = signals(&out);
+    assert_eq!(
+        rendered[0],
+        json!({ "type": "chat/activityChanged", "activity": "Reconnecting… 1/5 (retrying)" })
+    );
+    assert_eq!(rendered[1], json!({ "type": "chat/activityChanged" }));
+    assert_eq!(
+        shape(&rendered[2..]),
+        [
+            "chat/toolCallStart",
+            "chat/toolCallDelta",
+            "chat/toolCallReady",
+            "chat/activityChanged",
+            "chat/activityChanged",
+            "chat/toolCallComplete",
+            "chat/turnComplete",
+        ]
+    );
+    assert_eq!(rendered[5]["activity"], "Reconnecting… 2/5 (retrying)");
+    assert_eq!(rendered[6], json!({ "type": "chat/activityChanged" }));
+    // Nothing to clear when nothing was shown; a cancelled turn clears what was.
+    let mut t = translator();
+    assert_eq!(t.abort_turn(), []);
+    let mut t = translator();
+    feed(&mut t, &[retrying(1)]);
+    let cleared: Vec<Value> = t.abort_turn().iter().map(signal_json).collect();
+    assert_eq!(cleared, [json!({ "type": "chat/activityChanged" })]);
 }
 
 #[test]
@@ -965,6 +1232,8 @@ fn a_failed_turn_ends_in_a_codex_error() {
     assert_eq!(
         signals(&out),
         [
+            json!({ "type": "chat/activityChanged", "activity": "Reconnecting… 1/5 (retrying)" }),
+            json!({ "type": "chat/activityChanged" }),
             json!({ "type": "chat/error", "turnId": "t1", "duration": 42, "part": {
             "kind": "error", "error": { "errorType": "CodexError",
             "message": "unexpected status 400", "stack": "body",

@@ -134,6 +134,8 @@ pub enum Request {
     PermissionsApproval(PermissionsApprovalParams),
     /// `item/tool/requestUserInput`.
     RequestUserInput(UserInputParams),
+    /// `mcpServer/elicitation/request`.
+    McpElicitation(ElicitationParams),
     /// Any other method.
     Other {
         /// The method.
@@ -153,6 +155,8 @@ pub const APPLY_PATCH_APPROVAL: &str = "applyPatchApproval";
 pub const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
 /// `item/tool/requestUserInput`.
 pub const REQUEST_USER_INPUT: &str = "item/tool/requestUserInput";
+/// `mcpServer/elicitation/request`.
+pub const MCP_ELICITATION: &str = "mcpServer/elicitation/request";
 
 impl Request {
     fn decode(method: String, params: Value) -> Result<Self, String> {
@@ -165,6 +169,7 @@ impl Request {
                 Self::PermissionsApproval(PermissionsApprovalParams::from_value(params))
             }
             REQUEST_USER_INPUT => Self::RequestUserInput(decode_params(&method, params)?),
+            MCP_ELICITATION => Self::McpElicitation(ElicitationParams::from_value(params)),
             _ => Self::Other { method },
         })
     }
@@ -178,6 +183,7 @@ impl Request {
             Self::ApplyPatchApproval(_) => APPLY_PATCH_APPROVAL,
             Self::PermissionsApproval(_) => PERMISSIONS_APPROVAL,
             Self::RequestUserInput(_) => REQUEST_USER_INPUT,
+            Self::McpElicitation(_) => MCP_ELICITATION,
             Self::Other { method } => method,
         }
     }
@@ -307,13 +313,19 @@ impl PermissionsApprovalParams {
     }
 }
 
-/// `item/tool/requestUserInput` params.
+/// `item/tool/requestUserInput` params: the agent asks the user questions.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UserInputParams {
     /// The thread.
     #[serde(default)]
     pub thread_id: Option<String>,
+    /// The app-server's turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// The tool item that asks.
+    #[serde(default)]
+    pub item_id: Option<String>,
     /// The questions.
     #[serde(default, deserialize_with = "nullable")]
     pub questions: Vec<UserInputQuestion>,
@@ -325,9 +337,78 @@ pub struct UserInputParams {
 pub struct UserInputQuestion {
     /// The question id (the answer is keyed by it).
     pub id: String,
+    /// A short title.
+    #[serde(default)]
+    pub header: Option<String>,
     /// The question.
     #[serde(default)]
     pub question: Option<String>,
+    /// The choices, when the question has some (the answer is the chosen label).
+    #[serde(default, deserialize_with = "nullable")]
+    pub options: Vec<UserInputOption>,
+    /// Whether the user may answer something other than the choices.
+    #[serde(default, deserialize_with = "nullable")]
+    pub is_other: bool,
+}
+
+/// One choice of a [`UserInputQuestion`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UserInputOption {
+    /// The label (also what the answer carries).
+    #[serde(default, deserialize_with = "nullable")]
+    pub label: String,
+    /// What it means.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `mcpServer/elicitation/request` params: an MCP server asks the user for input, either with
+/// a form (`mode: "form"`, a JSON schema of flat fields) or by sending them to a URL
+/// (`mode: "url"`).
+///
+/// Decoded tolerantly ([`Self::from_value`]): a field that is absent or not of the expected
+/// type is `None`, so an odd request is still answered rather than failing the line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElicitationParams {
+    /// The thread.
+    pub thread_id: Option<String>,
+    /// The app-server's turn, when Codex could tell.
+    pub turn_id: Option<String>,
+    /// The MCP server that asks.
+    pub server_name: Option<String>,
+    /// `form`, `url`, or another mode.
+    pub mode: Option<String>,
+    /// What the server asks (empty when absent).
+    pub message: String,
+    /// The page to open (`url` mode).
+    pub url: Option<String>,
+    /// The form's JSON schema (`{type: "object", properties, required}`) as sent.
+    pub requested_schema: Option<Value>,
+}
+
+impl ElicitationParams {
+    /// Reads the params of the request; never fails (see the type's documentation).
+    pub fn from_value(params: Value) -> Self {
+        let text = |key: &str| {
+            params
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        Self {
+            thread_id: text("threadId"),
+            turn_id: text("turnId"),
+            server_name: text("serverName"),
+            mode: text("mode"),
+            message: text("message").unwrap_or_default(),
+            url: text("url"),
+            requested_schema: params
+                .get("requestedSchema")
+                .filter(|schema| schema.is_object())
+                .cloned(),
+        }
+    }
 }
 
 /// A notification, by method.

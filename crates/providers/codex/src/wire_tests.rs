@@ -51,11 +51,11 @@ fn lines_are_told_apart_by_id_and_method() {
         })
     );
     assert_eq!(
-        message(json!({ "method": "mcpServer/elicitation/request", "id": 0, "params": {} })),
+        message(json!({ "method": "item/tool/call", "id": 0, "params": {} })),
         Message::Request(ServerRequest {
             id: json!(0),
             request: Request::Other {
-                method: "mcpServer/elicitation/request".into()
+                method: "item/tool/call".into()
             }
         })
     );
@@ -222,4 +222,75 @@ fn a_permissions_request_decodes_tolerantly() {
         Request::PermissionsApproval(empty).method(),
         "item/permissions/requestApproval"
     );
+}
+
+#[test]
+fn user_input_questions_decode_with_their_options() {
+    let Message::Request(ServerRequest {
+        request: Request::RequestUserInput(params),
+        ..
+    }) = message(
+        json!({ "method": "item/tool/requestUserInput", "id": 3, "params": {
+        "threadId": "th", "turnId": "tu", "itemId": "call_1", "autoResolutionMs": null,
+        "questions": [
+            { "id": "color", "header": "Color", "question": "Which color?", "isOther": true,
+              "isSecret": false,
+              "options": [{ "label": "Red", "description": "Warm" }, { "label": "Blue" }] },
+            { "id": "name", "header": null, "question": "Your name?", "options": null },
+        ] } }),
+    )
+    else {
+        panic!("not a requestUserInput")
+    };
+    assert_eq!(params.turn_id.as_deref(), Some("tu"));
+    assert_eq!(params.item_id.as_deref(), Some("call_1"));
+    let [color, name] = &params.questions[..] else {
+        panic!("{params:?}")
+    };
+    assert_eq!(color.header.as_deref(), Some("Color"));
+    assert!(color.is_other);
+    assert_eq!(color.options.len(), 2);
+    assert_eq!(color.options[0].description.as_deref(), Some("Warm"));
+    assert_eq!(name.header, None);
+    assert!(name.options.is_empty() && !name.is_other);
+}
+
+#[test]
+fn an_elicitation_request_decodes_tolerantly() {
+    let decode = |params: Value| match message(
+        json!({ "method": "mcpServer/elicitation/request", "id": 1, "params": params }),
+    ) {
+        Message::Request(ServerRequest {
+            request: Request::McpElicitation(params),
+            ..
+        }) => params,
+        other => panic!("{other:?}"),
+    };
+    let form = decode(json!({
+        "threadId": "th", "turnId": null, "serverName": "tracker", "mode": "form",
+        "message": "Pick a project", "_meta": null,
+        "requestedSchema": { "type": "object", "properties": { "p": { "type": "string" } } },
+    }));
+    assert_eq!(form.thread_id.as_deref(), Some("th"));
+    assert_eq!(form.turn_id, None);
+    assert_eq!(form.server_name.as_deref(), Some("tracker"));
+    assert_eq!(form.mode.as_deref(), Some("form"));
+    assert_eq!(form.message, "Pick a project");
+    assert_eq!(
+        form.requested_schema.unwrap()["properties"]["p"]["type"],
+        "string"
+    );
+    let url = decode(
+        json!({ "threadId": "th", "serverName": "auth", "mode": "url",
+                             "message": "Sign in", "url": "https://example.com/login",
+                             "elicitationId": "e1" }),
+    );
+    assert_eq!(url.url.as_deref(), Some("https://example.com/login"));
+    assert_eq!(url.requested_schema, None);
+    // Odd shapes are kept as absent, never an error.
+    let odd = decode(json!({ "threadId": 7, "message": ["x"], "requestedSchema": "no" }));
+    assert_eq!(odd.thread_id, None);
+    assert_eq!(odd.message, "");
+    assert_eq!(odd.requested_schema, None);
+    assert_eq!(decode(Value::Null).mode, None);
 }

@@ -1,7 +1,7 @@
 //! The process driver against a stand-in app-server (`agenthost_testkit::FakeCli`, a POSIX
 //! shell script that plays a plan of output lines, answers requests and logs what the driver writes):
-//! start failures, hangs, garbage, crashes, the approval and permissions round trips, unknown
-//! server requests, interrupt and kill on cancel, thread resume, dispose. Waits across the
+//! start failures, hangs, garbage, crashes, the approval, permissions and input round trips,
+//! unknown server requests, interrupt and kill on cancel, thread resume, dispose. Waits across the
 //! process boundary poll with a deadline; every timeout of the driver is set short here.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,11 +9,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agenthost_protocol::state::{ChatInputRequest, ChatInputResponseKind};
 use agenthost_protocol::{AgentSignal, ChatUri, SafeId, SessionUri, StateAction};
 use agenthost_provider_api::testing::{SignalLog, action, start_request, turn_request};
 use agenthost_provider_api::{
-    PermissionDecision, Provider, ProviderError, ProviderSession, SignalSink, StartSession,
-    TurnRequest, signal_channel,
+    InputResponse, PermissionDecision, Provider, ProviderError, ProviderSession, SignalSink,
+    StartSession, TurnRequest, signal_channel,
 };
 use agenthost_provider_codex::{CodexConfig, CodexProvider, CodexSession};
 use agenthost_testkit::{FakeCli, Step};
@@ -423,6 +424,241 @@ async fn a_permissions_request_is_confirmed_and_goes_back_as_the_permissions_for
         fake.written()[4],
         json!({"id": 7, "result": {"permissions": {"network": {"enabled": true}}, "scope": "turn"}})
     );
+    chat.session.dispose().await;
+}
+
+const USER_INPUT: &str = r#"{"method":"item/tool/requestUserInput","id":9,"params":{"threadId":"thread-1","turnId":"app-turn-1","itemId":"call_ask","questions":[{"id":"color","header":"Color","question":"Which color?","isOther":true,"options":[{"label":"Red","description":"Warm"},{"label":"Blue"}]},{"id":"name","header":"Name","question":"Your name?"}]}}"#;
+const ELICITATION: &str = r#"{"method":"mcpServer/elicitation/request","id":10,"params":{"threadId":"thread-1","turnId":"app-turn-1","serverName":"tracker","mode":"form","message":"File the bug?","requestedSchema":{"type":"object","properties":{"count":{"type":"integer"},"urgent":{"type":"boolean"}},"required":["urgent"]}}}"#;
+const TURN_COMPLETED: &str = r#"{"method":"turn/completed","params":{"threadId":"thread-1","turn":{"id":"app-turn-1","items":[],"status":"completed","error":null,"durationMs":5}}}"#;
+
+/// The next `chat/inputRequested` request.
+async fn input_requested(chat: &mut Chat) -> ChatInputRequest {
+    let asked = chat
+        .until("chat/inputRequested", |s| {
+            matches!(action(s), Some(StateAction::ChatInputRequested(_)))
+        })
+        .await;
+    let Some(StateAction::ChatInputRequested(asked)) = action(&asked) else {
+        unreachable!()
+    };
+    asked.request.clone()
+}
+
+fn response(response: ChatInputResponseKind, answers: Value) -> InputResponse {
+    InputResponse {
+        response,
+        answers: serde_json::from_value(answers).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn a_user_input_request_is_answered_with_the_host_s_answers() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.extend([out(USER_INPUT), Step::In, out(TURN_COMPLETED), Step::In]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let request = input_requested(&mut chat).await;
+    assert_eq!(request.id, "input-9");
+    assert_eq!(
+        serde_json::to_value(&request.questions).unwrap(),
+        json!([
+            { "kind": "single-select", "id": "color", "title": "Color", "message": "Which color?",
+              "options": [{ "id": "Red", "label": "Red", "description": "Warm" },
+                          { "id": "Blue", "label": "Blue" }],
+              "allowFreeformInput": true },
+            { "kind": "text", "id": "name", "title": "Name", "message": "Your name?" },
+        ])
+    );
+    let unknown = chat
+        .session
+        .respond_to_input(
+            "input-99",
+            response(ChatInputResponseKind::Accept, json!({})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&unknown, ProviderError::NotRunning { message } if message.contains("input-99")),
+        "{unknown:?}"
+    );
+    let answers = json!({
+        "color": { "state": "submitted",
+                   "value": { "kind": "selected", "value": "Blue", "freeformValues": ["navy"] } },
+        "name": { "state": "submitted", "value": { "kind": "text", "value": "Ada" } },
+    });
+    chat.session
+        .respond_to_input("input-9", response(ChatInputResponseKind::Accept, answers))
+        .await
+        .unwrap();
+    chat.turn_complete("t1").await;
+    assert_eq!(
+        fake.written()[4],
+        json!({"id": 9, "result": {"answers": {
+            "color": {"answers": ["Blue", "navy"]}, "name": {"answers": ["Ada"]}
+        }}})
+    );
+    // Answered once: the request is no longer waiting.
+    let again = chat
+        .session
+        .respond_to_input(
+            "input-9",
+            response(ChatInputResponseKind::Accept, json!({})),
+        )
+        .await;
+    assert!(
+        matches!(again, Err(ProviderError::NotRunning { .. })),
+        "{again:?}"
+    );
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn declined_input_requests_get_empty_answers_and_a_decline() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.extend([
+        out(USER_INPUT),
+        Step::In,
+        out(ELICITATION),
+        Step::In,
+        out(TURN_COMPLETED),
+        Step::In,
+    ]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let asked = input_requested(&mut chat).await;
+    chat.session
+        .respond_to_input(
+            &asked.id,
+            response(ChatInputResponseKind::Decline, json!({})),
+        )
+        .await
+        .unwrap();
+    let elicited = input_requested(&mut chat).await;
+    assert_eq!(elicited.id, "input-10");
+    assert_eq!(elicited.message.as_deref(), Some("File the bug?"));
+    assert_eq!(elicited.questions.as_ref().map(Vec::len), Some(2));
+    chat.session
+        .respond_to_input(
+            &elicited.id,
+            response(ChatInputResponseKind::Decline, json!({})),
+        )
+        .await
+        .unwrap();
+    chat.turn_complete("t1").await;
+    let written = fake.written();
+    assert_eq!(
+        written[4],
+        json!({"id": 9, "result": {"answers": {"color": {"answers": []}, "name": {"answers": []}}}})
+    );
+    assert_eq!(
+        written[5],
+        json!({"id": 10, "result": {"action": "decline"}})
+    );
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn an_accepted_elicitation_sends_typed_content() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.extend([out(ELICITATION), Step::In, out(TURN_COMPLETED), Step::In]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let elicited = input_requested(&mut chat).await;
+    let answers = json!({
+        "count": { "state": "submitted", "value": { "kind": "number", "value": 4.0 } },
+        "urgent": { "state": "submitted", "value": { "kind": "boolean", "value": true } },
+    });
+    chat.session
+        .respond_to_input(
+            &elicited.id,
+            response(ChatInputResponseKind::Accept, answers),
+        )
+        .await
+        .unwrap();
+    chat.turn_complete("t1").await;
+    assert_eq!(
+        fake.written()[4],
+        json!({"id": 10, "result": {"action": "accept", "content": {"count": 4, "urgent": true}}})
+    );
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn input_requests_still_waiting_when_the_turn_ends_are_cancelled() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.extend([
+        out(USER_INPUT),
+        out(ELICITATION),
+        out(TURN_COMPLETED),
+        Step::In,
+        Step::In,
+        Step::Sleep(30),
+    ]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    chat.turn_complete("t1").await;
+    poll("both requests are answered", || fake.written().len() >= 6).await;
+    let written = fake.written();
+    let answer = |id: u64| {
+        written
+            .iter()
+            .find(|w| w["id"] == id && w.get("result").is_some())
+            .unwrap_or_else(|| panic!("no answer to {id}: {written:?}"))
+            .clone()
+    };
+    assert_eq!(
+        answer(9),
+        json!({"id": 9, "result": {"answers": {"color": {"answers": []}, "name": {"answers": []}}}})
+    );
+    assert_eq!(
+        answer(10),
+        json!({"id": 10, "result": {"action": "cancel"}})
+    );
+    let late = chat
+        .session
+        .respond_to_input(
+            "input-9",
+            response(ChatInputResponseKind::Accept, json!({})),
+        )
+        .await;
+    assert!(
+        matches!(late, Err(ProviderError::NotRunning { .. })),
+        "{late:?}"
+    );
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn cancelling_the_turn_cancels_a_waiting_input_request() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.extend([
+        out(ELICITATION),
+        Step::In,                    // the cancel answer
+        Step::Reply("{}".into()),    // turn/interrupt
+        out(r#"{"method":"turn/completed","params":{"threadId":"thread-1","turn":{"id":"app-turn-1","items":[],"status":"interrupted","error":null,"durationMs":5}}}"#),
+        Step::Sleep(30),
+    ]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    input_requested(&mut chat).await;
+    chat.session.cancel("t1").await.unwrap();
+    chat.turn_cancelled("t1").await;
+    let written = fake.written();
+    assert_eq!(
+        written[4],
+        json!({"id": 10, "result": {"action": "cancel"}})
+    );
+    assert_eq!(written[5]["method"], "turn/interrupt");
     chat.session.dispose().await;
 }
 
