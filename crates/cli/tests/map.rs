@@ -144,6 +144,124 @@ fn map_refuses_unknown_providers_and_missing_files() {
     );
 }
 
+/// `lines` (JSON-RPC messages, one per line) as `copilot --headless --stdio` writes them.
+fn content_length_frames(lines: &str) -> String {
+    lines
+        .lines()
+        .map(|body| format!("Content-Length: {}\r\n\r\n{body}", body.len()))
+        .collect()
+}
+
+fn copilot_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../providers/copilot/tests/fixtures")
+        .join(name)
+}
+
+#[test]
+fn map_reads_content_length_framed_copilot_captures_like_their_lines() {
+    let path = copilot_fixture("sdk-approve.stdout.jsonl");
+    let (ok, from_lines, stderr) = map(&["--provider", "copilot", path.to_str().unwrap()], None);
+    assert!(ok, "{stderr}");
+    assert!(from_lines.lines().count() > 3, "{from_lines}");
+
+    let framed = content_length_frames(&std::fs::read_to_string(&path).unwrap());
+    assert!(framed.starts_with("Content-Length: "));
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("sdk-approve.stdio");
+    std::fs::write(&capture, &framed).unwrap();
+    let (ok, from_frames, stderr) =
+        map(&["--provider", "copilot", capture.to_str().unwrap()], None);
+    assert!(ok, "{stderr}");
+    assert_eq!(from_frames, from_lines);
+    // The same from stdin.
+    let (ok, from_stdin, stderr) = map(&["--provider", "copilot", "-"], Some(&framed));
+    assert!(ok, "{stderr}");
+    assert_eq!(from_stdin, from_lines);
+}
+
+#[test]
+fn map_names_a_truncated_frame_and_a_bad_header() {
+    let path = copilot_fixture("sdk-approve.stdout.jsonl");
+    let framed = content_length_frames(&std::fs::read_to_string(&path).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("cut.stdio");
+    std::fs::write(&capture, &framed[..framed.len() - 5]).unwrap();
+    let (ok, stdout, stderr) = map(&["--provider", "copilot", capture.to_str().unwrap()], None);
+    assert!(!ok);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains(capture.to_str().unwrap()), "{stderr}");
+    assert!(stderr.contains("is truncated"), "{stderr}");
+    assert!(
+        stderr.contains("shorter than its Content-Length"),
+        "{stderr}"
+    );
+
+    let input = "Content-Length: 2\r\n\r\n{}Content-Length: many\r\n\r\n{}";
+    let (ok, _, stderr) = map(&["--provider", "copilot", "-"], Some(input));
+    assert!(!ok);
+    assert!(
+        stderr.contains("stdin: not a valid Content-Length capture"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("frame 2 (byte 23)"), "{stderr}");
+    assert!(stderr.contains("\"many\""), "{stderr}");
+}
+
+#[test]
+fn map_fails_naming_the_right_provider_when_nothing_maps() {
+    let codex = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../providers/codex/tests/fixtures/exec-workspace-write.stdout.jsonl");
+    let (ok, stdout, stderr) = map(&["--provider", "claude", codex.to_str().unwrap()], None);
+    assert!(!ok, "{stdout}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains(codex.to_str().unwrap()), "{stderr}");
+    assert!(
+        stderr.contains("maps to no AHP actions as a claude transcript"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("try --provider codex"), "{stderr}");
+
+    // A transcript the provider's mapper refuses outright gets the suggestion too.
+    let app_server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../providers/codex/tests/fixtures/appserver-escalate-decline.stdout.jsonl");
+    let (ok, _, stderr) = map(
+        &["--provider", "claude", app_server.to_str().unwrap()],
+        None,
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("as a claude transcript: line 1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("try --provider codex"), "{stderr}");
+
+    // Copilot's prompt-mode lines map best (not only) as Copilot's.
+    let prompt = copilot_fixture("prompt-allowall.stdout.jsonl");
+    let (ok, _, stderr) = map(&["--provider", "codex", prompt.to_str().unwrap()], None);
+    assert!(!ok);
+    assert!(stderr.contains("try --provider copilot"), "{stderr}");
+}
+
+#[test]
+fn map_fails_on_an_empty_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "\n").unwrap();
+    let (ok, stdout, stderr) = map(&["--provider", "codex", empty.to_str().unwrap()], None);
+    assert!(!ok);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains(&format!("{} is empty", empty.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("codex transcript"), "{stderr}");
+    assert!(stderr.contains("`codex exec --json`"), "{stderr}");
+    let (ok, _, stderr) = map(&["--provider", "copilot", "-"], Some(""));
+    assert!(!ok);
+    assert!(stderr.contains("stdin is empty"), "{stderr}");
+}
+
 #[test]
 fn mock_model_serves_on_loopback_and_answers_like_a_model() {
     let mut command = agent_host();
