@@ -122,6 +122,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Orchestrator::start_turn", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::after_client_action", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::answer_permission", Reason::Invariant),
+    ("agenthost-side-effects::orchestrator::Orchestrator::answer_input", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_chat", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_session", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::stop_all_agents", Reason::Lifecycle),
@@ -145,6 +146,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::turns::<Shared as TurnStarterPorts>::accepted", Reason::DispatchCallSite),
     ("agenthost-side-effects::turns::fail_started_turn", Reason::Invariant),
     ("agenthost-side-effects::turns::send_tail", Reason::Invariant),
+    ("agenthost-side-effects::turns::announce_worktree", Reason::Lifecycle),
     ("agenthost-side-effects::turns::capture_turn_start", Reason::Invariant),
     ("agenthost-side-effects::turns::provider_session", Reason::Invariant),
     ("agenthost-service::error::ServiceError::code", Reason::Lifecycle),
@@ -180,6 +182,10 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::sessions::SessionService::roots_text", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::check_directory", Reason::Invariant),
     ("agenthost-service::sessions::SessionService::create_session", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::create_reserved", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::store_new_session", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::isolate", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::set_worktrees", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::add_chat", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::dispatch", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::create_chat", Reason::Lifecycle),
@@ -197,6 +203,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1035),
-    ("agenthost-service", 910),
+    ("agenthost-side-effects", 1100),
+    ("agenthost-service", 1030),
 ];

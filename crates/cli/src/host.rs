@@ -15,8 +15,8 @@ use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
 use agenthost_services::{
-    ChangesetService, CheckpointChangesets, CheckpointService, Configuration, HostConfiguration,
-    StoreLedger,
+    ChangesetService, CheckpointChangesets, CheckpointService, Configuration, GitWorktrees,
+    HostConfiguration, StoreLedger, WorktreeIsolation,
 };
 use agenthost_services::{
     DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ProviderLocator,
@@ -103,6 +103,32 @@ pub fn default_data_dir() -> Option<PathBuf> {
         .map(|base| base.join("agenthost"))
 }
 
+/// The directory inside the data directory that is `COPILOT_HOME` of bring-your-own-key runs.
+pub const COPILOT_HOME_DIR: &str = "copilot-home";
+
+/// How the `copilot` provider launches: `configured`, or `copilot` on the `PATH` with defaults.
+///
+/// In bring-your-own-key mode without an explicit `COPILOT_HOME` (`--copilot-home`), the CLI's
+/// state goes to `<data_dir>/copilot-home` (created by the provider when missing): the offline
+/// run must neither read nor write the user's own `~/.copilot` (sign-in, sessions, settings).
+/// Signed-in runs keep inheriting it, and so does a host without a data directory (the
+/// in-memory demo).
+pub fn copilot_config(
+    configured: Option<&CopilotConfig>,
+    data_dir: Option<&std::path::Path>,
+) -> CopilotConfig {
+    let mut config = configured
+        .cloned()
+        .unwrap_or_else(|| CopilotConfig::new("copilot"));
+    if config.byok.is_some()
+        && config.copilot_home.is_none()
+        && let Some(data_dir) = data_dir
+    {
+        config.copilot_home = Some(data_dir.join(COPILOT_HOME_DIR));
+    }
+    config
+}
+
 /// Providers this build can run.
 const AVAILABLE: &[&str] = &["scripted", "claude", "codex", "copilot"];
 
@@ -138,10 +164,7 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
                 providers.push(Arc::new(CodexProvider::new(config)?));
             }
             "copilot" => {
-                let config = options
-                    .copilot
-                    .clone()
-                    .unwrap_or_else(|| CopilotConfig::new("copilot"));
+                let config = copilot_config(options.copilot.as_ref(), options.data_dir.as_deref());
                 providers.push(Arc::new(CopilotProvider::new(config)?));
             }
             other => {
@@ -203,7 +226,10 @@ fn services(
             Arc::clone(state),
             Arc::clone(&checkpoints),
         )))
-        .insert::<dyn CheckpointService>(checkpoints);
+        .insert::<dyn CheckpointService>(checkpoints)
+        .insert::<dyn WorktreeIsolation>(Arc::new(GitWorktrees::new(Arc::new(
+            StoreSessionData::new(store.clone()),
+        ))));
     // Configuration values from the flags, working directories from the host state.
     if let Ok(values) = services.get::<InMemoryConfiguration>() {
         let host: Arc<dyn HostState> = Arc::new(StateHostState::new(Arc::clone(state)));
@@ -254,6 +280,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     .map_err(|e| e.to_string())?;
     let checkpoints = dispatcher.services().get::<dyn CheckpointService>().ok();
     let changesets = dispatcher.services().get::<dyn ChangesetService>().ok();
+    let worktrees = dispatcher.services().get::<dyn WorktreeIsolation>().ok();
     let orchestrator = Orchestrator::start(
         Arc::clone(&state),
         dispatcher,
@@ -279,6 +306,9 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     }
     if let Some(changesets) = changesets {
         service.set_changesets(changesets);
+    }
+    if let Some(worktrees) = worktrees {
+        service.set_worktrees(worktrees);
     }
     let host = Host::new(
         state,
@@ -312,6 +342,53 @@ mod tests {
             unattended: Default::default(),
             enable: enable.iter().map(|f| (*f).to_owned()).collect(),
         }
+    }
+
+    fn byok(config: CopilotConfig) -> CopilotConfig {
+        CopilotConfig {
+            byok: Some(agenthost_provider_copilot::ByokProvider {
+                kind: "openai".into(),
+                base_url: "http://127.0.0.1:9/v1".into(),
+                api_key: "dummy".into(),
+            }),
+            ..config
+        }
+    }
+
+    #[test]
+    fn copilot_config_keeps_byok_runs_out_of_the_users_copilot_home() {
+        let data_dir = std::path::Path::new("/data/agenthost");
+        let offline = byok(CopilotConfig::new("copilot"));
+        let config = copilot_config(Some(&offline), Some(data_dir));
+        assert_eq!(
+            config.copilot_home.as_deref(),
+            Some(data_dir.join("copilot-home").as_path())
+        );
+        let home = config
+            .child_env(None)
+            .into_iter()
+            .find(|(name, _)| name == "COPILOT_HOME")
+            .map(|(_, value)| value);
+        assert_eq!(home, Some(data_dir.join("copilot-home").into_os_string()));
+    }
+
+    #[test]
+    fn copilot_config_keeps_an_explicit_home_and_signed_in_runs_inherit() {
+        let data_dir = std::path::Path::new("/data/agenthost");
+        let mut explicit = byok(CopilotConfig::new("copilot"));
+        explicit.copilot_home = Some("/elsewhere".into());
+        let config = copilot_config(Some(&explicit), Some(data_dir));
+        assert_eq!(
+            config.copilot_home.as_deref(),
+            Some(std::path::Path::new("/elsewhere"))
+        );
+        // Signed in (no BYOK): the user's own Copilot state, as before.
+        let config = copilot_config(Some(&CopilotConfig::new("copilot")), Some(data_dir));
+        assert_eq!(config.copilot_home, None);
+        assert_eq!(copilot_config(None, Some(data_dir)).copilot_home, None);
+        // No data directory (in-memory host): nothing to put it in.
+        let offline = byok(CopilotConfig::new("copilot"));
+        assert_eq!(copilot_config(Some(&offline), None).copilot_home, None);
     }
 
     #[tokio::test]

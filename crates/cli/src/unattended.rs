@@ -16,8 +16,9 @@ use agenthost_dispatcher::{ClientContext, LaunchKind, ServiceRegistry};
 use agenthost_protocol::{ActionOrigin, StateAction};
 use agenthost_server::Host;
 use agenthost_services::{
-    ClientActionIntake, Configuration, DispatchError, InMemoryConfiguration,
-    LateClientActionIntake, LiveSubscriptions, SubscriptionTracker,
+    ClientActionIntake, Configuration, DispatchError, ISOLATION_KEY, ISOLATION_NONE,
+    InMemoryConfiguration, LateClientActionIntake, LiveSubscriptions, SubscriptionTracker,
+    isolation_config_property,
 };
 use agenthost_state::ClientDispatch;
 pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
@@ -25,18 +26,29 @@ pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
 pub use agenthost_contrib_unattended_policy::{GRACE_KEY, POLICY_KEY};
 use agenthost_protocol::ahp_types::state::{SessionConfigSchema, SessionConfigState};
 
-/// The session configuration every session of the host gets: one session-mutable property,
+/// The session configuration every session of the host gets: the session-mutable property
 /// `unattended`, defaulting to the host's policy — so a client can change one session's policy
-/// with `session/configChanged` (persisted and restored with the session).
+/// with `session/configChanged` (persisted and restored with the session) — and `isolation`
+/// (`none` | `worktree`), chosen at `createSession` and fixed afterwards.
 pub fn session_config(options: &UnattendedOptions) -> SessionConfigState {
     let property = agenthost_contrib_unattended_policy::session_config_property(&options.policy);
+    let mut values = agenthost_contrib_unattended_policy::session_config_values(&options.policy);
+    values.insert(
+        ISOLATION_KEY.to_owned(),
+        serde_json::Value::String(ISOLATION_NONE.to_owned()),
+    );
     SessionConfigState {
         schema: SessionConfigSchema {
             r#type: "object".to_owned(),
-            properties: [(POLICY_KEY.to_owned(), property)].into_iter().collect(),
+            properties: [
+                (POLICY_KEY.to_owned(), property),
+                (ISOLATION_KEY.to_owned(), isolation_config_property()),
+            ]
+            .into_iter()
+            .collect(),
             required: None,
         },
-        values: agenthost_contrib_unattended_policy::session_config_values(&options.policy),
+        values,
     }
 }
 

@@ -247,6 +247,7 @@ impl Host {
                 let summary = self
                     .service
                     .create_session(p, &client_id)
+                    .await
                     .map_err(service_error)?;
                 self.notify_root(
                     "root/sessionAdded",

@@ -57,17 +57,17 @@ fn host(root: &std::path::Path) -> (Arc<Host>, Arc<StateManager>, Arc<SessionSer
     (host, state, service)
 }
 
-fn create(service: &SessionService, uri: &str) {
+async fn create(service: &SessionService, uri: &str) {
     let params: CreateSessionParams = serde_json::from_value(json!({ "channel": uri })).unwrap();
-    service.create_session(params, "c").unwrap();
+    service.create_session(params, "c").await.unwrap();
 }
 
 #[tokio::test(start_paused = true)]
 async fn idle_sessions_are_evicted_after_two_sweeps_and_stay_restorable() {
     let dir = tempfile_dir();
     let (host, state, service) = host(dir.path());
-    create(&service, "scripted:/idle");
-    create(&service, "scripted:/watched");
+    create(&service, "scripted:/idle").await;
+    create(&service, "scripted:/watched").await;
     let watcher = state.register_subscriber(Arc::new(Sink));
     state.subscribe(watcher, "scripted:/watched").unwrap();
 
@@ -93,7 +93,7 @@ async fn idle_sessions_are_evicted_after_two_sweeps_and_stay_restorable() {
 async fn the_sweep_runs_on_its_interval() {
     let dir = tempfile_dir();
     let (host, state, service) = host(dir.path());
-    create(&service, "scripted:/idle");
+    create(&service, "scripted:/idle").await;
     let sweeping = Arc::clone(&host);
     tokio::spawn(async move {
         sweeping

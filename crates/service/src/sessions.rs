@@ -21,7 +21,11 @@ use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
 use agenthost_reducers::states::empty_chat;
-use agenthost_services::{ChangesetError, ChangesetService, SESSION_CONFIG_KEY};
+use agenthost_services::{
+    ChangesetError, ChangesetService, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE,
+    IsolatedSession, IsolationError, SESSION_CONFIG_KEY, WORKTREE_META_KEY, WorktreeIsolation,
+    wants_worktree,
+};
 use agenthost_state::{ClientDispatch, StateConfig, StateManager};
 use agenthost_store::{MetaOwner, SessionRecord, Store};
 
@@ -80,7 +84,10 @@ pub struct SessionService {
     recorder: Arc<TurnRecorder>,
     checkpoints: OnceLock<Arc<dyn CheckpointService>>,
     changesets: OnceLock<Arc<dyn ChangesetService>>,
+    worktrees: OnceLock<Arc<dyn WorktreeIsolation>>,
     session_config: OnceLock<SessionConfigState>,
+    /// URIs of sessions whose creation is waiting for their worktrees.
+    creating: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for SessionService {
@@ -132,28 +139,68 @@ impl SessionService {
             recorder,
             checkpoints: OnceLock::new(),
             changesets: OnceLock::new(),
+            worktrees: OnceLock::new(),
             session_config: OnceLock::new(),
+            creating: std::sync::Mutex::new(std::collections::HashSet::new()),
         })
     }
 
     /// The session configuration every session gets: schema and default values (set once, at
-    /// composition; later calls are ignored). A new session takes the client's `config` values,
-    /// a restored one its persisted values, over the defaults — for properties the schema marks
-    /// session-mutable only.
+    /// composition; later calls are ignored). A new session takes the client's `config` values
+    /// for every property of the schema, a restored one its persisted values for the properties
+    /// the schema marks session-mutable, over the defaults.
     pub fn set_session_config(&self, config: SessionConfigState) {
         let _ = self.session_config.set(config);
     }
 
-    /// The session configuration with `values` over the defaults; `None` without a schema.
-    fn session_config_with(&self, values: Option<&JsonObject>) -> Option<SessionConfigState> {
+    /// The session configuration with `values` over the defaults (at creation, any property of
+    /// the schema; else session-mutable ones only); `None` without a schema.
+    fn session_config_with(
+        &self,
+        values: Option<&JsonObject>,
+        creating: bool,
+    ) -> Option<SessionConfigState> {
         let mut config = self.session_config.get()?.clone();
         for (key, value) in values.into_iter().flatten() {
             let property = config.schema.properties.get(key);
-            if property.is_some_and(|p| p.session_mutable == Some(true)) {
+            if property.is_some_and(|p| creating || p.session_mutable == Some(true)) {
                 config.values.insert(key.clone(), value.clone());
             }
         }
         Some(config)
+    }
+
+    /// The isolated-worktree service new sessions may ask for with `isolation: "worktree"` (set
+    /// once, at composition; without it such a request is refused).
+    pub fn set_worktrees(&self, worktrees: Arc<dyn WorktreeIsolation>) {
+        let _ = self.worktrees.set(worktrees);
+    }
+
+    /// The worktrees of a session being created that asked for isolation (checkpoint reference
+    /// §3: its working directories are the worktree paths from here on); `None` when it did not.
+    async fn isolate(
+        &self,
+        session: &SessionUri,
+        config: Option<&JsonObject>,
+        directories: &[String],
+    ) -> Result<Option<IsolatedSession>, ServiceError> {
+        let requested = wants_worktree(config.and_then(|c| c.get(ISOLATION_KEY)))
+            .map_err(|e| ServiceError::InvalidParams(format!("config.{ISOLATION_KEY}: {e}")))?;
+        if !requested {
+            return Ok(None);
+        }
+        let worktrees = self.worktrees.get().ok_or_else(|| {
+            ServiceError::InvalidParams(format!(
+                "config.{ISOLATION_KEY}: this host cannot isolate sessions in worktrees"
+            ))
+        })?;
+        match worktrees.isolate(session, directories).await {
+            Ok(record) => Ok(Some(record)),
+            Err(error @ IsolationError::Record(_)) => Err(ServiceError::Store(error.to_string())),
+            Err(error) => Err(ServiceError::InvalidParams(format!(
+                "config.{ISOLATION_KEY}: {error}"
+            ))),
+        }
     }
 
     /// Where completed turns read the agent's resume handle from (set once, at composition;
@@ -218,13 +265,38 @@ impl SessionService {
 
     /// `createSession` (AHP §9.1): the session with its default chat at VS Code's derived URI,
     /// stored, then `session/ready`. Returns the summary for `root/sessionAdded`. A URI the store
-    /// knows — even a disposed session — is taken.
-    pub fn create_session(
+    /// knows — even a disposed session — is taken. With `config.isolation: "worktree"` the
+    /// session works in new linked worktrees of its repositories (see
+    /// [`Self::set_worktrees`]); a folder that cannot be isolated fails the creation and leaves
+    /// nothing behind.
+    pub async fn create_session(
         &self,
         params: CreateSessionParams,
         client_id: &str,
     ) -> Result<SessionSummary, ServiceError> {
         let uri = SessionUri::parse(&params.channel)?;
+        let reserved = self
+            .creating
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uri.to_string());
+        if !reserved {
+            return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
+        }
+        let created = self.create_reserved(&uri, params, client_id).await;
+        self.creating
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uri.as_str());
+        created
+    }
+
+    async fn create_reserved(
+        &self,
+        uri: &SessionUri,
+        params: CreateSessionParams,
+        client_id: &str,
+    ) -> Result<SessionSummary, ServiceError> {
         let agents = self.state.read(|h| h.root().agents.clone());
         let provider = params
             .provider
@@ -239,7 +311,7 @@ impl SessionService {
                 offered: offered.join(", "),
             });
         }
-        if self.state.snapshot(uri.as_str()).is_some() || self.store.session(&uri)?.is_some() {
+        if self.state.snapshot(uri.as_str()).is_some() || self.store.session(uri)?.is_some() {
             return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
         }
         let directories = match &params.working_directories {
@@ -257,42 +329,24 @@ impl SessionService {
                 client.client_id
             )));
         }
+        let isolated = self
+            .isolate(uri, params.config.as_ref(), &directories)
+            .await?;
+        let directories = isolated
+            .as_ref()
+            .map_or(directories, |record| record.directories.clone());
+        let stored = self
+            .store_new_session(uri, params, provider, &directories, isolated.as_ref())
+            .await;
+        if let (Err(_), Some(record), Some(worktrees)) = (&stored, &isolated, self.worktrees.get())
+        {
+            worktrees.release(record).await;
+        }
+        stored?;
+        let default_chat = ChatUri::default_for(uri);
         let now = now_iso();
-        let default_chat = ChatUri::default_for(&uri);
-        let session = SessionState {
-            provider,
-            title: "New session".to_owned(),
-            status: SessionStatus::Idle.bits(),
-            activity: None,
-            origin: None,
-            project: None,
-            working_directories: Some(directories.clone()),
-            annotations: None,
-            lifecycle: SessionLifecycle::Creating,
-            creation_error: None,
-            server_tools: None,
-            active_clients: params.active_client.into_iter().collect(),
-            chats: Vec::new(),
-            default_chat: Some(default_chat.to_string()),
-            config: self.session_config_with(params.config.as_ref()),
-            customizations: None,
-            changesets: self.changesets.get().map(|c| c.catalog(&uri)),
-            input_needed: None,
-            meta: None,
-        };
-        self.store
-            .put_session(&session_record(&uri, &session, &now))?;
-        self.state
-            .insert_session(
-                uri.as_str(),
-                SessionState {
-                    default_chat: None,
-                    ..session
-                },
-            )
-            .map_err(|_| ServiceError::SessionAlreadyExists(uri.to_string()))?;
-        self.capture_baseline(&uri, &directories);
-        self.add_chat(&uri, &default_chat, &now, None)?;
+        self.capture_baseline(uri, &directories);
+        self.add_chat(uri, &default_chat, &now, None)?;
         self.dispatch(
             uri.as_str(),
             StateAction::SessionDefaultChatChanged(SessionDefaultChatChangedAction {
@@ -305,6 +359,64 @@ impl SessionService {
         );
         self.summary(uri.as_str())
             .ok_or_else(|| ServiceError::SessionNotFound(uri.to_string()))
+    }
+
+    /// Stores the new session (and its isolation record) and makes it live; on an error nothing
+    /// of it is left in the store or the state.
+    async fn store_new_session(
+        &self,
+        uri: &SessionUri,
+        params: CreateSessionParams,
+        provider: String,
+        directories: &[String],
+        isolated: Option<&IsolatedSession>,
+    ) -> Result<(), ServiceError> {
+        let now = now_iso();
+        let default_chat = ChatUri::default_for(uri);
+        let session = SessionState {
+            provider,
+            title: "New session".to_owned(),
+            status: SessionStatus::Idle.bits(),
+            activity: None,
+            origin: None,
+            project: None,
+            working_directories: Some(directories.to_vec()),
+            annotations: None,
+            lifecycle: SessionLifecycle::Creating,
+            creation_error: None,
+            server_tools: None,
+            active_clients: params.active_client.into_iter().collect(),
+            chats: Vec::new(),
+            default_chat: Some(default_chat.to_string()),
+            config: self.session_config_with(params.config.as_ref(), true),
+            customizations: None,
+            changesets: self.changesets.get().map(|c| c.catalog(uri)),
+            input_needed: None,
+            meta: None,
+        };
+        self.store
+            .put_session(&session_record(uri, &session, &now))?;
+        if let (Some(record), Some(worktrees)) = (isolated, self.worktrees.get())
+            && let Err(error) = worktrees.record(uri, record).await
+        {
+            let _ = self.store.delete_session(uri);
+            return Err(ServiceError::Store(error.to_string()));
+        }
+        if self
+            .state
+            .insert_session(
+                uri.as_str(),
+                SessionState {
+                    default_chat: None,
+                    ..session
+                },
+            )
+            .is_err()
+        {
+            let _ = self.store.delete_session(uri);
+            return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
+        }
+        Ok(())
     }
 
     fn add_chat(
@@ -509,6 +621,11 @@ impl SessionService {
         if let Some(changesets) = self.changesets.get() {
             changesets.forget_session(session);
         }
+        // Read before the session's metadata goes with it.
+        let isolated = match self.worktrees.get() {
+            Some(worktrees) => worktrees.isolation(&uri).await,
+            None => None,
+        };
         let live = self.state.remove_session(session);
         let stored = self.store.delete_session(&uri)?;
         if live.is_none() && !stored {
@@ -520,6 +637,9 @@ impl SessionService {
                 .filter_map(|d| file_uri_to_path(d).ok())
                 .collect();
             checkpoints.delete_all(&uri, &dirs).await;
+        }
+        if let (Some(record), Some(worktrees)) = (&isolated, self.worktrees.get()) {
+            worktrees.release(record).await;
         }
         Ok(live
             .map(|(_, chats)| chats.into_iter().map(|c| c.resource).collect())
@@ -566,17 +686,33 @@ impl SessionService {
                 };
                 let chats = store.chats(&key)?;
                 let values = store.meta(MetaOwner::Session(&key), SESSION_CONFIG_KEY)?;
-                Ok(Some((record, chats, values)))
+                let isolated = store
+                    .meta(MetaOwner::Session(&key), WORKTREE_META_KEY)?
+                    .is_some();
+                Ok(Some((record, chats, values, isolated)))
             })
             .await?;
-        let Some((record, chats, values)) = loaded else {
+        let Some((record, chats, values, isolated)) = loaded else {
             return Err(ServiceError::SessionNotFound(session.to_string()));
         };
         let mut restored = restored_session(&record, &chats);
         restored.changesets = self.changesets.get().map(|c| c.catalog(session));
         // Malformed persisted values are ignored: the session gets the defaults.
         let values = values.and_then(|v| serde_json::from_str::<JsonObject>(&v).ok());
-        restored.config = self.session_config_with(values.as_ref());
+        restored.config = self.session_config_with(values.as_ref(), false);
+        // Isolation is fixed at creation; the worktree record says which it was.
+        if let Some(config) = restored.config.as_mut()
+            && config.schema.properties.contains_key(ISOLATION_KEY)
+        {
+            let mode = if isolated {
+                ISOLATION_WORKTREE
+            } else {
+                ISOLATION_NONE
+            };
+            config
+                .values
+                .insert(ISOLATION_KEY.to_owned(), mode.to_owned().into());
+        }
         // A concurrent restore may have won: that is fine.
         let _ = self.state.insert_session(session.as_str(), restored);
         Ok(())

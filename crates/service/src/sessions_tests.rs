@@ -40,11 +40,14 @@ fn create(channel: &str) -> CreateSessionParams {
     serde_json::from_value(json!({ "channel": channel })).unwrap()
 }
 
-#[test]
-fn a_session_gets_its_default_chat_at_the_derived_uri_and_becomes_ready() {
+#[tokio::test]
+async fn a_session_gets_its_default_chat_at_the_derived_uri_and_becomes_ready() {
     let dir = tempfile::tempdir().unwrap();
     let (state, service) = service(dir.path());
-    let summary = service.create_session(create("claude:/s1"), "c").unwrap();
+    let summary = service
+        .create_session(create("claude:/s1"), "c")
+        .await
+        .unwrap();
     assert_eq!(
         summary.provider, "claude",
         "the provider comes from the scheme"
@@ -60,12 +63,13 @@ fn a_session_gets_its_default_chat_at_the_derived_uri_and_becomes_ready() {
     assert_eq!(service.resolve_chat(&default_chat), default_chat);
 }
 
-#[test]
-fn provider_and_existence_are_checked() {
+#[tokio::test]
+async fn provider_and_existence_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     let (_, service) = service(dir.path());
     let error = service
         .create_session(create("codex:/s1"), "c")
+        .await
         .unwrap_err();
     assert_eq!(error.code(), -32002);
     assert!(error.to_string().contains("scripted, claude"), "{error}");
@@ -73,35 +77,44 @@ fn provider_and_existence_are_checked() {
     assert_eq!(
         service
             .create_session(create("ahp-session:/s2"), "c")
+            .await
             .unwrap_err()
             .code(),
         -32002
     );
     let mut params = create("ahp-session:/s2");
     params.provider = Some("scripted".into());
-    service.create_session(params.clone(), "c").unwrap();
+    service.create_session(params.clone(), "c").await.unwrap();
     assert_eq!(
-        service.create_session(params, "c").unwrap_err().code(),
+        service
+            .create_session(params, "c")
+            .await
+            .unwrap_err()
+            .code(),
         -32003
     );
     assert_eq!(
         service
             .create_session(create("ahp-session:/.."), "c")
+            .await
             .unwrap_err()
             .code(),
         -32602
     );
 }
 
-#[test]
-fn working_directories_must_lie_in_a_root() {
+#[tokio::test]
+async fn working_directories_must_lie_in_a_root() {
     let root = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("repo")).unwrap();
     let (_, service) = service(root.path());
     let mut params = create("scripted:/s1");
     params.working_directories = Some(vec![path_to_file_uri(outside.path()).unwrap()]);
-    let error = service.create_session(params.clone(), "c").unwrap_err();
+    let error = service
+        .create_session(params.clone(), "c")
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, ServiceError::OutsideRoots { .. }),
         "{error}"
@@ -109,20 +122,24 @@ fn working_directories_must_lie_in_a_root() {
     // `..` cannot climb out either.
     let sneaky = format!("{}/repo/../../", path_to_file_uri(root.path()).unwrap());
     params.working_directories = Some(vec![sneaky]);
-    assert!(service.create_session(params.clone(), "c").is_err());
+    assert!(service.create_session(params.clone(), "c").await.is_err());
     params.working_directories = Some(vec![path_to_file_uri(&root.path().join("repo")).unwrap()]);
-    service.create_session(params, "c").unwrap();
+    service.create_session(params, "c").await.unwrap();
 }
 
-#[test]
-fn the_active_client_must_be_the_connection() {
+#[tokio::test]
+async fn the_active_client_must_be_the_connection() {
     let dir = tempfile::tempdir().unwrap();
     let (_, service) = service(dir.path());
     let mut params = create("scripted:/s1");
     params.active_client =
         Some(serde_json::from_value(json!({ "clientId": "other", "tools": [] })).unwrap());
     assert_eq!(
-        service.create_session(params, "me").unwrap_err().code(),
+        service
+            .create_session(params, "me")
+            .await
+            .unwrap_err()
+            .code(),
         -32602
     );
 }
@@ -131,7 +148,10 @@ fn the_active_client_must_be_the_connection() {
 async fn chats_are_created_listed_and_disposed() {
     let dir = tempfile::tempdir().unwrap();
     let (state, service) = service(dir.path());
-    service.create_session(create("scripted:/s1"), "c").unwrap();
+    service
+        .create_session(create("scripted:/s1"), "c")
+        .await
+        .unwrap();
     let chat: CreateChatParams =
         serde_json::from_value(json!({ "channel": "scripted:/s1", "chat": "ahp-chat:/peer" }))
             .unwrap();
@@ -165,6 +185,7 @@ async fn chats_are_created_listed_and_disposed() {
     assert_eq!(
         service
             .create_session(create("scripted:/s1"), "c")
+            .await
             .unwrap_err()
             .code(),
         -32003
@@ -201,7 +222,10 @@ async fn completed_turns_survive_a_restart_and_come_back_hydrated() {
     let path = dir.path().join("agenthost.db");
     let chat = {
         let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
-        service.create_session(create("scripted:/s1"), "c").unwrap();
+        service
+            .create_session(create("scripted:/s1"), "c")
+            .await
+            .unwrap();
         let chat = ChatUri::default_for(&SessionUri::parse("scripted:/s1").unwrap()).into_string();
         for action in [
             json!({ "type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-01-01T00:00:00.000Z",
@@ -273,7 +297,10 @@ async fn deleting_a_session_removes_its_checkpoint_refs_and_disposing_keeps_them
     ));
     let (_, service) = service(&repo);
     service.set_checkpoints(Arc::clone(&checkpoints));
-    service.create_session(create("scripted:/s1"), "c").unwrap();
+    service
+        .create_session(create("scripted:/s1"), "c")
+        .await
+        .unwrap();
     let session = SessionUri::parse("scripted:/s1").unwrap();
     checkpoints
         .capture_baseline(&session, std::slice::from_ref(&repo))
@@ -324,7 +351,10 @@ async fn a_restored_chat_configuration_is_applied_and_a_malformed_one_ignored() 
         let path = dir.path().join("agenthost.db");
         {
             let (_, service) = service_on(dir.path(), Store::open(&path).unwrap());
-            service.create_session(create("scripted:/s1"), "c").unwrap();
+            service
+                .create_session(create("scripted:/s1"), "c")
+                .await
+                .unwrap();
         }
         let store = Store::open(&path).unwrap();
         let state = state_for(&store, root_state(vec![agent("scripted")])).unwrap();
@@ -416,7 +446,10 @@ async fn a_side_chat_records_its_source_and_survives_a_restart() {
     let source = default_chat_of("scripted:/s1");
     {
         let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
-        service.create_session(create("scripted:/s1"), "c").unwrap();
+        service
+            .create_session(create("scripted:/s1"), "c")
+            .await
+            .unwrap();
         run_turns(&state, &source);
         // At a completed turn, with a selection.
         let mut at_completed = side_source(&source, "t1");
@@ -511,8 +544,14 @@ async fn a_side_chat_records_its_source_and_survives_a_restart() {
 async fn side_chats_with_a_bad_source_and_forks_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (state, service) = service(dir.path());
-    service.create_session(create("scripted:/s1"), "c").unwrap();
-    service.create_session(create("scripted:/s2"), "c").unwrap();
+    service
+        .create_session(create("scripted:/s1"), "c")
+        .await
+        .unwrap();
+    service
+        .create_session(create("scripted:/s2"), "c")
+        .await
+        .unwrap();
     let source = default_chat_of("scripted:/s1");
     let other_session = default_chat_of("scripted:/s2");
     run_turns(&state, &source);
@@ -603,8 +642,8 @@ fn config_values(state: &StateManager, session: &str) -> Option<serde_json::Valu
     })
 }
 
-/// A new session gets the host's session configuration with the client's values for
-/// session-mutable properties; a restored one gets its persisted values (what `sessionFlags`
+/// A new session gets the host's session configuration with the client's values for its
+/// known properties; a restored one gets its persisted values (what `sessionFlags`
 /// writes) over the defaults; malformed persisted values fall back to the defaults.
 #[tokio::test]
 async fn sessions_get_the_host_config_with_client_and_persisted_values() {
@@ -617,19 +656,25 @@ async fn sessions_get_the_host_config_with_client_and_persisted_values() {
         params.config = Some(
             serde_json::from_value(json!({ "mode": "deny", "fixed": "b", "unknown": 1 })).unwrap(),
         );
-        service.create_session(params, "c").unwrap();
+        service.create_session(params, "c").await.unwrap();
         assert_eq!(
             config_values(&state, "scripted:/s1"),
-            Some(json!({ "mode": "deny", "fixed": "a" })),
-            "only session-mutable, known properties take the client's value"
+            Some(json!({ "mode": "deny", "fixed": "b" })),
+            "at creation every known property takes the client's value (sessionMutable is \
+             about changes afterwards); unknown ones are dropped"
         );
-        service.create_session(create("scripted:/s2"), "c").unwrap();
+        service
+            .create_session(create("scripted:/s2"), "c")
+            .await
+            .unwrap();
         assert_eq!(
             config_values(&state, "scripted:/s2"),
             Some(json!({ "mode": "off", "fixed": "a" }))
         );
         let (_, bare) = service_on(dir.path(), Store::open_in_memory().unwrap());
-        bare.create_session(create("scripted:/s3"), "c").unwrap();
+        bare.create_session(create("scripted:/s3"), "c")
+            .await
+            .unwrap();
         assert_eq!(
             bare.state
                 .read(|h| h.session("scripted:/s3").unwrap().config.clone()),
@@ -666,4 +711,153 @@ async fn sessions_get_the_host_config_with_client_and_persisted_values() {
         config_values(&state, "scripted:/s2"),
         Some(json!({ "mode": "off", "fixed": "a" }))
     );
+}
+
+/// `<tmp>/proj`: a git repository with one commit (its worktrees go to `<tmp>/proj.worktrees`).
+fn project(tmp: &std::path::Path) -> std::path::PathBuf {
+    let repo = tmp.canonicalize().unwrap().join("proj");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/a.txt"), "a").unwrap();
+    for args in [
+        &["init", "--quiet", "-b", "main"][..],
+        &["add", "-A"],
+        &["commit", "--quiet", "-m", "first"],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+    repo
+}
+
+fn isolated(channel: &str, directory: &std::path::Path, mode: &str) -> CreateSessionParams {
+    serde_json::from_value(json!({
+        "channel": channel,
+        "workingDirectories": [path_to_file_uri(directory).unwrap()],
+        "config": { "isolation": mode },
+    }))
+    .unwrap()
+}
+
+fn isolation_service(tmp: &std::path::Path, store: &Store) -> (Arc<StateManager>, SessionService) {
+    let (state, service) = service_on(tmp, store.clone());
+    let mut config = session_config();
+    config.schema.properties.insert(
+        ISOLATION_KEY.to_owned(),
+        agenthost_services::isolation_config_property(),
+    );
+    service.set_session_config(config);
+    service.set_worktrees(Arc::new(agenthost_services::GitWorktrees::new(Arc::new(
+        agenthost_services::StoreSessionData::new(store.clone()),
+    ))));
+    (state, service)
+}
+
+/// `isolation: "worktree"`: the session works in a new linked worktree (same subfolder), its
+/// config says so also after a restore, and deleting it removes the worktree and its branch.
+#[tokio::test]
+async fn an_isolated_session_works_in_its_own_worktree_until_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = project(tmp.path());
+    let store = Store::open(tmp.path().join("agenthost.db")).unwrap();
+    let (state, service) = isolation_service(tmp.path(), &store);
+    service
+        .create_session(isolated("scripted:/s1", &repo.join("src"), "worktree"), "c")
+        .await
+        .unwrap();
+    let worktree = repo.with_file_name("proj.worktrees").join("session-s1");
+    let directories = state.read(|h| {
+        h.session("scripted:/s1")
+            .unwrap()
+            .working_directories
+            .clone()
+    });
+    assert_eq!(
+        directories,
+        Some(vec![path_to_file_uri(&worktree.join("src")).unwrap()])
+    );
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("src/a.txt")).unwrap(),
+        "a"
+    );
+    let stored = store
+        .session(&SessionUri::parse("scripted:/s1").unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.working_directories, directories.clone().unwrap());
+    assert_eq!(
+        config_values(&state, "scripted:/s1").unwrap()["isolation"],
+        "worktree"
+    );
+
+    service.dispose_session("scripted:/s1").unwrap();
+    service.ensure_channel("scripted:/s1").await.unwrap();
+    assert_eq!(
+        config_values(&state, "scripted:/s1").unwrap()["isolation"],
+        "worktree",
+        "the restored session still says where it works"
+    );
+    assert!(worktree.is_dir(), "disposal keeps the worktree");
+
+    service.delete_session("scripted:/s1").await.unwrap();
+    assert!(!worktree.exists(), "deletion removes it");
+}
+
+/// A folder that cannot be isolated, an unknown mode, or a host without the service: a clear
+/// error, and no session is left in the store or the state.
+#[tokio::test]
+async fn a_session_that_cannot_be_isolated_is_not_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = tmp.path().canonicalize().unwrap().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let repo = project(tmp.path());
+    let store = Store::open_in_memory().unwrap();
+    let (state, service) = isolation_service(tmp.path(), &store);
+    for (params, needle) in [
+        (
+            isolated("scripted:/a", &plain, "worktree"),
+            "cannot isolate",
+        ),
+        (
+            isolated("scripted:/b", &repo, "sandbox"),
+            "unknown isolation",
+        ),
+    ] {
+        let channel = params.channel.clone();
+        let error = service.create_session(params, "c").await.unwrap_err();
+        assert!(matches!(error, ServiceError::InvalidParams(_)), "{error}");
+        assert!(error.to_string().contains(needle), "{error}");
+        assert!(state.read(|h| h.session(&channel).is_none()));
+        assert!(
+            store
+                .session(&SessionUri::parse(&channel).unwrap())
+                .unwrap()
+                .is_none()
+        );
+    }
+    assert!(
+        !repo
+            .with_file_name("proj.worktrees")
+            .join("session-b")
+            .exists()
+    );
+
+    let (_, bare) = service_on(tmp.path(), Store::open_in_memory().unwrap());
+    let error = bare
+        .create_session(isolated("scripted:/c", &repo, "worktree"), "c")
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("cannot isolate sessions"),
+        "{error}"
+    );
+    // `none` needs no service.
+    bare.create_session(isolated("scripted:/d", &repo, "none"), "c")
+        .await
+        .unwrap();
 }

@@ -21,6 +21,7 @@ pub use crate::changesets::fake::{ChangesetCall, FakeChangesets};
 pub use crate::checkpoint_fake::{CheckpointCall, FakeCheckpoints};
 pub use crate::files::fake::{FakeFileService, FileAnswers, FileCall};
 pub use crate::git_state::fake::{FakeGitState, GitStateCall};
+pub use crate::worktrees::fake::{FakeWorktrees, WorktreeCall};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 

@@ -31,6 +31,7 @@
 //! | [`CheckpointLedger`](agenthost_checkpoint::CheckpointLedger) | [`StoreLedger`] over `agenthost_store::Store` (the refs survive a restart; `agenthost_checkpoint::MemoryLedger` without a database) | the host's `GitCheckpointService` |
 //! | [`ChangesetService`] | [`CheckpointChangesets`] (changeset channels computed from the checkpoints, published into the state manager) | `checkpointAndChangeset`, the session service |
 //! | [`CheckpointService`] | `agenthost_checkpoint::GitCheckpointService` (re-exported trait) | `checkpointAndChangeset` |
+//! | [`WorktreeIsolation`] | [`GitWorktrees`] (linked worktrees through `agenthost-checkpoint`, recorded as session metadata) | `worktreeAnnouncement`, the session service (creation, deletion), the orchestrator (the live announcement) |
 //!
 //! # Bounded state
 //!
@@ -68,13 +69,14 @@ mod telemetry;
 mod title;
 mod tool_calls;
 mod turns;
+mod worktrees;
 mod write_queue;
 
 #[cfg(feature = "fakes")]
 pub mod fakes;
 
 /// The checkpoint service contributions capture through (re-exported from `agenthost-checkpoint`).
-pub use agenthost_checkpoint::{CheckpointError, CheckpointService};
+pub use agenthost_checkpoint::{CheckpointError, CheckpointService, Worktree};
 pub use changesets::{
     ChangesetError, ChangesetService, CheckpointChangesets, blob_uri, changeset_catalog,
     changeset_file,
@@ -111,5 +113,10 @@ pub use tool_calls::{
 pub use turns::{
     DefaultTurnTracker, TrackerConfig, TurnBlock, TurnCompletion, TurnSnapshot, TurnStage,
     TurnTracker,
+};
+pub use worktrees::{
+    ANNOUNCEMENT_PART_ID, GitWorktrees, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE,
+    IsolatedSession, IsolationError, WORKTREE_META_KEY, WorktreeIsolation, announcement_part,
+    isolation_config_property, wants_worktree, with_announcement, worktree_name,
 };
 pub use write_queue::{Write, WriteQueue, flush_pending_writes};

@@ -11,11 +11,14 @@ use agenthost_dispatcher::{
     LaunchKind, RequestSource, SendTurnMessageOptions, TurnEnd, TurnEndReason,
 };
 use agenthost_protocol::ChatUri;
+use agenthost_protocol::state::ResponsePart;
 use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_provider_api::{
-    PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
+    InputResponse, PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
 };
-use agenthost_services::{CheckpointService, ToolCallTracker, TurnCompletion, TurnTracker};
+use agenthost_services::{
+    CheckpointService, ToolCallTracker, TurnCompletion, TurnTracker, WorktreeIsolation,
+};
 use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager};
 use agenthost_store::Store;
 use tokio::sync::mpsc;
@@ -110,6 +113,9 @@ pub(crate) struct Shared {
     /// The checkpoint service, when the dispatcher's registry has one: the turn-start capture
     /// right before the send, and its discard when the turn is cancelled.
     pub(crate) checkpoints: Option<Arc<dyn CheckpointService>>,
+    /// The worktree-isolation service, when the registry has one: the live announcement at the
+    /// default chat's first turn of an isolated session.
+    pub(crate) worktrees: Option<Arc<dyn WorktreeIsolation>>,
 }
 
 impl Shared {
@@ -326,6 +332,7 @@ impl Orchestrator {
                 .ok()
                 .zip(dispatcher.services().get::<dyn ToolCallTracker>().ok()),
             checkpoints: dispatcher.services().get::<dyn CheckpointService>().ok(),
+            worktrees: dispatcher.services().get::<dyn WorktreeIsolation>().ok(),
         });
         let bridge = Arc::new(Bridge {
             shared: Arc::downgrade(&shared),
@@ -409,6 +416,32 @@ impl Orchestrator {
                     };
                 self.answer_permission(chat, a.tool_call_id.clone(), decision);
             }
+            StateAction::ChatInputCompleted(a) => {
+                // The reducer merged the completion's answers into the part's drafts: the part
+                // holds the final answers.
+                let answers = shared
+                    .state
+                    .read(|h| {
+                        h.chat(chat)
+                            .and_then(|c| c.active_turn.as_ref())
+                            .and_then(|turn| {
+                                turn.response_parts.iter().find_map(|part| match part {
+                                    ResponsePart::InputRequest(input)
+                                        if input.request.id == a.request_id =>
+                                    {
+                                        input.request.answers.clone()
+                                    }
+                                    _ => None,
+                                })
+                            })
+                    })
+                    .unwrap_or_default();
+                let response = InputResponse {
+                    response: a.response,
+                    answers,
+                };
+                self.answer_input(chat, a.request_id.clone(), response);
+            }
             StateAction::ChatTurnCancelled(a) => {
                 shared
                     .runtime()
@@ -450,6 +483,22 @@ impl Orchestrator {
                 .await
             {
                 tracing::warn!(%error, tool_call_id, "the agent did not take the confirmation");
+            }
+        });
+    }
+
+    fn answer_input(&self, chat: &str, request_id: String, response: InputResponse) {
+        let Some(runtime) = self.shared.runtime().chats.get(chat).cloned() else {
+            tracing::warn!(chat, "an input answer for a chat without an agent");
+            return;
+        };
+        tokio::spawn(async move {
+            if let Err(error) = runtime
+                .provider
+                .respond_to_input(&request_id, response)
+                .await
+            {
+                tracing::warn!(%error, request_id, "the agent did not take the input answer");
             }
         });
     }

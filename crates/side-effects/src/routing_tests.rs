@@ -11,8 +11,8 @@ use agenthost_protocol::{
     SessionUri, StateAction, SubagentCompleted, SubagentStarted,
 };
 use agenthost_provider_api::{
-    PermissionDecision, Provider, ProviderError, ProviderSession, RestoreSession, SignalSink,
-    StartSession, TurnRequest,
+    InputResponse, PermissionDecision, Provider, ProviderError, ProviderSession, RestoreSession,
+    SignalSink, StartSession, TurnRequest,
 };
 use agenthost_state::{ClientDispatch, StateConfig, StateManager};
 use futures::future::BoxFuture;
@@ -29,6 +29,7 @@ struct Recorded {
     sink: Option<SignalSink>,
     turns: Vec<TurnRequest>,
     permissions: Vec<(String, PermissionDecision)>,
+    inputs: Vec<(String, InputResponse)>,
     cancels: Vec<String>,
 }
 
@@ -52,6 +53,18 @@ impl ProviderSession for FakeSession {
             .unwrap()
             .permissions
             .push((id.to_owned(), decision));
+        Box::pin(async { Ok(()) })
+    }
+    fn respond_to_input<'a>(
+        &'a self,
+        id: &'a str,
+        response: InputResponse,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        self.0
+            .lock()
+            .unwrap()
+            .inputs
+            .push((id.to_owned(), response));
         Box::pin(async { Ok(()) })
     }
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
@@ -408,6 +421,48 @@ async fn confirmations_and_cancellation_reach_the_provider() {
             "cancelled".to_owned()
         )]
     );
+}
+
+/// An input request the agent asked is answered from the client's `chat/inputCompleted`, with
+/// the drafts the request collected merged with the completion's own answers.
+#[tokio::test(start_paused = true)]
+async fn input_answers_reach_the_provider_with_the_merged_answers() {
+    let h = harness("fake", OrchestratorConfig::default());
+    h.start_turn("t1").await;
+    h.act(
+        json!({ "type": "chat/inputRequested", "request": {
+            "id": "ask-1", "message": "Which?",
+            "questions": [
+                { "kind": "text", "id": "q0", "message": "Name?" },
+                { "kind": "single-select", "id": "q1", "message": "Pick",
+                  "options": [{ "id": "o0", "label": "A" }, { "id": "o1", "label": "B" }] }
+            ]
+        }}),
+        None,
+    )
+    .await;
+    h.client(
+        CHAT,
+        json!({ "type": "chat/inputAnswerChanged", "requestId": "ask-1", "questionId": "q0",
+                "answer": { "state": "submitted", "value": { "kind": "text", "value": "Ada" } } }),
+    );
+    h.client(
+        CHAT,
+        json!({ "type": "chat/inputCompleted", "requestId": "ask-1", "response": "accept",
+                "answers": { "q1": { "state": "submitted", "value": { "kind": "selected", "value": "o1" } } } }),
+    );
+    settle().await;
+    let inputs = h.provider.0.lock().unwrap().inputs.clone();
+    assert_eq!(inputs.len(), 1, "{inputs:?}");
+    let (id, response) = &inputs[0];
+    assert_eq!(id, "ask-1");
+    assert_eq!(
+        response.response,
+        agenthost_protocol::ahp_types::state::ChatInputResponseKind::Accept
+    );
+    assert_eq!(response.answer_texts("q0"), ["Ada"]);
+    assert_eq!(response.answer_texts("q1"), ["o1"]);
+    assert!(h.provider.0.lock().unwrap().permissions.is_empty());
 }
 
 #[tokio::test(start_paused = true)]

@@ -16,7 +16,7 @@
 //! | 2 | `turnAdmission` | `dyn HostState` | registered |
 //! | 3 | `turnDelegation` | `dyn SessionDataStore` | registered |
 //! | 4 | `persistedTurnUsage` | `dyn SessionDataStore` | registered |
-//! | 5 | `worktreeAnnouncement` | | missing |
+//! | 5 | `worktreeAnnouncement` | `dyn WorktreeIsolation` | registered |
 //! | 6 | `checkpointAndChangeset` | `dyn CheckpointService`, `dyn ChangesetService`, `dyn Configuration` | registered |
 //! | 7 | `queueDrain` | `dyn HostState`, `dyn ServerDispatch`, `dyn ProviderLocator`, `dyn TelemetryReporter`, `dyn TurnTracker` (and the dispatcher's own `HostAccess`) | registered |
 //! | 8 | `sessionInputNeeded` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnTracker`, `dyn ToolCallTracker` | registered |
@@ -51,6 +51,7 @@ use agenthost_contrib_side_chat::SideChat;
 use agenthost_contrib_turn_admission::TurnAdmission;
 use agenthost_contrib_turn_delegation::TurnDelegation;
 use agenthost_contrib_unattended_policy::UnattendedPolicyContribution;
+use agenthost_contrib_worktree_announcement::WorktreeAnnouncement;
 use agenthost_dispatcher::{Dispatcher, RegistrationError, RegistrationSet};
 
 /// Registers every built-in contribution with `dispatcher`, in the order of §10.1.
@@ -68,7 +69,7 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<TurnAdmission>()?); // 2
     set.push(dispatcher.register::<TurnDelegation>()?); // 3
     set.push(dispatcher.register::<PersistedTurnUsage>()?); // 4
-    // 5 worktreeAnnouncement: not yet built.
+    set.push(dispatcher.register::<WorktreeAnnouncement>()?); // 5
     set.push(dispatcher.register::<CheckpointAndChangeset>()?); // 6
     set.push(dispatcher.register::<QueueDrain>()?); // 7
     set.push(dispatcher.register::<SessionInputNeeded>()?); // 8

@@ -40,6 +40,9 @@ fn services() -> ServiceRegistry {
         ))
         .insert::<dyn agenthost_services::ChangesetService>(Arc::new(
             agenthost_services::fakes::FakeChangesets::default(),
+        ))
+        .insert::<dyn agenthost_services::WorktreeIsolation>(Arc::new(
+            agenthost_services::fakes::FakeWorktrees::default(),
         ));
     services
         .insert::<dyn TurnTracker>(Arc::new(FakeTurnTracker::default()))
@@ -58,6 +61,7 @@ fn the_builtin_order_per_hook() {
             "turnAdmission",
             "turnDelegation",
             "persistedTurnUsage",
+            "worktreeAnnouncement",
             "checkpointAndChangeset",
             "queueDrain",
             "sessionInputNeeded",
