@@ -199,6 +199,10 @@ async fn garbage_on_stdout_fails_the_turn_and_stops_the_process() {
         &[
             Step::Ack,
             Step::In,
+            Step::Err("claude-stderr: config parse warning 4711".into()),
+            // The stderr reader gets ahead of the garbage line (the tail is read without waiting
+            // while the process still runs).
+            Step::Sleep(1),
             Step::out("this is not json at all"),
             Step::Sleep(30),
         ],
@@ -208,6 +212,10 @@ async fn garbage_on_stdout_fails_the_turn_and_stops_the_process() {
     let (error_type, message) = chat.chat_error().await;
     assert_eq!(error_type, "providerProtocol");
     assert!(message.contains("this is not json"), "{message}");
+    assert!(
+        message.contains("claude-stderr: config parse warning 4711"),
+        "the stderr tail is quoted: {message}"
+    );
     let pid = fake.pid().unwrap();
     poll("the process group is gone", || group_gone(pid)).await;
     assert_eq!(chat.session.process_id(), None);
@@ -739,5 +747,55 @@ async fn cancelling_a_turn_withdraws_its_question_before_the_interrupt() {
         )
         .await;
     assert!(matches!(late, Err(ProviderError::NotRunning { .. })));
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn the_child_gets_the_configured_variables_and_the_stream_json_command_line() {
+    let fake = Fake::new();
+    fake.plan(0, &[Step::Ack, Step::In, Step::Sleep(30)]);
+    // A wrapper that records the environment it was started with, then becomes the fake CLI.
+    let dump = fake.path("env.log");
+    let wrapper = fake.path("claude-with-env");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nenv > '{}'\nexec '{}' \"$@\"\n",
+            dump.display(),
+            fake.cli.binary().display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let config = ClaudeConfig {
+        binary: wrapper,
+        model: Some("sonnet".into()),
+        partial_messages: false,
+        ..fake.config()
+    }
+    .with_env("ANTHROPIC_BASE_URL", "http://127.0.0.1:4711")
+    .with_env("ANTHROPIC_API_KEY", "sk-ant-test-key");
+    let chat = start(config);
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let env = std::fs::read_to_string(&dump).unwrap();
+    let lines: Vec<&str> = env.lines().collect();
+    assert!(
+        lines.contains(&"ANTHROPIC_BASE_URL=http://127.0.0.1:4711"),
+        "{env}"
+    );
+    assert!(
+        lines.contains(&"ANTHROPIC_API_KEY=sk-ant-test-key"),
+        "{env}"
+    );
+    assert_eq!(
+        fake.starts(),
+        [
+            "-p --input-format stream-json --output-format stream-json --verbose \
+          --permission-prompt-tool stdio --model sonnet"
+        ]
+    );
     chat.session.dispose().await;
 }

@@ -246,13 +246,24 @@ async fn an_app_server_hanging_on_start_times_out_and_its_group_is_killed() {
 async fn garbage_on_stdout_fails_the_turn_and_stops_the_process() {
     let fake = Fake::new();
     let mut plan = handshake("thread-1", "app-turn-1");
-    plan.extend([Step::out("<html>not json</html>"), Step::Sleep(30)]);
+    plan.extend([
+        Step::Err("codex-stderr: proxy said 502 at 4711".into()),
+        // The stderr reader gets ahead of the garbage line (the tail is read without waiting
+        // while the process still runs).
+        Step::Sleep(1),
+        Step::out("<html>not json</html>"),
+        Step::Sleep(30),
+    ]);
     fake.plan(0, &plan);
     let mut chat = start(fake.config());
     chat.session.send_turn(turn("t1")).await.unwrap();
     let (error_type, message) = chat.chat_error().await;
     assert_eq!(error_type, "providerProtocol");
     assert!(message.contains("<html>"), "{message}");
+    assert!(
+        message.contains("codex-stderr: proxy said 502 at 4711"),
+        "the stderr tail is quoted: {message}"
+    );
     let pid = fake.pid().unwrap();
     poll("the process group is gone", || group_gone(pid)).await;
 }
@@ -842,4 +853,101 @@ async fn a_hostile_resume_handle_is_refused() {
             "{handle} was accepted"
         );
     }
+}
+
+/// The bytes of the image attachment, and them in base64.
+const IMAGE: &[u8] = b"\x89PNG fake image bytes";
+const IMAGE_BASE64: &str = "iVBORyBmYWtlIGltYWdlIGJ5dGVz";
+
+/// A turn with one embedded image, which the driver writes to a file for Codex.
+fn image_turn(id: &str) -> TurnRequest {
+    let mut request = turn(id);
+    request.attachments = serde_json::from_value(json!([
+        { "type": "embeddedResource", "label": "shot.png", "data": IMAGE_BASE64,
+          "contentType": "image/png" },
+    ]))
+    .unwrap();
+    request
+}
+
+/// The `localImage` paths of the `turn/start` the driver sent.
+fn sent_images(fake: &Fake) -> Vec<PathBuf> {
+    let written = fake.written();
+    let start = written
+        .iter()
+        .find(|w| w["method"] == "turn/start")
+        .unwrap_or_else(|| panic!("no turn/start: {written:?}"));
+    start["params"]["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "localImage")
+        .map(|item| PathBuf::from(item["path"].as_str().unwrap()))
+        .collect()
+}
+
+/// The one image of the running turn, checked to be on disk with the attachment's bytes.
+fn image_on_disk(fake: &Fake) -> PathBuf {
+    let images = sent_images(fake);
+    assert_eq!(images.len(), 1, "{images:?}");
+    assert_eq!(std::fs::read(&images[0]).unwrap(), IMAGE, "{images:?}");
+    images[0].clone()
+}
+
+#[tokio::test]
+async fn an_image_file_lives_while_its_turn_runs_and_is_removed_when_it_completes() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.extend([
+        out(r#"{"method":"item/permissions/requestApproval","id":7,"params":{"threadId":"thread-1","turnId":"app-turn-1","reason":"Look at the image","permissions":{"network":{"enabled":true}}}}"#),
+        Step::In,
+        out(TURN_COMPLETED),
+        Step::In,
+    ]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(image_turn("t1")).await.unwrap();
+    let image = image_on_disk(&fake);
+    // Codex reads the file whenever it likes during the turn: it stays while the turn waits.
+    chat.pending_confirmation().await;
+    assert!(image.exists(), "{}", image.display());
+    chat.session
+        .respond_to_permission("permissions-7", PermissionDecision::Approve)
+        .await
+        .unwrap();
+    chat.turn_complete("t1").await;
+    assert!(!image.exists(), "{} outlived its turn", image.display());
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn the_image_file_of_a_cancelled_turn_is_removed() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.extend([
+        Step::Reply("{}".into()), // turn/interrupt
+        out(r#"{"method":"turn/completed","params":{"threadId":"thread-1","turn":{"id":"app-turn-1","items":[],"status":"interrupted","error":null,"durationMs":5}}}"#),
+        Step::Sleep(30),
+    ]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(image_turn("t1")).await.unwrap();
+    let image = image_on_disk(&fake);
+    chat.session.cancel("t1").await.unwrap();
+    chat.turn_cancelled("t1").await;
+    assert!(!image.exists(), "{} outlived its turn", image.display());
+    chat.session.dispose().await;
+}
+
+#[tokio::test]
+async fn disposing_mid_turn_removes_the_image_file() {
+    let fake = Fake::new();
+    let mut plan = handshake("thread-1", "app-turn-1");
+    plan.push(Step::Sleep(30));
+    fake.plan(0, &plan);
+    let chat = start(fake.config());
+    chat.session.send_turn(image_turn("t1")).await.unwrap();
+    let image = image_on_disk(&fake);
+    chat.session.dispose().await;
+    assert!(!image.exists(), "{} outlived the chat", image.display());
 }

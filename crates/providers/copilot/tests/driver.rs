@@ -269,6 +269,33 @@ async fn broken_framing_fails_the_turn_and_stops_the_process() {
 }
 
 #[tokio::test]
+async fn a_frame_that_is_not_json_fails_the_turn_with_the_stderr_tail() {
+    let fake = Fake::new();
+    let mut plan = handshake("s-1");
+    plan.extend([
+        Step::Err("copilot-stderr: token refresh failed 4711".into()),
+        // The stderr reader gets ahead of the garbage frame (the tail is read without waiting
+        // while the process still runs).
+        Step::Sleep(1),
+        Step::FrameOut("<html>not json</html>".into()),
+        Step::Sleep(30),
+    ]);
+    fake.plan(0, &plan);
+    let mut chat = start(fake.config());
+    chat.session.send_turn(turn("t1")).await.unwrap();
+    let (error_type, message) = chat.chat_error().await;
+    assert_eq!(error_type, "providerProtocol");
+    assert!(message.contains("<html>"), "{message}");
+    assert!(
+        message.contains("copilot-stderr: token refresh failed 4711"),
+        "the stderr tail is quoted: {message}"
+    );
+    let pid = fake.pid().unwrap();
+    poll("the process group is gone", || group_gone(pid)).await;
+    assert_eq!(chat.session.process_id(), None);
+}
+
+#[tokio::test]
 async fn a_cli_dying_mid_turn_is_a_chat_error_with_the_stderr_tail() {
     let fake = Fake::new();
     let mut plan = handshake("s-1");
