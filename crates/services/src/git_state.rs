@@ -44,6 +44,10 @@ pub struct RepositoryReference {
     pub branch: Option<String>,
     /// The branch's most recent pull request, when GitHub could be asked and has one.
     pub pull_request: Option<PullRequest>,
+    /// GitHub should have been asked (a GitHub remote, a branch) but could not be (no network,
+    /// a rate limit, a server error): `pull_request` is `None` for want of an answer, not
+    /// because the branch has none — a caller keeps what it knew.
+    pub pull_request_unknown: bool,
 }
 
 /// Why a folder has no repository reference.
@@ -291,6 +295,7 @@ impl GitState for GitHubGitState {
                 remote: state.remote_url.map(|url| without_credentials(&url)),
                 branch: state.branch,
                 pull_request: None,
+                pull_request_unknown: false,
             };
             let slug = reference
                 .remote
@@ -299,14 +304,17 @@ impl GitState for GitHubGitState {
             match (slug, reference.branch.as_deref()) {
                 (Some(slug), Some(branch)) => match this.pull_request(&slug, branch).await {
                     Ok(pull_request) => reference.pull_request = pull_request,
-                    Err(reason) => tracing::debug!(
+                    Err(reason) => {
+                        reference.pull_request_unknown = true;
+                        tracing::debug!(
                         folder = %folder.display(),
                         owner = slug.owner,
                         repo = slug.repo,
                         branch,
                         reason,
                         "no pull request lookup; reporting remote and branch only"
-                    ),
+                        );
+                    }
                 },
                 (None, _) => tracing::debug!(
                     folder = %folder.display(),

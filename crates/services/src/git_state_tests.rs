@@ -165,6 +165,7 @@ async fn the_branch_pull_request_is_found() {
                 state: "open".into(),
                 title: "Add the thing".into(),
             }),
+            pull_request_unknown: false,
         }
     );
     let requests = server.requests();
@@ -191,6 +192,10 @@ async fn the_token_is_sent_when_configured() {
         .unwrap();
 
     assert_eq!(reference.pull_request, None);
+    assert!(
+        !reference.pull_request_unknown,
+        "GitHub answered: no pull request"
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert!(
@@ -232,6 +237,7 @@ async fn error_statuses_and_bad_answers_degrade_to_remote_and_branch() {
         assert_eq!(reference.remote.as_deref(), Some(REMOTE));
         assert_eq!(reference.branch.as_deref(), Some("main"));
         assert_eq!(reference.pull_request, None);
+        assert!(reference.pull_request_unknown, "no answer is not \"none\"");
         assert_eq!(server.requests().len(), 1);
     }
 }
@@ -250,6 +256,7 @@ async fn a_server_that_never_answers_times_out_and_degrades() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(reference.branch.as_deref(), Some("main"));
     assert_eq!(reference.pull_request, None);
+    assert!(reference.pull_request_unknown);
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -278,6 +285,7 @@ async fn an_unreachable_or_tls_mismatched_server_degrades() {
         .await
         .unwrap();
     assert_eq!(reference.pull_request, None);
+    assert!(reference.pull_request_unknown);
     assert_eq!(reference.branch.as_deref(), Some("main"));
 }
 
@@ -292,6 +300,10 @@ async fn non_github_remotes_and_repositories_without_remotes_make_no_request() {
         Some("git@gitlab.com:org/project.git")
     );
     assert_eq!(reference.pull_request, None);
+    assert!(
+        !reference.pull_request_unknown,
+        "nothing to ask GitHub about"
+    );
 
     let no_remote = TempRepo::new("main", None);
     let reference = server
@@ -424,6 +436,7 @@ async fn the_fake_records_and_answers() {
         remote: None,
         branch: Some("main".into()),
         pull_request: None,
+        pull_request_unknown: false,
     };
     fake.answer("/r", Ok(reference.clone()));
     assert_eq!(fake.reference(Path::new("/r")).await, Ok(reference));

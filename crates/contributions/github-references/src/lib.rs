@@ -13,7 +13,10 @@
 //!   under `githubReference:<chat uri>` ([`chat_reference_key`]).
 //!
 //! The value is JSON: `{ "folder": <file URI>, "remote": …|null, "branch": …|null,
-//! "pullRequest"?: { "number", "url", "state", "title" } }`.
+//! "pullRequest"?: { "number", "url", "state", "title" } }`. When GitHub could not be asked this
+//! time (offline, rate-limited: `RepositoryReference::pull_request_unknown`), the pull request
+//! already recorded for the same folder, remote and branch is kept; GitHub answering "none", or
+//! another branch, replaces it.
 //!
 //! The central decision: **the hook never waits.** The lookup (git on a blocking thread, then
 //! GitHub over HTTP through [`GitState`]) runs as a task on the current tokio runtime; without
@@ -300,7 +303,13 @@ impl Job {
             );
             return;
         }
-        let value = reference_json(&self.target.folder, &reference).to_string();
+        let mut value = reference_json(&self.target.folder, &reference);
+        if reference.pull_request_unknown {
+            // GitHub could not be asked this time: keep the pull request recorded for the same
+            // remote and branch rather than forget it.
+            self.keep_known_pull_request(&mut value).await;
+        }
+        let value = value.to_string();
         let write = self.data.set_meta(
             DataOwner::Session(self.session.clone()),
             &self.target.key,
@@ -315,6 +324,29 @@ impl Job {
                 %error,
                 "githubReferences: could not record the repository reference"
             );
+        }
+    }
+}
+
+impl Job {
+    async fn keep_known_pull_request(&self, value: &mut Value) {
+        let owner = DataOwner::Session(self.session.clone());
+        let previous = match self.data.meta(owner, &self.target.key).await {
+            Ok(Some(raw)) => serde_json::from_str::<Value>(&raw).ok(),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::debug!(session = %self.session, %error, "githubReferences: the previous reference could not be read");
+                None
+            }
+        };
+        let Some(previous) = previous else {
+            return;
+        };
+        let same = ["folder", "remote", "branch"]
+            .iter()
+            .all(|field| previous.get(field) == value.get(field));
+        if let (true, Some(pull)) = (same, previous.get("pullRequest")) {
+            value["pullRequest"] = pull.clone();
         }
     }
 }

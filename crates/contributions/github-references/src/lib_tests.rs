@@ -50,6 +50,7 @@ fn reference(root: &str, pull: bool) -> RepositoryReference {
             state: "open".into(),
             title: "Add the thing".into(),
         }),
+        pull_request_unknown: false,
     }
 }
 
@@ -165,6 +166,62 @@ async fn started_outcomes_record_the_session_reference() {
             "{reason:?}"
         );
     }
+}
+
+/// A lookup that could not ask GitHub (offline, rate-limited) keeps the pull request recorded
+/// for the same folder, remote and branch; a different branch, or GitHub answering "none",
+/// replaces it.
+#[tokio::test]
+async fn an_unanswered_lookup_keeps_the_known_pull_request() {
+    let f = fixture();
+    f.contribution
+        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
+        .unwrap();
+    f.contribution.flush().await;
+    let offline = RepositoryReference {
+        pull_request_unknown: true,
+        ..reference("/work/repo", false)
+    };
+    f.git.answer("/work/repo", Ok(offline.clone()));
+    f.contribution
+        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
+        .unwrap();
+    f.contribution.flush().await;
+    assert_eq!(
+        f.data.calls().last(),
+        Some(&set_meta(REFERENCE_KEY, repo_value())),
+        "offline: the pull request stays"
+    );
+
+    f.git.answer(
+        "/work/repo",
+        Ok(RepositoryReference {
+            branch: Some("other".into()),
+            ..offline
+        }),
+    );
+    f.contribution
+        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
+        .unwrap();
+    f.contribution.flush().await;
+    let mut moved = repo_value();
+    moved["branch"] = json!("other");
+    moved.as_object_mut().unwrap().remove("pullRequest");
+    assert_eq!(
+        f.data.calls().last(),
+        Some(&set_meta(REFERENCE_KEY, moved)),
+        "another branch: the old pull request is not its"
+    );
+
+    f.git
+        .answer("/work/repo", Ok(reference("/work/repo", false)));
+    f.contribution
+        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
+        .unwrap();
+    f.contribution.flush().await;
+    let mut none = repo_value();
+    none.as_object_mut().unwrap().remove("pullRequest");
+    assert_eq!(f.data.calls().last(), Some(&set_meta(REFERENCE_KEY, none)));
 }
 
 #[tokio::test]
