@@ -522,6 +522,33 @@ impl Checkpointer {
         self.repo(dir)?.changeset(from, to)
     }
 
+    /// The unified diff text of `changes` (a changeset of `dir`'s repository), file after file
+    /// in their order; each side read from its revision (see [`crate::unified_diff`]).
+    pub fn unified_diff(
+        &self,
+        dir: &Path,
+        changes: &[FileChange],
+    ) -> Result<String, CheckpointError> {
+        let repo = self.repo(dir)?;
+        let mut text = String::new();
+        for change in changes {
+            let before = match &change.before {
+                Some(blob) => repo.read_blob(blob)?,
+                None => None,
+            };
+            let after = match &change.after {
+                Some(blob) => repo.read_blob(blob)?,
+                None => None,
+            };
+            text.push_str(&crate::unified::unified_diff(
+                change,
+                before.as_deref(),
+                after.as_deref(),
+            ));
+        }
+        Ok(text)
+    }
+
     /// The changeset of one turn (`None`: no pair — fall back to tracked edits).
     pub fn turn_changeset(
         &self,

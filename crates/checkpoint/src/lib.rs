@@ -52,6 +52,7 @@ mod refname;
 mod repo;
 mod repo_state;
 mod service;
+mod unified;
 mod watch;
 
 #[cfg(test)]
@@ -71,6 +72,7 @@ pub use refname::{
 pub use repo::{ObjectFormat, Repo};
 pub use repo_state::{RepositoryState, repository_state};
 pub use service::{CheckpointService, GitCheckpointService, NullCheckpointService};
+pub use unified::unified_diff;
 
 mod worktree;
 pub use worktree::{

@@ -123,6 +123,13 @@ pub trait CheckpointService: Send + Sync {
 
     /// Branch, remotes and linked worktrees of `dir`'s repository.
     fn repo_info<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<RepoInfo, CheckpointError>>;
+
+    /// The unified diff text (`git diff` style) of `changes`, a changeset of `dir`'s repository.
+    fn unified_diff<'a>(
+        &'a self,
+        dir: &'a Path,
+        changes: &'a [FileChange],
+    ) -> BoxFuture<'a, Result<String, CheckpointError>>;
 }
 
 /// The git-backed service: a [`Checkpointer`] behind a per-session sequencer, run on blocking
@@ -421,6 +428,18 @@ impl CheckpointService for GitCheckpointService {
         let dir = dir.to_owned();
         Box::pin(async move { self.run(None, move |core, _| core.repo_info(&dir)).await? })
     }
+
+    fn unified_diff<'a>(
+        &'a self,
+        dir: &'a Path,
+        changes: &'a [FileChange],
+    ) -> BoxFuture<'a, Result<String, CheckpointError>> {
+        let (dir, changes) = (dir.to_owned(), changes.to_vec());
+        Box::pin(async move {
+            self.run(None, move |core, _| core.unified_diff(&dir, &changes))
+                .await?
+        })
+    }
 }
 
 /// A read's answer, with failures logged and turned into "nothing".
@@ -556,6 +575,14 @@ impl CheckpointService for NullCheckpointService {
 
     fn repo_info<'a>(&'a self, _: &'a Path) -> BoxFuture<'a, Result<RepoInfo, CheckpointError>> {
         Box::pin(async { Err(disabled("repository information")) })
+    }
+
+    fn unified_diff<'a>(
+        &'a self,
+        _: &'a Path,
+        _: &'a [FileChange],
+    ) -> BoxFuture<'a, Result<String, CheckpointError>> {
+        Box::pin(async { Err(disabled("diffs")) })
     }
 }
 

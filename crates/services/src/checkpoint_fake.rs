@@ -213,4 +213,12 @@ impl CheckpointService for FakeCheckpoints {
     fn repo_info<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<RepoInfo, CheckpointError>> {
         NULL.repo_info(dir)
     }
+
+    fn unified_diff<'a>(
+        &'a self,
+        dir: &'a Path,
+        changes: &'a [FileChange],
+    ) -> BoxFuture<'a, Result<String, CheckpointError>> {
+        NULL.unified_diff(dir, changes)
+    }
 }
