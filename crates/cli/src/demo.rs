@@ -2,7 +2,7 @@
 //! over the real WebSocket running a two-turn session, printed for a person to read.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use agenthost_protocol::uri::path_to_file_uri;
 use agenthost_protocol::{ChatUri, StateAction};
 
 use crate::host::{HostOptions, bind};
+use crate::term::{Renderer, Style};
 
 const TURNS: [(&str, &str); 2] = [
     (
@@ -37,61 +38,19 @@ fn init_repository(path: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The demo's output: the shared terminal renderer on stdout, plus the demo's own lines.
 struct Printer {
     verbose: bool,
-    in_text: bool,
+    renderer: Renderer<std::io::Stdout>,
 }
 
 impl Printer {
     fn line(&mut self, text: &str) {
-        if self.in_text {
-            println!();
-            self.in_text = false;
-        }
-        println!("{text}");
+        let _ = self.renderer.line(text);
     }
 
     fn event(&mut self, indent: &str, event: &Event) {
-        match event {
-            Event::Text(text) => {
-                if !self.in_text {
-                    print!("{indent}");
-                    self.in_text = true;
-                }
-                print!("{}", text.replace('\n', &format!("\n{indent}")));
-                let _ = std::io::stdout().flush();
-            }
-            Event::Reasoning(text) => {
-                if self.verbose {
-                    self.line(&format!("{indent}(thinking) {text}"));
-                }
-            }
-            Event::ToolStarted { display_name, .. } => {
-                self.line(&format!("{indent}⚙ {display_name}"));
-            }
-            Event::ConfirmationNeeded { invocation, .. } => {
-                self.line(&format!("{indent}  ? {invocation} — needs approval"));
-            }
-            Event::ToolFinished {
-                success, summary, ..
-            } => {
-                let mark = if *success { "✓" } else { "✗" };
-                self.line(&format!("{indent}  {mark} {summary}"));
-            }
-            Event::Notice(text) => self.line(&format!("{indent}[{text}]")),
-            Event::TurnEnded {
-                error, cancelled, ..
-            } => {
-                if let Some(error) = error {
-                    self.line(&format!("{indent}✗ the turn failed: {error}"));
-                } else if *cancelled {
-                    self.line(&format!("{indent}(cancelled)"));
-                } else if self.in_text {
-                    println!();
-                    self.in_text = false;
-                }
-            }
-        }
+        let _ = self.renderer.event(indent, event);
     }
 }
 
@@ -160,9 +119,11 @@ async fn converse(url: &str, root: &Path, verbose: bool) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let (view, _subscription) = client.open_chat(&chat).await.map_err(|e| e.to_string())?;
     let mut views: HashMap<String, ChatView> = HashMap::from([(chat.to_string(), view)]);
+    let mut style = Style::detect(std::io::stdout().is_terminal());
+    style.show_reasoning = verbose;
     let mut printer = Printer {
         verbose,
-        in_text: false,
+        renderer: Renderer::new(std::io::stdout(), style),
     };
     println!(
         "agent-host demo — the scripted agent in a fresh repository at {}",
@@ -249,7 +210,7 @@ async fn handle(
                     .confirm_tool(&target, &turn_id, &tool_call_id, true)
                     .await
                     .map_err(|e| e.to_string())?;
-                printer.line(&format!("{indent}  ✓ approved by the demo client"));
+                printer.line(&format!("{indent}  approved by the demo client"));
             }
             Event::TurnEnded { turn_id, error, .. } if main && turn_id == turn => {
                 return match error {

@@ -9,6 +9,8 @@ pub mod demo;
 pub mod host;
 pub mod map;
 pub mod mock_model;
+pub mod run;
 pub mod serve;
 pub mod sessions;
+pub mod term;
 pub mod unattended;

@@ -146,11 +146,26 @@ impl HostConnection {
         turn_id: &str,
         text: &str,
     ) -> Result<(), ClientError> {
+        self.start_turn_with_model(chat, turn_id, text, None).await
+    }
+
+    /// Starts a turn with a user message for the model `model` (`None`: the session's).
+    pub async fn start_turn_with_model(
+        &self,
+        chat: &ChatUri,
+        turn_id: &str,
+        text: &str,
+        model: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let mut message = json!({ "text": text, "origin": { "kind": "user" } });
+        if let Some(model) = model {
+            message["model"] = json!({ "id": model });
+        }
         let action: StateAction = serde_json::from_value(json!({
             "type": "chat/turnStarted",
             "turnId": turn_id,
             "startedAt": format!("{:.3}", jiff::Timestamp::now()),
-            "message": { "text": text, "origin": { "kind": "user" } }
+            "message": message
         }))
         .map_err(|e| ClientError::Unexpected(e.to_string()))?;
         self.client.dispatch(chat.to_string(), action).await?;

@@ -1,0 +1,482 @@
+//! `agent-host run "PROMPT"`: one turn with an agent in a folder, from a terminal — over the
+//! host's real protocol (`agenthost-client`), with a host started in-process or one given with
+//! `--connect`.
+//!
+//! The conversation streams through [`crate::term::Renderer`] (or, with `--json`, as one AHP
+//! action envelope per line); subagents are followed and indented; a tool call that waits for
+//! confirmation asks `approve? [y/N]` and reads the answer from the input lines (`--yes`
+//! approves everything); the first interrupt (Ctrl-C) cancels the turn, a second one stops
+//! waiting. At the end the turn's changeset is summarised (`M path (+a -r)`), when the folder is
+//! a git repository.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agenthost_client::ahp::{ClientEvent, ClientEventStream, SubscriptionEvent};
+use agenthost_client::{ChatView, Event, HostConnection};
+use agenthost_protocol::ahp_types::state::{ChangesetStatus, SnapshotState};
+use agenthost_protocol::uri::path_to_file_uri;
+use agenthost_protocol::{ChatUri, StateAction};
+use tokio::sync::mpsc;
+
+use crate::host::HostOptions;
+use crate::term::Renderer;
+
+/// How long `run` waits for the host between two events before giving up.
+pub const DEFAULT_STALL: Duration = Duration::from_secs(600);
+
+/// How long the changeset summary waits for the turn's checkpoint.
+const CHANGESET_WAIT: Duration = Duration::from_secs(10);
+
+/// What `run` does.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The provider to talk to (`claude`, `codex`, `copilot`, `scripted`).
+    pub provider: String,
+    /// The model, when not the provider's default.
+    pub model: Option<String>,
+    /// The folder the agent works in.
+    pub cwd: PathBuf,
+    /// The message.
+    pub prompt: String,
+    /// Print AHP action envelopes as JSON lines instead of rendering.
+    pub json: bool,
+    /// Approve every confirmation without asking.
+    pub yes: bool,
+    /// How long to wait for the host between two events.
+    pub stall: Duration,
+}
+
+/// How the turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The agent finished.
+    Completed,
+    /// The turn failed with this message.
+    Failed(String),
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+/// What the user types and presses, as `run` receives it.
+#[derive(Debug)]
+pub struct Input {
+    /// Lines typed (answers to confirmations).
+    pub lines: mpsc::Receiver<String>,
+    /// Interrupts (Ctrl-C).
+    pub interrupts: mpsc::Receiver<()>,
+}
+
+/// A session id for a new run: time-based, unique enough per machine.
+fn new_session_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("run-{:x}-{:x}", now.as_secs(), now.subsec_nanos())
+}
+
+/// Runs one turn against the host at `url`, rendering into `out`. Returns how the turn ended.
+pub async fn run<W: Write>(
+    url: &str,
+    options: &RunOptions,
+    mut input: Input,
+    out: &mut Renderer<W>,
+) -> Result<Outcome, String> {
+    let client = HostConnection::connect(url, "agent-host-run")
+        .await
+        .map_err(|e| format!("cannot reach the host at {}: {e}", redact(url)))?;
+    let cwd = options.cwd.canonicalize().map_err(|e| {
+        format!(
+            "the working directory {} is not usable: {e}",
+            options.cwd.display()
+        )
+    })?;
+    let directory = path_to_file_uri(&cwd).map_err(|e| e.to_string())?;
+    let mut events = client.client().events();
+    let (session, chat) = client
+        .create_session(&options.provider, &new_session_id(), Some(directory))
+        .await
+        .map_err(|e| format!("cannot create a session: {e}"))?;
+    let (snapshot, _session_subscription) = client
+        .client()
+        .subscribe(session.to_string())
+        .await
+        .map_err(|e| e.to_string())?;
+    let turn_template = match snapshot.snapshot.map(|s| s.state) {
+        Some(SnapshotState::Session(state)) => state
+            .changesets
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.change_kind == "turn")
+            .map(|c| c.uri_template),
+        _ => None,
+    };
+    let (view, _chat_subscription) = client.open_chat(&chat).await.map_err(|e| e.to_string())?;
+    let mut follow = Follow {
+        client: &client,
+        chat: chat.clone(),
+        views: HashMap::from([(chat.to_string(), view)]),
+        subscriptions: Vec::new(),
+        pending: Vec::new(),
+    };
+    if !options.json {
+        out.line(&format!("> {}", options.prompt))
+            .map_err(io_error)?;
+    }
+    let turn_id = "turn-1";
+    client
+        .start_turn_with_model(&chat, turn_id, &options.prompt, options.model.as_deref())
+        .await
+        .map_err(|e| format!("cannot start the turn: {e}"))?;
+    let started = std::time::Instant::now();
+    let mut cancelled = false;
+    let outcome = loop {
+        tokio::select! {
+            event = tokio::time::timeout(options.stall, events.recv()) => {
+                let event = event
+                    .map_err(|_| format!("the host sent nothing for {}s", options.stall.as_secs()))?
+                    .ok_or("the connection to the host closed")?;
+                if let Some(outcome) = follow.handle(event, turn_id, options, out).await? {
+                    break outcome;
+                }
+                if options.yes {
+                    while !follow.pending.is_empty() {
+                        follow.answer(true, options, out).await?;
+                    }
+                } else {
+                    follow.ask_next(options, out)?;
+                }
+            }
+            line = input.lines.recv(), if !follow.pending.is_empty() && !options.yes => {
+                let approved = line.is_some_and(|l| matches!(l.trim(), "y" | "Y" | "yes"));
+                follow.answer(approved, options, out).await?;
+                follow.ask_next(options, out)?;
+            }
+            interrupt = input.interrupts.recv() => {
+                if interrupt.is_none() || cancelled {
+                    return Err("interrupted".to_owned());
+                }
+                cancelled = true;
+                let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+                client
+                    .cancel_turn(&chat, turn_id, elapsed)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    };
+    if !options.json
+        && outcome == Outcome::Completed
+        && let Some(template) = turn_template
+    {
+        let uri = template.replace("{turnId}", turn_id);
+        summarize_changeset(&client, &mut events, &uri, &cwd, out).await?;
+    }
+    drop(follow);
+    client.close().await;
+    Ok(outcome)
+}
+
+/// Where `run` finds its host.
+#[derive(Debug)]
+pub enum Target {
+    /// A running host (`agent-host serve`'s URL, token included).
+    Connect(String),
+    /// A host started in this process for the run, over the data directory `serve` uses.
+    Start(Box<HostOptions>),
+}
+
+/// The npm package that provides a provider's CLI.
+pub fn npm_package(provider: &str) -> Option<&'static str> {
+    match provider {
+        "claude" => Some("@anthropic-ai/claude-code"),
+        "codex" => Some("@openai/codex"),
+        "copilot" => Some("@github/copilot"),
+        _ => None,
+    }
+}
+
+/// Whether `program` can be started: a path that exists, or a name found on `PATH`.
+fn found(program: &std::path::Path) -> bool {
+    if program.components().count() > 1 {
+        return program.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// A clear error when the provider's CLI is missing, naming the npm package that provides it.
+pub fn check_provider_cli(provider: &str, program: &std::path::Path) -> Result<(), String> {
+    match npm_package(provider) {
+        Some(package) if !found(program) => Err(format!(
+            "the {provider} CLI (`{}`) is not installed or not on PATH: install it with              `npm install -g {package}`, or point --{provider}-bin at it",
+            program.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `agent-host run`: finds or starts the host, reads answers from stdin and Ctrl-C, renders to
+/// stdout in the style the terminal allows.
+pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, String> {
+    let (url, stop, serving) = match target {
+        Target::Connect(url) => (url, None, None),
+        Target::Start(host) => {
+            let server = crate::host::bind(*host).await?;
+            let url = server.url();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let serving = tokio::spawn(server.serve(async {
+                let _ = stopped.await;
+            }));
+            (url, Some(stop), Some(serving))
+        }
+    };
+    let (line_tx, lines) = mpsc::channel(16);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if line_tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (interrupt_tx, interrupts) = mpsc::channel(4);
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if interrupt_tx.send(()).await.is_err() {
+                break;
+            }
+        }
+    });
+    let style = crate::term::Style::detect(std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    let mut renderer = Renderer::new(std::io::stdout(), style);
+    let outcome = run(&url, &options, Input { lines, interrupts }, &mut renderer).await;
+    if let Some(stop) = stop {
+        let _ = stop.send(());
+    }
+    if let Some(serving) = serving {
+        let _ = serving.await;
+    }
+    outcome
+}
+
+fn io_error(error: std::io::Error) -> String {
+    format!("cannot write the output: {error}")
+}
+
+/// The URL without its token, for messages.
+fn redact(url: &str) -> String {
+    match url.split_once('?') {
+        Some((base, _)) => format!("{base}?…"),
+        None => url.to_owned(),
+    }
+}
+
+/// A confirmation waiting for the user.
+#[derive(Debug, Clone)]
+struct Pending {
+    chat: String,
+    turn_id: String,
+    tool_call_id: String,
+    invocation: String,
+    asked: bool,
+}
+
+/// The chats being followed (the main one and its subagents).
+struct Follow<'a> {
+    client: &'a HostConnection,
+    chat: ChatUri,
+    views: HashMap<String, ChatView>,
+    subscriptions: Vec<agenthost_client::ahp::SessionSubscription>,
+    pending: Vec<Pending>,
+}
+
+impl Follow<'_> {
+    /// Handles one event; `Some` when the main chat's turn ended.
+    async fn handle<W: Write>(
+        &mut self,
+        event: ClientEvent,
+        turn: &str,
+        options: &RunOptions,
+        out: &mut Renderer<W>,
+    ) -> Result<Option<Outcome>, String> {
+        let SubscriptionEvent::Action(envelope) = event.event else {
+            return Ok(None);
+        };
+        if options.json {
+            let line = serde_json::to_string(&envelope).map_err(|e| e.to_string())?;
+            out.line(&line).map_err(io_error)?;
+        }
+        if let StateAction::SessionChatAdded(added) = &envelope.action
+            && added.summary.resource != self.chat.as_str()
+            && !self.views.contains_key(&added.summary.resource)
+        {
+            let uri = ChatUri::parse(&added.summary.resource).map_err(|e| e.to_string())?;
+            let (view, subscription) = self
+                .client
+                .open_chat(&uri)
+                .await
+                .map_err(|e| e.to_string())?;
+            if !options.json {
+                out.line(&format!("  ↳ {}", added.summary.title))
+                    .map_err(io_error)?;
+            }
+            self.views.insert(uri.to_string(), view);
+            self.subscriptions.push(subscription);
+            return Ok(None);
+        }
+        let main = envelope.channel == self.chat.as_str();
+        let Some(view) = self.views.get_mut(&envelope.channel) else {
+            return Ok(None);
+        };
+        let indent = if main { "" } else { "    " };
+        for event in view.apply(&envelope) {
+            if !options.json {
+                out.event(indent, &event).map_err(io_error)?;
+            }
+            match event {
+                Event::ConfirmationNeeded {
+                    turn_id,
+                    tool_call_id,
+                    invocation,
+                } => self.pending.push(Pending {
+                    chat: envelope.channel.clone(),
+                    turn_id,
+                    tool_call_id,
+                    invocation,
+                    asked: false,
+                }),
+                Event::ToolFinished { tool_call_id, .. } => {
+                    self.pending.retain(|p| p.tool_call_id != tool_call_id);
+                }
+                Event::TurnEnded {
+                    turn_id,
+                    error,
+                    cancelled,
+                } if main && turn_id == turn => {
+                    return Ok(Some(match (error, cancelled) {
+                        (Some(error), _) => Outcome::Failed(error),
+                        (None, true) => Outcome::Cancelled,
+                        (None, false) => Outcome::Completed,
+                    }));
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Asks about the oldest unanswered confirmation (or approves it with `--yes`).
+    fn ask_next<W: Write>(
+        &mut self,
+        options: &RunOptions,
+        out: &mut Renderer<W>,
+    ) -> Result<(), String> {
+        let Some(first) = self.pending.first_mut() else {
+            return Ok(());
+        };
+        if first.asked || options.yes {
+            return Ok(());
+        }
+        first.asked = true;
+        let question = format!("approve {}? [y/N] ", first.invocation);
+        if options.json {
+            eprint!("{question}");
+            Ok(())
+        } else {
+            out.ask(&question).map_err(io_error)
+        }
+    }
+
+    /// Answers the oldest confirmation.
+    async fn answer<W: Write>(
+        &mut self,
+        approved: bool,
+        options: &RunOptions,
+        out: &mut Renderer<W>,
+    ) -> Result<(), String> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = self.pending.remove(0);
+        let chat = ChatUri::parse(&pending.chat).map_err(|e| e.to_string())?;
+        self.client
+            .confirm_tool(&chat, &pending.turn_id, &pending.tool_call_id, approved)
+            .await
+            .map_err(|e| e.to_string())?;
+        if options.json {
+            // Stdout carries envelopes only; the answer shows in them.
+            return Ok(());
+        }
+        out.line(if approved { "approved" } else { "denied" })
+            .map_err(io_error)
+    }
+}
+
+/// Prints the files the turn changed, from its changeset channel, once it is ready.
+async fn summarize_changeset<W: Write>(
+    client: &HostConnection,
+    events: &mut ClientEventStream,
+    uri: &str,
+    cwd: &std::path::Path,
+    out: &mut Renderer<W>,
+) -> Result<(), String> {
+    let Ok((snapshot, _subscription)) = client.client().subscribe(uri.to_owned()).await else {
+        return Ok(());
+    };
+    let Some(SnapshotState::Changeset(mut state)) = snapshot.snapshot.map(|s| s.state) else {
+        return Ok(());
+    };
+    let deadline = tokio::time::Instant::now() + CHANGESET_WAIT;
+    while state.status != ChangesetStatus::Ready {
+        let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await else {
+            break;
+        };
+        let SubscriptionEvent::Action(envelope) = event.event else {
+            continue;
+        };
+        if envelope.channel != uri {
+            continue;
+        }
+        match envelope.action {
+            StateAction::ChangesetContentChanged(content) => state.files = content.files,
+            StateAction::ChangesetStatusChanged(status) => state.status = status.status,
+            _ => {}
+        }
+    }
+    if state.files.is_empty() {
+        return out.line("No files changed.").map_err(io_error);
+    }
+    out.line("Changed files:").map_err(io_error)?;
+    for file in &state.files {
+        let mark = match (&file.edit.before, &file.edit.after) {
+            (None, _) => 'A',
+            (_, None) => 'D',
+            _ => 'M',
+        };
+        let name = agenthost_protocol::uri::file_uri_to_path(&file.id)
+            .map(|p| p.strip_prefix(cwd).unwrap_or(&p).display().to_string())
+            .unwrap_or_else(|_| file.id.clone());
+        let stats = file
+            .edit
+            .diff
+            .as_ref()
+            .map(|d| {
+                format!(
+                    " (+{} -{})",
+                    d.added.unwrap_or_default(),
+                    d.removed.unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        out.line(&format!("  {mark} {name}{stats}"))
+            .map_err(io_error)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -1,0 +1,187 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use agenthost_dispatcher::LaunchKind;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::host::{HostOptions, bind};
+use crate::term::Style;
+
+/// A host with the scripted provider running `script`, rooted at `<tmp>/work` (a git repository
+/// with one commit); served until the test ends. Returns the URL and the work folder.
+async fn host(tmp: &Path, script: Value) -> (String, PathBuf) {
+    let work = tmp.canonicalize().unwrap().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("readme.txt"), "hello\n").unwrap();
+    for args in [
+        &["init", "--quiet", "-b", "main"][..],
+        &["add", "-A"],
+        &["commit", "--quiet", "-m", "seed"],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
+            .args(args)
+            .current_dir(&work)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let script_path = tmp.join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let server = bind(HostOptions {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        providers: vec!["scripted".into()],
+        script: Some(script_path),
+        token: None,
+        roots: vec![work.clone()],
+        launch_kind: LaunchKind::Embedded("run-test".into()),
+        data_dir: Some(tmp.join("data")),
+        idle_eviction: None,
+        claude: None,
+        codex: None,
+        copilot: None,
+        unattended: Default::default(),
+        enable: Vec::new(),
+    })
+    .await
+    .unwrap();
+    let url = server.url();
+    tokio::spawn(server.serve(std::future::pending()));
+    (url, work)
+}
+
+fn confirm_script() -> Value {
+    json!({ "turns": [{ "steps": [
+        { "kind": "say", "text": "I will edit the readme.", "chunk": 8 },
+        { "kind": "tool", "name": "write_file", "displayName": "Write file", "confirm": true,
+          "effect": { "kind": "writeFile", "path": "readme.txt", "content": "hello\nagain\n" } },
+        { "kind": "say", "text": "Done.", "chunk": 8 }
+    ]}]})
+}
+
+fn options(work: &Path, json: bool) -> RunOptions {
+    RunOptions {
+        provider: "scripted".into(),
+        model: None,
+        cwd: work.to_owned(),
+        prompt: "edit the readme".into(),
+        json,
+        yes: false,
+        stall: Duration::from_secs(20),
+    }
+}
+
+/// Input with `answers` typed ahead; the interrupt sender is returned to keep it open.
+fn input(answers: &[&str]) -> (Input, mpsc::Sender<()>, mpsc::Sender<String>) {
+    let (line_tx, lines) = mpsc::channel(8);
+    for answer in answers {
+        line_tx.try_send((*answer).to_owned()).unwrap();
+    }
+    let (interrupt_tx, interrupts) = mpsc::channel(1);
+    (Input { lines, interrupts }, interrupt_tx, line_tx)
+}
+
+async fn run_plain(url: &str, options: &RunOptions, input: Input) -> (Outcome, String) {
+    let mut renderer = Renderer::new(Vec::new(), Style::plain());
+    let outcome = run(url, options, input, &mut renderer).await.unwrap();
+    (outcome, String::from_utf8(renderer.into_inner()).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_tool_runs_and_the_changed_files_are_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, work) = host(tmp.path(), confirm_script()).await;
+    let (input, _interrupts, _lines) = input(&["y"]);
+    let (outcome, text) = run_plain(&url, &options(&work, false), input).await;
+    assert_eq!(outcome, Outcome::Completed, "{text}");
+    assert_eq!(
+        text,
+        "> edit the readme\nI will edit the readme.\ntool: Write file\n\
+         confirm: Write `readme.txt`\napprove Write `readme.txt`? [y/N] approved\n\
+         done: Wrote `readme.txt`\nDone.\nChanged files:\n  M readme.txt (+1 -0)\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("readme.txt")).unwrap(),
+        "hello\nagain\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_tool_does_not_run_and_nothing_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, work) = host(tmp.path(), confirm_script()).await;
+    let (input, _interrupts, _lines) = input(&["n"]);
+    let (outcome, text) = run_plain(&url, &options(&work, false), input).await;
+    assert_eq!(outcome, Outcome::Completed, "{text}");
+    assert!(text.contains("denied\n"), "{text}");
+    assert!(text.ends_with("No files changed.\n"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("readme.txt")).unwrap(),
+        "hello\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_cancels_the_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = json!({ "turns": [{ "steps": [
+        { "kind": "say", "text": "Thinking hard.", "chunk": 32 },
+        { "kind": "pause", "ms": 60000 },
+        { "kind": "say", "text": "Never said.", "chunk": 32 }
+    ]}]});
+    let (url, work) = host(tmp.path(), script).await;
+    let (input, interrupts, _lines) = input(&[]);
+    // Pressed before the turn even started: `run` reads interrupts only once its turn has been
+    // sent, and the host takes the turn and its cancellation from one connection in order.
+    interrupts.send(()).await.unwrap();
+    let options = options(&work, false);
+    let running = tokio::spawn(async move { run_plain(&url, &options, input).await });
+    let (outcome, text) = tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome, Outcome::Cancelled, "{text}");
+    assert!(text.contains("cancelled"), "{text}");
+    assert!(!text.contains("Never said"), "{text}");
+}
+
+/// `--json`: every line parses as an action envelope, and reducing the chat's envelopes from an
+/// empty chat gives the chat the host holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_output_reduces_to_the_hosts_chat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, work) = host(tmp.path(), confirm_script()).await;
+    let mut options = options(&work, true);
+    options.yes = true;
+    let (input, _interrupts, _lines) = input(&[]);
+    let (outcome, text) = run_plain(&url, &options, input).await;
+    assert_eq!(outcome, Outcome::Completed);
+    let envelopes: Vec<agenthost_protocol::ActionEnvelope> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let chat = envelopes
+        .iter()
+        .find(|e| matches!(e.action, StateAction::ChatTurnStarted(_)))
+        .unwrap()
+        .channel
+        .clone();
+
+    let client = HostConnection::connect(&url, "checker").await.unwrap();
+    let (view, _subscription) = client
+        .open_chat(&ChatUri::parse(&chat).unwrap())
+        .await
+        .unwrap();
+    // The chat as it was before the turn, then every envelope `--json` printed for it.
+    let mut mine = view.state().clone();
+    mine.turns.clear();
+    mine.active_turn = None;
+    for envelope in envelopes.iter().filter(|e| e.channel == chat) {
+        ahp::reducers::apply_action_to_chat(&mut mine, &envelope.action);
+    }
+    assert_eq!(mine.turns, view.state().turns);
+    assert_eq!(mine.turns.len(), 1);
+}
