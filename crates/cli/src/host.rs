@@ -196,6 +196,7 @@ fn services(
     state: &Arc<StateManager>,
     store: &Store,
     provider_ids: Vec<String>,
+    roots: &[PathBuf],
 ) -> ServiceRegistry {
     let mut services = ServiceRegistry::new();
     services
@@ -233,14 +234,29 @@ fn services(
     // Configuration values from the flags, working directories from the host state.
     if let Ok(values) = services.get::<InMemoryConfiguration>() {
         let host: Arc<dyn HostState> = Arc::new(StateHostState::new(Arc::clone(state)));
-        services.insert::<dyn Configuration>(Arc::new(HostConfiguration::new(values, host)));
+        // Canonical, as the session service compares them (a root that cannot be resolved is
+        // refused there before anything runs).
+        let roots = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
+        services.insert::<dyn Configuration>(Arc::new(
+            HostConfiguration::new(values, host).with_roots(roots),
+        ));
     }
     services
 }
 
 /// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
-/// call `serve` on the result.
+/// call `serve` on the result. The server has the default limits of [`ServerConfig`].
 pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
+    bind_with(options, |_| {}).await
+}
+
+/// [`bind`], with `configure` applied to the server configuration (its limits: frame size,
+/// subscriptions, dispatch rate, queues, connections) after `listen` and the token are set. The
+/// configuration is validated when the server binds.
+pub async fn bind_with(
+    options: HostOptions,
+    configure: impl FnOnce(&mut ServerConfig),
+) -> Result<BoundServer, String> {
     let providers = providers(&options)?;
     let roots = if options.roots.is_empty() {
         vec![
@@ -254,7 +270,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     let agents = providers.iter().map(|p| p.agent_info()).collect();
     let state = state_for(&store, root_state(agents)).map_err(|e| e.to_string())?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
-    let dispatcher = Dispatcher::new(services(&state, &store, provider_ids));
+    let dispatcher = Dispatcher::new(services(&state, &store, provider_ids, &roots));
     let unattended = crate::unattended::Wiring::new(dispatcher.services(), &options.unattended);
     if let Ok(configuration) = dispatcher.services().get::<InMemoryConfiguration>() {
         for flag in &options.enable {
@@ -299,6 +315,7 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     };
     let mut config = ServerConfig::new(token);
     config.listen = options.listen;
+    configure(&mut config);
     service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
     service.set_session_config(crate::unattended::session_config(&options.unattended));
     if let Some(checkpoints) = checkpoints {
@@ -320,6 +337,82 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
     unattended.bind_intake(&host, options.launch_kind.clone());
     unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())
+}
+
+/// The options of a host started in this process to answer one command (`sessions`, `diff`,
+/// `rollback`) over the sessions stored in `data_dir`: loopback, the scripted provider only
+/// (nothing runs a turn), the current directory as its root.
+pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, String> {
+    if !data_dir.join(DATABASE_FILE).exists() {
+        return Err(format!(
+            "no session database in {} (expected {DATABASE_FILE}); pass --data-dir, or              --connect to a running host",
+            data_dir.display()
+        ));
+    }
+    let root =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    Ok(HostOptions {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        providers: vec!["scripted".into()],
+        script: None,
+        token: None,
+        roots: vec![root],
+        launch_kind: LaunchKind::Embedded(format!("agent-host {command}")),
+        data_dir: Some(data_dir),
+        idle_eviction: None,
+        claude: None,
+        codex: None,
+        copilot: None,
+        unattended: Default::default(),
+        enable: Vec::new(),
+    })
+}
+
+/// Where a command finds its host: `--connect URL`, else a [`LocalHost`] over `data_dir`.
+pub async fn host_for(
+    connect: Option<String>,
+    data_dir: impl FnOnce() -> Result<PathBuf, String>,
+    command: &str,
+) -> Result<(String, Option<LocalHost>), String> {
+    match connect {
+        Some(url) => Ok((url, None)),
+        None => {
+            let local = LocalHost::start(local_options(data_dir()?, command)?).await?;
+            Ok((local.url().to_owned(), Some(local)))
+        }
+    }
+}
+
+/// A host served in this process for one command (`run`, `sessions`), until [`Self::stop`].
+#[derive(Debug)]
+pub struct LocalHost {
+    url: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+impl LocalHost {
+    /// Binds a host with `options` and serves it in a task.
+    pub async fn start(options: HostOptions) -> Result<Self, String> {
+        let server = bind(options).await?;
+        let url = server.url();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(server.serve(async {
+            let _ = stopped.await;
+        }));
+        Ok(Self { url, stop, serving })
+    }
+
+    /// Its URL, token included.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Shuts it down (pending writes are flushed) and waits for it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.serving.await;
+    }
 }
 
 #[cfg(test)]

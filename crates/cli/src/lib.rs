@@ -5,6 +5,7 @@
 //! line; everything below it is configured through plain structs.
 #![deny(missing_docs)]
 
+pub mod checkpoints;
 pub mod demo;
 pub mod host;
 pub mod map;

@@ -20,6 +20,18 @@ enum Command {
     /// Serve AHP over WebSocket. The first line on stdout is the URL to connect to, token
     /// included; logs go to stderr.
     Serve(Box<ServeArgs>),
+    /// Run one turn with an agent in a folder and stream it here: confirmations are asked
+    /// (`y`/`n`), Ctrl-C cancels the turn, the changed files are listed at the end.
+    Run(Box<RunArgs>),
+    /// Follow a session another client runs, from now on: its confirmations are asked here
+    /// too (whichever client answers first wins); Ctrl-C detaches.
+    Attach(AttachArgs),
+    /// What the agent changed, as a unified diff: one turn, everything since a turn started
+    /// (`--since`), or the whole session.
+    Diff(DiffArgs),
+    /// Put the working tree back to the start of a turn (that turn and every later one are
+    /// undone), after showing what will change and asking.
+    Rollback(RollbackArgs),
     /// Run a two-turn session end to end against an in-process host and print it.
     Demo(DemoArgs),
     /// Print the AHP actions an agent transcript maps to, one JSON object per line (for
@@ -28,10 +40,23 @@ enum Command {
     /// Serve a scripted mock model (Anthropic Messages, OpenAI Responses and Chat Completions)
     /// on loopback; the first line on stdout is its base URL.
     MockModel(MockModelArgs),
-    /// List or delete stored sessions (offline: for a running host use `x-deleteSession`).
+    /// The sessions as a table (title, provider, status, last activity, turns), newest first
+    /// — of a running host with `--connect`, else of the data directory; `list` and `delete`
+    /// work on the database offline (for a running host use `x-deleteSession`).
     Sessions {
         #[command(subcommand)]
-        command: SessionsCommand,
+        command: Option<SessionsCommand>,
+        /// Include archived sessions in the table.
+        #[arg(long)]
+        all: bool,
+        /// A running host: the URL `agent-host serve` printed, token included.
+        #[arg(
+            long,
+            env = "AGENT_HOST_URL",
+            hide_env_values = true,
+            value_name = "URL"
+        )]
+        connect: Option<String>,
         /// The data directory (default: $XDG_DATA_HOME/agenthost or ~/.local/share/agenthost).
         #[arg(long, global = true, env = "AGENT_HOST_DATA_DIR")]
         data_dir: Option<PathBuf>,
@@ -51,9 +76,13 @@ enum SessionsCommand {
 
 #[derive(Debug, clap::Args)]
 struct ServeArgs {
-    /// Address to listen on; port 0 lets the OS pick one.
+    /// Address to listen on; port 0 lets the OS pick one. Loopback unless `--allow-remote`.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
+    /// Allow `--listen` on an address other machines can reach (every client still needs the
+    /// token; keep it secret and prefer `--token` from a secret store).
+    #[arg(long)]
+    allow_remote: bool,
     /// An agent to offer (repeatable); exactly these are advertised.
     #[arg(long = "provider", value_name = "NAME", default_values_t = vec!["scripted".to_owned()])]
     providers: Vec<String>,
@@ -90,11 +119,221 @@ struct ServeArgs {
     #[arg(long, value_name = "FLAG", value_parser = clap::builder::PossibleValuesParser::new(agenthost::host::ENABLE_FLAGS))]
     enable: Vec<String>,
     #[command(flatten)]
+    limits: LimitArgs,
+    #[command(flatten)]
     claude: ClaudeArgs,
     #[command(flatten)]
     codex: CodexArgs,
     #[command(flatten)]
     copilot: CopilotArgs,
+}
+
+/// The server's limits (see `agenthost_server::ServerConfig`). A client that reaches one gets
+/// the answer the README's serve table names; the host and other clients carry on.
+#[derive(Debug, clap::Args)]
+struct LimitArgs {
+    /// Largest inbound WebSocket message in bytes; a larger one is answered -32600 and its
+    /// connection closed (1009).
+    #[arg(long, value_name = "BYTES", default_value_t = agenthost_server::ServerConfig::DEFAULT_MAX_FRAME_BYTES, value_parser = at_least_one)]
+    max_frame_bytes: usize,
+    /// Channels one connection may subscribe to at once; one more `subscribe` is answered
+    /// -32009.
+    #[arg(long, value_name = "N", default_value_t = agenthost_server::ServerConfig::DEFAULT_MAX_SUBSCRIPTIONS, value_parser = at_least_one)]
+    max_subscriptions: usize,
+    /// Sustained dispatchAction notifications per second per connection; an excess action is
+    /// echoed back rejected ("rate limited"). 0 turns the limit off.
+    #[arg(long, value_name = "PER_SECOND", default_value_t = agenthost_server::ServerConfig::DEFAULT_DISPATCH_RATE)]
+    dispatch_rate: u32,
+    /// dispatchAction notifications a connection may send at once, above --dispatch-rate.
+    #[arg(long, value_name = "N", default_value_t = agenthost_server::ServerConfig::DEFAULT_DISPATCH_BURST, value_parser = clap::value_parser!(u32).range(1..))]
+    dispatch_burst: u32,
+    /// Frames queued for a client that does not read; when full it is closed as lagged (1013)
+    /// and reconnects.
+    #[arg(long, value_name = "FRAMES", default_value_t = agenthost_server::ServerConfig::DEFAULT_OUTBOUND_QUEUE, value_parser = at_least_one)]
+    outbound_queue: usize,
+    /// Connections open at once; one more gets HTTP 503.
+    #[arg(long, value_name = "N", default_value_t = agenthost_server::ServerConfig::DEFAULT_MAX_CONNECTIONS, value_parser = at_least_one)]
+    max_connections: usize,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> agenthost::serve::ServerLimits {
+        agenthost::serve::ServerLimits {
+            max_frame_bytes: self.max_frame_bytes,
+            max_subscriptions: self.max_subscriptions,
+            dispatch_rate: self.dispatch_rate,
+            dispatch_burst: self.dispatch_burst,
+            outbound_queue: self.outbound_queue,
+            max_connections: self.max_connections,
+        }
+    }
+}
+
+/// A limit: a whole number of at least 1.
+fn at_least_one(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct DiffArgs {
+    /// The session URI (as `agent-host sessions` lists it).
+    session: String,
+    /// One turn's changes.
+    #[arg(conflicts_with = "since")]
+    turn: Option<String>,
+    /// Everything from the start of this turn on.
+    #[arg(long, value_name = "TURN")]
+    since: Option<String>,
+    /// A running host: the URL `agent-host serve` printed, token included (default: the
+    /// sessions stored in the data directory).
+    #[arg(
+        long,
+        env = "AGENT_HOST_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    connect: Option<String>,
+    /// Where the session database lives (as for `serve`).
+    #[arg(long, env = "AGENT_HOST_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct RollbackArgs {
+    /// The session URI.
+    session: String,
+    /// The turn whose start the working tree goes back to.
+    turn: String,
+    /// Do not ask.
+    #[arg(long)]
+    yes: bool,
+    /// A running host (default: the sessions stored in the data directory).
+    #[arg(
+        long,
+        env = "AGENT_HOST_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    connect: Option<String>,
+    /// Where the session database lives (as for `serve`).
+    #[arg(long, env = "AGENT_HOST_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct AttachArgs {
+    /// The session URI (as `agent-host sessions` lists it).
+    session: String,
+    /// The running host: the URL `agent-host serve` printed, token included.
+    #[arg(
+        long,
+        env = "AGENT_HOST_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    connect: String,
+    /// Print AHP action envelopes as JSON lines instead of the rendered conversation.
+    #[arg(long)]
+    json: bool,
+    /// Approve every confirmation without asking.
+    #[arg(long)]
+    yes: bool,
+    /// Exit when the running turn ends (at once when none is running).
+    #[arg(long)]
+    until_done: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// What to ask the agent.
+    prompt: String,
+    /// The agent (claude, codex, copilot, scripted).
+    #[arg(long, default_value = "claude", value_name = "NAME")]
+    provider: String,
+    /// The model, when not the agent's default.
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The folder the agent works in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Use a running host (the URL `agent-host serve` printed, token included) instead of
+    /// starting one in this process.
+    #[arg(long, value_name = "URL")]
+    connect: Option<String>,
+    /// Print AHP action envelopes as JSON lines instead of the rendered conversation.
+    #[arg(long)]
+    json: bool,
+    /// Approve every confirmation without asking.
+    #[arg(long)]
+    yes: bool,
+    /// Script for the scripted provider (JSON; see crates/providers/scripted/README.md).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Where the session database lives (as for `serve`).
+    #[arg(long, env = "AGENT_HOST_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    claude: ClaudeArgs,
+    #[command(flatten)]
+    codex: CodexArgs,
+    #[command(flatten)]
+    copilot: CopilotArgs,
+}
+
+impl RunArgs {
+    /// The options and where the host is.
+    fn resolve(self) -> Result<(agenthost::run::Target, agenthost::run::RunOptions), String> {
+        let cwd = match self.cwd {
+            Some(cwd) => cwd,
+            None => std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        };
+        let options = agenthost::run::RunOptions {
+            provider: self.provider.clone(),
+            model: self.model,
+            cwd: cwd.clone(),
+            prompt: self.prompt,
+            json: self.json,
+            yes: self.yes,
+            stall: agenthost::run::DEFAULT_STALL,
+        };
+        if let Some(url) = self.connect {
+            return Ok((agenthost::run::Target::Connect(url), options));
+        }
+        let program = match self.provider.as_str() {
+            "claude" => Some(self.claude.claude_bin.clone()),
+            "codex" => Some(self.codex.codex_bin.clone()),
+            "copilot" => Some(self.copilot.copilot_bin.clone()),
+            _ => None,
+        };
+        if let Some(program) = program {
+            agenthost::run::check_provider_cli(&self.provider, &program)?;
+        }
+        let root = cwd
+            .canonicalize()
+            .map_err(|e| format!("the folder {} is not usable: {e}", cwd.display()))?;
+        let copilot = self.copilot.config()?;
+        let host = agenthost::host::HostOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            providers: vec![self.provider],
+            script: self.script,
+            token: None,
+            roots: vec![root],
+            launch_kind: agenthost_dispatcher::LaunchKind::Embedded("agent-host run".into()),
+            data_dir: Some(data_dir(self.data_dir)?),
+            idle_eviction: None,
+            claude: Some(self.claude.config()),
+            codex: Some(self.codex.config()),
+            copilot: Some(copilot),
+            unattended: Default::default(),
+            enable: Vec::new(),
+        };
+        Ok((agenthost::run::Target::Start(Box::new(host)), options))
+    }
 }
 
 /// How `--provider copilot` launches `copilot --headless --stdio`. Without
@@ -329,6 +568,7 @@ fn main() -> ExitCode {
             let copilot = args.copilot.config();
             data_dir(args.data_dir).and_then(|data_dir| {
                 let copilot = copilot?;
+                agenthost::serve::check_listen(args.listen, args.allow_remote)?;
                 runtime.block_on(agenthost::serve::run(agenthost::serve::ServeOptions {
                     listen: args.listen,
                     providers: args.providers,
@@ -348,18 +588,35 @@ fn main() -> ExitCode {
                             .unwrap_or(agenthost::unattended::DEFAULT_GRACE),
                     },
                     enable: args.enable,
+                    limits: args.limits.limits(),
                 }))
             })
         }
         Command::Sessions {
             command,
+            all,
+            connect,
             data_dir: dir,
         } => {
             init_logging("warn");
-            data_dir(dir).and_then(|dir| match command {
-                SessionsCommand::List => agenthost::sessions::list(&dir),
-                SessionsCommand::Delete { session } => agenthost::sessions::delete(&dir, &session),
-            })
+            match (command, connect) {
+                (None, connect) => runtime.block_on(async {
+                    let (url, local) =
+                        agenthost::host::host_for(connect, || data_dir(dir), "sessions").await?;
+                    let table = agenthost::sessions::table(&url, all).await;
+                    if let Some(local) = local {
+                        local.stop().await;
+                    }
+                    print!("{}", table?);
+                    Ok(())
+                }),
+                (Some(command), _) => data_dir(dir).and_then(|dir| match command {
+                    SessionsCommand::List => agenthost::sessions::list(&dir),
+                    SessionsCommand::Delete { session } => {
+                        agenthost::sessions::delete(&dir, &session)
+                    }
+                }),
+            }
         }
         Command::MockModel(args) => {
             init_logging("info");
@@ -378,6 +635,88 @@ fn main() -> ExitCode {
         Command::Map(args) => {
             init_logging("warn");
             agenthost::map::run(&args.provider, &args.file)
+        }
+        Command::Run(args) => {
+            init_logging("warn");
+            let outcome = args.resolve().and_then(|(target, options)| {
+                runtime.block_on(agenthost::run::command(target, options))
+            });
+            return match outcome {
+                Ok(agenthost::run::Outcome::Completed) => ExitCode::SUCCESS,
+                Ok(agenthost::run::Outcome::Cancelled) => ExitCode::from(130),
+                Ok(agenthost::run::Outcome::Failed(_)) => ExitCode::FAILURE,
+                Err(error) => {
+                    eprintln!("agent-host: {error}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Command::Attach(args) => {
+            init_logging("warn");
+            let options = agenthost::run::AttachOptions {
+                json: args.json,
+                yes: args.yes,
+                until_done: args.until_done,
+                stall: agenthost::run::DEFAULT_STALL,
+            };
+            runtime
+                .block_on(agenthost::run::attach_command(
+                    &args.connect,
+                    &args.session,
+                    options,
+                ))
+                .map(|_| ())
+        }
+        Command::Diff(args) => {
+            init_logging("warn");
+            runtime.block_on(async {
+                let (url, local) =
+                    agenthost::host::host_for(args.connect, || data_dir(args.data_dir), "diff")
+                        .await?;
+                let diff = agenthost::checkpoints::diff(
+                    &url,
+                    &args.session,
+                    args.turn.as_deref(),
+                    args.since.as_deref(),
+                )
+                .await;
+                if let Some(local) = local {
+                    local.stop().await;
+                }
+                let diff = diff?;
+                let stdout = std::io::stdout();
+                let style =
+                    agenthost::term::Style::detect(std::io::IsTerminal::is_terminal(&stdout));
+                agenthost::checkpoints::print_diff(&mut stdout.lock(), &diff.diff, style)
+                    .map_err(|e| format!("cannot write the diff: {e}"))
+            })
+        }
+        Command::Rollback(args) => {
+            init_logging("warn");
+            runtime.block_on(async {
+                let (url, local) =
+                    agenthost::host::host_for(args.connect, || data_dir(args.data_dir), "rollback")
+                        .await?;
+                let turn = args.turn.clone();
+                let done = agenthost::checkpoints::rollback(
+                    &url,
+                    &args.session,
+                    &args.turn,
+                    args.yes,
+                    &mut std::io::stdout(),
+                    |out| {
+                        agenthost::checkpoints::ask_stdin(
+                            out,
+                            &format!("Roll back to the start of turn {turn}?"),
+                        )
+                    },
+                )
+                .await;
+                if let Some(local) = local {
+                    local.stop().await;
+                }
+                done.map(|_| ())
+            })
         }
         Command::Demo(args) => {
             init_logging("warn");

@@ -27,6 +27,12 @@ use crate::term::Renderer;
 /// How long `run` waits for the host between two events before giving up.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(600);
 
+/// How often the progress line is refreshed.
+const PROGRESS_TICK: Duration = Duration::from_millis(250);
+
+/// The progress line's spinner.
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+
 /// How long the changeset summary waits for the turn's checkpoint.
 const CHANGESET_WAIT: Duration = Duration::from_secs(10);
 
@@ -132,9 +138,28 @@ pub async fn run<W: Write>(
         .map_err(|e| format!("cannot start the turn: {e}"))?;
     let started = std::time::Instant::now();
     let mut cancelled = false;
+    // Progress on a terminal while nothing arrives for more than a second (the agent's process
+    // starting, a checkpoint of a large repository, a slow model).
+    let mut ticker = tokio::time::interval(PROGRESS_TICK);
+    let mut last_event = tokio::time::Instant::now();
+    let mut frame = 0usize;
     let outcome = loop {
         tokio::select! {
+            _ = ticker.tick() => {
+                let quiet = last_event.elapsed();
+                if quiet >= Duration::from_secs(1) && follow.pending.is_empty() && !options.json {
+                    frame = (frame + 1) % SPINNER.len();
+                    out.status(&format!(
+                        "{} waiting for {}… {}s",
+                        SPINNER[frame],
+                        options.provider,
+                        quiet.as_secs()
+                    ))
+                    .map_err(io_error)?;
+                }
+            }
             event = tokio::time::timeout(options.stall, events.recv()) => {
+                last_event = tokio::time::Instant::now();
                 let event = event
                     .map_err(|_| format!("the host sent nothing for {}s", options.stall.as_secs()))?
                     .ok_or("the connection to the host closed")?;
@@ -179,6 +204,145 @@ pub async fn run<W: Write>(
     Ok(outcome)
 }
 
+/// What `attach` does.
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// Print AHP action envelopes as JSON lines instead of rendering.
+    pub json: bool,
+    /// Approve every confirmation without asking.
+    pub yes: bool,
+    /// Stop when the default chat's running turn ends (or at once when none is running).
+    pub until_done: bool,
+    /// How long to wait for the host between two events.
+    pub stall: Duration,
+}
+
+/// `agent-host attach SESSION`: follows a session another client runs — its default chat and
+/// the subagents it starts — from now on. The confirmations waiting when it attaches and those
+/// that come later are asked here (or approved with `--yes`); whichever client answers first
+/// wins, the host never runs a tool twice. Ctrl-C detaches (the turn goes on). Returns the
+/// outcome of the turn it saw end, if any.
+pub async fn attach<W: Write>(
+    url: &str,
+    session: &str,
+    options: &AttachOptions,
+    mut input: Input,
+    out: &mut Renderer<W>,
+) -> Result<Option<Outcome>, String> {
+    let session = agenthost_protocol::SessionUri::parse(session)
+        .map_err(|e| format!("not a session URI: {e}"))?;
+    let client = HostConnection::connect(url, "agent-host-attach")
+        .await
+        .map_err(|e| format!("cannot reach the host at {}: {e}", redact(url)))?;
+    let mut events = client.client().events();
+    let (snapshot, _session_subscription) = client
+        .client()
+        .subscribe(session.to_string())
+        .await
+        .map_err(|e| format!("cannot attach to {session}: {e}"))?;
+    let Some(SnapshotState::Session(state)) = snapshot.snapshot.map(|s| s.state) else {
+        return Err(format!("{session} is not a session this host knows"));
+    };
+    let chat = ChatUri::default_for(&session);
+    let (view, _chat_subscription) = client.open_chat(&chat).await.map_err(|e| e.to_string())?;
+    let running = view.state().active_turn.as_ref().map(|t| t.id.clone());
+    let run_like = RunOptions {
+        provider: state.provider.clone(),
+        model: None,
+        cwd: PathBuf::new(),
+        prompt: String::new(),
+        json: options.json,
+        yes: options.yes,
+        stall: options.stall,
+    };
+    if !options.json {
+        let status = match &running {
+            Some(turn) => format!("turn {turn} running"),
+            None => "idle".to_owned(),
+        };
+        out.line(&format!(
+            "attached to {session} — {} ({status})",
+            state.title
+        ))
+        .map_err(io_error)?;
+    }
+    let mut follow = Follow {
+        client: &client,
+        chat: chat.clone(),
+        views: HashMap::new(),
+        subscriptions: Vec::new(),
+        pending: waiting_confirmations(&chat, view.state()),
+    };
+    follow.views.insert(chat.to_string(), view);
+    if options.until_done && running.is_none() {
+        return Ok(None);
+    }
+    let mut seen = None;
+    loop {
+        if options.yes {
+            while !follow.pending.is_empty() {
+                follow.answer(true, &run_like, out).await?;
+            }
+        } else {
+            follow.ask_next(&run_like, out)?;
+        }
+        tokio::select! {
+            event = tokio::time::timeout(options.stall, events.recv()) => {
+                let event = event
+                    .map_err(|_| format!("the host sent nothing for {}s", options.stall.as_secs()))?
+                    .ok_or("the connection to the host closed")?;
+                let turn = follow
+                    .views
+                    .get(chat.as_str())
+                    .and_then(|v| v.state().active_turn.as_ref().map(|t| t.id.clone()))
+                    .or_else(|| running.clone())
+                    .unwrap_or_default();
+                if let Some(outcome) = follow.handle(event, &turn, &run_like, out).await? {
+                    seen = Some(outcome);
+                    if options.until_done {
+                        break;
+                    }
+                }
+            }
+            line = input.lines.recv(), if !follow.pending.is_empty() && !options.yes => {
+                let approved = line.is_some_and(|l| matches!(l.trim(), "y" | "Y" | "yes"));
+                follow.answer(approved, &run_like, out).await?;
+            }
+            _ = input.interrupts.recv() => break,
+        }
+    }
+    drop(follow);
+    client.close().await;
+    Ok(seen)
+}
+
+/// The confirmations the chat's running turn waits for.
+fn waiting_confirmations(
+    chat: &ChatUri,
+    state: &agenthost_protocol::ahp_types::state::ChatState,
+) -> Vec<Pending> {
+    use agenthost_protocol::ahp_types::state::{ResponsePart, ToolCallState};
+    let Some(turn) = &state.active_turn else {
+        return Vec::new();
+    };
+    turn.response_parts
+        .iter()
+        .filter_map(|part| match part {
+            ResponsePart::ToolCall(call) => match &call.tool_call {
+                ToolCallState::PendingConfirmation(pending) => Some(Pending {
+                    chat: chat.to_string(),
+                    turn_id: turn.id.clone(),
+                    tool_call_id: pending.tool_call_id.clone(),
+                    invocation: pending.invocation_message.as_text().to_owned(),
+                    asked: false,
+                }),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
 /// Where `run` finds its host.
 #[derive(Debug)]
 pub enum Target {
@@ -211,28 +375,28 @@ fn found(program: &std::path::Path) -> bool {
 pub fn check_provider_cli(provider: &str, program: &std::path::Path) -> Result<(), String> {
     match npm_package(provider) {
         Some(package) if !found(program) => Err(format!(
-            "the {provider} CLI (`{}`) is not installed or not on PATH: install it with              `npm install -g {package}`, or point --{provider}-bin at it",
+            "the {provider} CLI (`{}`) is not installed or not on PATH: install it with \
+             `npm install -g {package}`, or point --{provider}-bin at it",
             program.display()
         )),
         _ => Ok(()),
     }
 }
 
-/// `agent-host run`: finds or starts the host, reads answers from stdin and Ctrl-C, renders to
-/// stdout in the style the terminal allows.
-pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, String> {
-    let (url, stop, serving) = match target {
-        Target::Connect(url) => (url, None, None),
-        Target::Start(host) => {
-            let server = crate::host::bind(*host).await?;
-            let url = server.url();
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let serving = tokio::spawn(server.serve(async {
-                let _ = stopped.await;
-            }));
-            (url, Some(stop), Some(serving))
-        }
-    };
+/// `agent-host attach`: [`attach`] with stdin, Ctrl-C and stdout.
+pub async fn attach_command(
+    url: &str,
+    session: &str,
+    options: AttachOptions,
+) -> Result<Option<Outcome>, String> {
+    let input = terminal_input();
+    let style = crate::term::Style::detect(std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    let mut renderer = Renderer::new(std::io::stdout(), style);
+    attach(url, session, &options, input, &mut renderer).await
+}
+
+/// Lines from stdin (read on a thread of their own) and Ctrl-C presses.
+fn terminal_input() -> Input {
     let (line_tx, lines) = mpsc::channel(16);
     std::thread::spawn(move || {
         for line in std::io::stdin().lines() {
@@ -250,14 +414,25 @@ pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, Str
             }
         }
     });
+    Input { lines, interrupts }
+}
+
+/// `agent-host run`: finds or starts the host, reads answers from stdin and Ctrl-C, renders to
+/// stdout in the style the terminal allows.
+pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, String> {
+    let (url, local) = match target {
+        Target::Connect(url) => (url, None),
+        Target::Start(host) => {
+            let local = crate::host::LocalHost::start(*host).await?;
+            (local.url().to_owned(), Some(local))
+        }
+    };
+    let input = terminal_input();
     let style = crate::term::Style::detect(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut renderer = Renderer::new(std::io::stdout(), style);
-    let outcome = run(&url, &options, Input { lines, interrupts }, &mut renderer).await;
-    if let Some(stop) = stop {
-        let _ = stop.send(());
-    }
-    if let Some(serving) = serving {
-        let _ = serving.await;
+    let outcome = run(&url, &options, input, &mut renderer).await;
+    if let Some(local) = local {
+        local.stop().await;
     }
     outcome
 }

@@ -185,3 +185,71 @@ async fn json_output_reduces_to_the_hosts_chat() {
     assert_eq!(mine.turns, view.state().turns);
     assert_eq!(mine.turns.len(), 1);
 }
+
+/// `attach` from a second client answers the confirmation `run` is asking about: the first
+/// view sees the tool finish without answering, and the tool ran once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_answers_a_confirmation_another_client_is_asking_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, work) = host(tmp.path(), confirm_script()).await;
+    let (run_input, _run_interrupts, run_lines) = input(&[]);
+    let run_url = url.clone();
+    let run_options = options(&work, false);
+    let running = tokio::spawn(async move { run_plain(&run_url, &run_options, run_input).await });
+
+    // The session `run` created, once its turn waits for the confirmation.
+    let client = HostConnection::connect(&url, "watcher").await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let session = loop {
+        let sessions = client.list_sessions().await.unwrap().items;
+        if let Some(summary) = sessions.first()
+            && agenthost_protocol::ahp_types::state::SessionStatus::from_bits(summary.status)
+                .contains(agenthost_protocol::ahp_types::state::SessionStatus::InputNeeded)
+        {
+            break summary.resource.clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no session waits");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    client.close().await;
+
+    let (attach_input, _attach_interrupts, _attach_lines) = input(&["y"]);
+    let mut renderer = Renderer::new(Vec::new(), Style::plain());
+    let attach_options = AttachOptions {
+        json: false,
+        yes: false,
+        until_done: true,
+        stall: Duration::from_secs(20),
+    };
+    let seen = attach(&url, &session, &attach_options, attach_input, &mut renderer)
+        .await
+        .unwrap();
+    let attached = String::from_utf8(renderer.into_inner()).unwrap();
+    assert_eq!(seen, Some(Outcome::Completed), "{attached}");
+    assert!(
+        attached.starts_with(&format!("attached to {session}")),
+        "{attached}"
+    );
+    assert!(
+        attached.contains("approve Write `readme.txt`? [y/N] approved\n"),
+        "{attached}"
+    );
+    assert!(attached.contains("done: Wrote `readme.txt`"), "{attached}");
+
+    let (outcome, ran) = tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .unwrap()
+        .unwrap();
+    drop(run_lines);
+    assert_eq!(outcome, Outcome::Completed, "{ran}");
+    assert!(ran.contains("approve Write `readme.txt`? [y/N] "), "{ran}");
+    assert!(
+        !ran.contains("approved"),
+        "the first view never answered: {ran}"
+    );
+    assert_eq!(ran.matches("done: Wrote").count(), 1, "{ran}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("readme.txt")).unwrap(),
+        "hello\nagain\n"
+    );
+}

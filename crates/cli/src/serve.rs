@@ -5,8 +5,64 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use agenthost_dispatcher::LaunchKind;
+use agenthost_server::ServerConfig;
 
-use crate::host::{HostOptions, bind};
+use crate::host::{HostOptions, bind_with};
+
+/// The server limits `agent-host serve` takes as flags (each documented on
+/// [`ServerConfig`]); the default is [`ServerConfig`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// `--max-frame-bytes`: the largest inbound WebSocket message.
+    pub max_frame_bytes: usize,
+    /// `--max-subscriptions`: channels one connection may subscribe to at once.
+    pub max_subscriptions: usize,
+    /// `--dispatch-rate`: sustained `dispatchAction`s per second per connection; 0 = no limit.
+    pub dispatch_rate: u32,
+    /// `--dispatch-burst`: `dispatchAction`s a connection may send at once.
+    pub dispatch_burst: u32,
+    /// `--outbound-queue`: frames waiting for a slow client before it is closed as lagged.
+    pub outbound_queue: usize,
+    /// `--max-connections`: connections open at once.
+    pub max_connections: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: ServerConfig::DEFAULT_MAX_FRAME_BYTES,
+            max_subscriptions: ServerConfig::DEFAULT_MAX_SUBSCRIPTIONS,
+            dispatch_rate: ServerConfig::DEFAULT_DISPATCH_RATE,
+            dispatch_burst: ServerConfig::DEFAULT_DISPATCH_BURST,
+            outbound_queue: ServerConfig::DEFAULT_OUTBOUND_QUEUE,
+            max_connections: ServerConfig::DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// Sets these limits on `config`.
+    pub fn apply(&self, config: &mut ServerConfig) {
+        config.max_frame_bytes = self.max_frame_bytes;
+        config.max_subscriptions = self.max_subscriptions;
+        config.dispatch_rate = self.dispatch_rate;
+        config.dispatch_burst = self.dispatch_burst;
+        config.outbound_queue = self.outbound_queue;
+        config.max_connections = self.max_connections;
+    }
+}
+
+/// Refuses a listen address other machines can reach unless `allow_remote` (`--allow-remote`):
+/// the host runs agents that edit files and run commands, so exposing it is a decision.
+pub fn check_listen(listen: SocketAddr, allow_remote: bool) -> Result<(), String> {
+    if listen.ip().is_loopback() || allow_remote {
+        return Ok(());
+    }
+    Err(format!(
+        "--listen {listen} is reachable from other machines: pass --allow-remote to serve there \
+         (every client still needs the connection token)"
+    ))
+}
 
 /// The options of `agent-host serve`.
 #[derive(Debug, Clone)]
@@ -35,25 +91,31 @@ pub struct ServeOptions {
     pub unattended: crate::unattended::UnattendedOptions,
     /// Root configuration flags turned on.
     pub enable: Vec<String>,
+    /// The server's limits.
+    pub limits: ServerLimits,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
 pub async fn run(options: ServeOptions) -> Result<(), String> {
-    let server = bind(HostOptions {
-        listen: options.listen,
-        providers: options.providers,
-        script: options.script,
-        token: options.token,
-        roots: options.roots,
-        launch_kind: LaunchKind::Serve,
-        data_dir: Some(options.data_dir),
-        idle_eviction: options.idle_eviction,
-        claude: options.claude,
-        codex: options.codex,
-        copilot: options.copilot,
-        unattended: options.unattended,
-        enable: options.enable,
-    })
+    let limits = options.limits;
+    let server = bind_with(
+        HostOptions {
+            listen: options.listen,
+            providers: options.providers,
+            script: options.script,
+            token: options.token,
+            roots: options.roots,
+            launch_kind: LaunchKind::Serve,
+            data_dir: Some(options.data_dir),
+            idle_eviction: options.idle_eviction,
+            claude: options.claude,
+            codex: options.codex,
+            copilot: options.copilot,
+            unattended: options.unattended,
+            enable: options.enable,
+        },
+        |config| limits.apply(config),
+    )
     .await?;
     // The contract: the first line on stdout is the full URL, token included.
     let mut stdout = std::io::stdout();
@@ -69,4 +131,59 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         })
         .await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use agenthost_server::Token;
+
+    use super::*;
+
+    fn config() -> ServerConfig {
+        ServerConfig::new(Token::new("serve-test-token".to_owned()).unwrap())
+    }
+
+    #[test]
+    fn the_default_limits_are_the_servers() {
+        let mut applied = config();
+        ServerLimits::default().apply(&mut applied);
+        let defaults = config();
+        assert_eq!(applied.max_frame_bytes, defaults.max_frame_bytes);
+        assert_eq!(applied.max_subscriptions, defaults.max_subscriptions);
+        assert_eq!(applied.dispatch_rate, defaults.dispatch_rate);
+        assert_eq!(applied.dispatch_burst, defaults.dispatch_burst);
+        assert_eq!(applied.outbound_queue, defaults.outbound_queue);
+        assert_eq!(applied.max_connections, defaults.max_connections);
+    }
+
+    #[test]
+    fn every_limit_reaches_the_server_configuration_and_is_validated() {
+        let limits = ServerLimits {
+            max_frame_bytes: 1,
+            max_subscriptions: 2,
+            dispatch_rate: 3,
+            dispatch_burst: 4,
+            outbound_queue: 5,
+            max_connections: 6,
+        };
+        let mut applied = config();
+        limits.apply(&mut applied);
+        let got = (
+            applied.max_frame_bytes,
+            applied.max_subscriptions,
+            applied.dispatch_rate,
+            applied.dispatch_burst,
+            applied.outbound_queue,
+            applied.max_connections,
+        );
+        assert_eq!(got, (1, 2, 3, 4, 5, 6));
+        assert!(applied.validate().is_ok());
+        ServerLimits {
+            max_subscriptions: 0,
+            ..limits
+        }
+        .apply(&mut applied);
+        let error = applied.validate().unwrap_err().to_string();
+        assert!(error.contains("max_subscriptions"), "{error}");
+    }
 }

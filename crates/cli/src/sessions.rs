@@ -1,9 +1,12 @@
-//! `agent-host sessions`: the session database, offline.
+//! `agent-host sessions`: the sessions of a host as a table ([`table`], over AHP), and the
+//! session database offline ([`list`], [`delete`]).
 
 use std::path::Path;
 
 use agenthost_checkpoint::{CheckpointConfig, Checkpointer, MemoryLedger};
-use agenthost_protocol::SessionUri;
+use agenthost_client::HostConnection;
+use agenthost_protocol::ahp_types::state::{SessionStatus, SessionSummary};
+use agenthost_protocol::{ChatUri, SessionUri};
 
 use crate::host::{DATABASE_FILE, open_store};
 
@@ -48,6 +51,99 @@ pub fn delete(data_dir: &Path, session: &str) -> Result<(), String> {
     } else {
         Err(format!("no session {uri} in {}", data_dir.display()))
     }
+}
+
+/// One session's row: title, provider, status, last activity, turns, URI.
+fn row(summary: &SessionSummary, turns: Option<usize>) -> [String; 6] {
+    let status = SessionStatus::from_bits(summary.status);
+    let state = if status.contains(SessionStatus::InputNeeded) {
+        "needs input"
+    } else if status.contains(SessionStatus::InProgress) {
+        "running"
+    } else if status.contains(SessionStatus::Error) {
+        "error"
+    } else {
+        "idle"
+    };
+    let mut state = state.to_owned();
+    if status.contains(SessionStatus::IsArchived) {
+        state.push_str(", archived");
+    }
+    // `2026-03-10T18:42:03.123Z` → `2026-03-10 18:42`.
+    let when = summary
+        .modified_at
+        .get(..16)
+        .map_or_else(|| summary.modified_at.clone(), |t| t.replacen('T', " ", 1));
+    [
+        summary.title.clone(),
+        summary.provider.clone(),
+        state,
+        when,
+        turns.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+        summary.resource.clone(),
+    ]
+}
+
+/// The sessions table (newest first) of the host at `url`: archived sessions only with `all`.
+/// Each session's turns are counted from its default chat (restored for the purpose, as a
+/// client subscribing would).
+pub async fn table(url: &str, all: bool) -> Result<String, String> {
+    let client = HostConnection::connect(url, "agent-host-sessions")
+        .await
+        .map_err(|e| format!("cannot reach the host: {e}"))?;
+    let mut sessions = client
+        .list_sessions()
+        .await
+        .map_err(|e| e.to_string())?
+        .items;
+    sessions
+        .retain(|s| all || !SessionStatus::from_bits(s.status).contains(SessionStatus::IsArchived));
+    sessions.sort_by(|a, b| b.modified_at.cmp(&a.modified_at));
+    let mut rows = vec![[
+        "TITLE".to_owned(),
+        "PROVIDER".to_owned(),
+        "STATUS".to_owned(),
+        "LAST ACTIVITY".to_owned(),
+        "TURNS".to_owned(),
+        "SESSION".to_owned(),
+    ]];
+    for summary in &sessions {
+        let turns = match SessionUri::parse(&summary.resource) {
+            Ok(session) => client
+                .open_chat(&ChatUri::default_for(&session))
+                .await
+                .ok()
+                .map(|(view, _subscription)| {
+                    view.state().turns.len() + usize::from(view.state().active_turn.is_some())
+                }),
+            Err(_) => None,
+        };
+        rows.push(row(summary, turns));
+    }
+    client.close().await;
+    if sessions.is_empty() {
+        return Ok("no sessions\n".to_owned());
+    }
+    let mut widths = [0usize; 6];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
+            if index + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn existing_store(data_dir: &Path) -> Result<agenthost_store::Store, String> {

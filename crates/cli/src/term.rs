@@ -67,6 +67,8 @@ pub struct Renderer<W: Write> {
     open: Open,
     at_line_start: bool,
     heading: bool,
+    /// A transient status line is on screen (colour mode only).
+    status: bool,
 }
 
 impl<W: Write> Renderer<W> {
@@ -78,7 +80,29 @@ impl<W: Write> Renderer<W> {
             open: Open::Nothing,
             at_line_start: true,
             heading: false,
+            status: false,
         }
+    }
+
+    /// Shows a transient status (`⠋ waiting for claude… 3s`) on its own line, replaced by the
+    /// next one and erased before anything else is written. Only on a terminal: plain output
+    /// gets no status lines.
+    pub fn status(&mut self, text: &str) -> io::Result<()> {
+        if !self.style.color || !self.at_line_start {
+            return Ok(());
+        }
+        write!(self.out, "\r\x1b[2K{DIM}{text}{RESET}")?;
+        self.status = true;
+        self.out.flush()
+    }
+
+    /// Erases the status line, if one is shown.
+    fn clear_status(&mut self) -> io::Result<()> {
+        if self.status {
+            self.out.write_all(b"\r\x1b[2K")?;
+            self.status = false;
+        }
+        Ok(())
     }
 
     /// The style in use.
@@ -101,6 +125,7 @@ impl<W: Write> Renderer<W> {
 
     /// Ends streamed text or reasoning, so the next output starts on its own line.
     fn close(&mut self) -> io::Result<()> {
+        self.clear_status()?;
         if self.open == Open::Reasoning && self.style.color && self.style.show_reasoning {
             self.out.write_all(RESET.as_bytes())?;
         }
@@ -133,6 +158,7 @@ impl<W: Write> Renderer<W> {
 
     /// Streams the agent's text: indented after every newline, heading lines bold with colour.
     fn text(&mut self, indent: &str, text: &str) -> io::Result<()> {
+        self.clear_status()?;
         if self.open != Open::Text {
             self.close()?;
             self.open = Open::Text;
@@ -163,6 +189,7 @@ impl<W: Write> Renderer<W> {
     }
 
     fn reasoning(&mut self, indent: &str, text: &str) -> io::Result<()> {
+        self.clear_status()?;
         if self.open == Open::Reasoning && !self.style.show_reasoning {
             return Ok(());
         }

@@ -139,3 +139,25 @@ fn no_color_or_a_pipe_turns_colour_off() {
     let set = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     assert_eq!(Style::detect(true).color, !set);
 }
+
+#[test]
+fn a_status_line_is_transient_and_only_on_a_terminal() {
+    let style = Style {
+        color: true,
+        show_reasoning: true,
+    };
+    let mut renderer = Renderer::new(Vec::new(), style);
+    renderer.status("waiting 1s").unwrap();
+    renderer.status("waiting 2s").unwrap();
+    renderer.event("", &Event::Text("hi".into())).unwrap();
+    renderer.status("not while text is open").unwrap();
+    let text = String::from_utf8(renderer.into_inner()).unwrap();
+    assert_eq!(
+        text,
+        "\r\x1b[2K\x1b[2mwaiting 1s\x1b[0m\r\x1b[2K\x1b[2mwaiting 2s\x1b[0m\r\x1b[2Khi"
+    );
+
+    let mut plain = Renderer::new(Vec::new(), Style::plain());
+    plain.status("waiting").unwrap();
+    assert!(plain.into_inner().is_empty());
+}

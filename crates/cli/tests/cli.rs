@@ -112,6 +112,30 @@ fn enable_takes_only_the_known_flags() {
     assert!(stderr.contains("artifactTools"), "{stderr}");
 }
 
+/// Loopback by default; an address other machines reach needs `--allow-remote` (and the token
+/// is demanded there as everywhere).
+#[test]
+fn serving_beyond_loopback_needs_allow_remote() {
+    let root = tempfile::tempdir().unwrap();
+    let command = |extra: &[&str]| {
+        let mut command = agent_host();
+        command.args(["serve", "--listen", "0.0.0.0:0", "--root"]);
+        command.arg(root.path());
+        command.arg("--data-dir").arg(root.path().join(".data"));
+        command.args(extra);
+        command
+    };
+    let mut refused = Spawned::spawn(command(&[]));
+    let (status, stdout, stderr) = refused.wait();
+    assert!(!status.success());
+    assert!(stdout.is_empty(), "no URL is printed: {stdout:?}");
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+
+    let allowed = Spawned::spawn(command(&["--allow-remote"]));
+    let url = allowed.line();
+    assert!(url.contains("?tkn="), "{url}");
+}
+
 #[test]
 fn serve_refuses_codex_settings_codex_would_refuse() {
     let root = tempfile::tempdir().unwrap();

@@ -18,7 +18,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -40,6 +40,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Utf8Bytes};
 use crate::config::ServerConfig;
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::handshake::{self, Prefixed};
+use crate::rate::{Admission, TokenBucket};
 use crate::rpc::{self, DecodeError, Incoming, RpcError};
 use crate::token::Token;
 use crate::version::{self, NegotiatedVersion, SUPPORTED_VERSIONS};
@@ -127,6 +128,30 @@ struct Shared {
     outbound_open: watch::Sender<bool>,
     close: watch::Sender<Option<CloseRequest>>,
     lagged: AtomicBool,
+    /// `ServerConfig::max_subscriptions`, enforced by the handler.
+    max_subscriptions: usize,
+    /// The `dispatchAction` budget (`ServerConfig::dispatch_rate` / `dispatch_burst`).
+    dispatch_budget: Mutex<TokenBucket>,
+}
+
+/// The per-connection limits a handler enforces (from [`ServerConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub outbound_queue: usize,
+    pub max_subscriptions: usize,
+    pub dispatch_rate: u32,
+    pub dispatch_burst: u32,
+}
+
+impl Limits {
+    pub(crate) fn of(config: &ServerConfig) -> Self {
+        Self {
+            outbound_queue: config.outbound_queue,
+            max_subscriptions: config.max_subscriptions,
+            dispatch_rate: config.dispatch_rate,
+            dispatch_burst: config.dispatch_burst,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -136,15 +161,28 @@ struct PeerState {
 }
 
 /// The receiving ends of a connection's queues, for its writer.
-struct Queues {
+pub(crate) struct Queues {
     outbound: mpsc::Receiver<Arc<str>>,
     priority: mpsc::Receiver<Arc<str>>,
     outbound_open: watch::Receiver<bool>,
     close: watch::Receiver<Option<CloseRequest>>,
 }
 
+#[cfg(test)]
+impl Queues {
+    /// The next frame of the outbound queue, if any.
+    pub(crate) fn try_next_outbound(&mut self) -> Option<Arc<str>> {
+        self.outbound.try_recv().ok()
+    }
+}
+
 impl Connection {
-    fn new(id: ConnectionId, peer: Option<SocketAddr>, queue: usize) -> (Self, Queues) {
+    pub(crate) fn new(
+        id: ConnectionId,
+        peer: Option<SocketAddr>,
+        limits: Limits,
+    ) -> (Self, Queues) {
+        let queue = limits.outbound_queue;
         let (outbound_tx, outbound) = mpsc::channel(queue);
         let (priority_tx, priority) = mpsc::channel(queue);
         let (open_tx, outbound_open) = watch::channel(false);
@@ -159,6 +197,11 @@ impl Connection {
                 outbound_open: open_tx,
                 close: close_tx,
                 lagged: AtomicBool::new(false),
+                max_subscriptions: limits.max_subscriptions,
+                dispatch_budget: Mutex::new(TokenBucket::new(
+                    limits.dispatch_rate,
+                    limits.dispatch_burst,
+                )),
             }),
         };
         let queues = Queues {
@@ -168,6 +211,13 @@ impl Connection {
             close,
         };
         (connection, queues)
+    }
+
+    /// A connection with no socket, for unit tests of handlers: keep the queues to read what
+    /// it was sent.
+    #[cfg(test)]
+    pub(crate) fn detached(id: u64, config: &ServerConfig) -> (Self, Queues) {
+        Self::new(ConnectionId(id), None, Limits::of(config))
     }
 
     /// The connection's id.
@@ -228,6 +278,38 @@ impl Connection {
     /// Whether the connection was closed because its outbound queue overflowed.
     pub fn is_lagged(&self) -> bool {
         self.shared.lagged.load(Ordering::Acquire)
+    }
+
+    /// The most channels this connection may be subscribed to at once
+    /// (`ServerConfig::max_subscriptions`). The transport does not know subscriptions: the
+    /// handler counts them and refuses one beyond this.
+    pub fn max_subscriptions(&self) -> usize {
+        self.shared.max_subscriptions
+    }
+
+    /// Takes one token of this connection's `dispatchAction` budget (`ServerConfig::dispatch_rate`
+    /// per second, bursts of `ServerConfig::dispatch_burst`). `false`: the client is over it and
+    /// the handler must not act on the action (the host echoes it back rejected). The start of
+    /// each flood is logged once, at `warn`.
+    pub fn admit_dispatch(&self) -> bool {
+        let admission = self
+            .shared
+            .dispatch_budget
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .admit();
+        match admission {
+            Admission::Admitted => true,
+            Admission::FirstRefused => {
+                tracing::warn!(
+                    conn = %self.id(),
+                    client_id = ?self.client_id(),
+                    "dispatchAction rate limit reached; refusing actions until the client slows down"
+                );
+                false
+            }
+            Admission::Refused => false,
+        }
     }
 
     /// Requests a close; the first request wins.
@@ -328,11 +410,25 @@ pub(crate) struct ConnContext {
     pub handler: Arc<dyn ProtocolHandler>,
     pub token: Token,
     pub max_frame_bytes: usize,
-    pub outbound_queue: usize,
+    pub limits: Limits,
     pub inbound_queue: usize,
+    pub max_connections: usize,
     pub handshake_timeout: Duration,
     pub close_timeout: Duration,
     next_id: AtomicU64,
+    /// Connections accepted and not yet finished (see [`OpenSlot`]).
+    open: AtomicUsize,
+    /// Whether the last accepted connection was refused for `max_connections`.
+    refusing: AtomicBool,
+}
+
+/// One of the `max_connections` places, held by a connection's task; freed on drop.
+pub(crate) struct OpenSlot(Arc<ConnContext>);
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl ConnContext {
@@ -341,12 +437,37 @@ impl ConnContext {
             handler,
             token: config.token.clone(),
             max_frame_bytes: config.max_frame_bytes,
-            outbound_queue: config.outbound_queue,
+            limits: Limits::of(config),
             inbound_queue: config.inbound_queue,
+            max_connections: config.max_connections,
             handshake_timeout: config.handshake_timeout,
             close_timeout: config.close_timeout,
             next_id: AtomicU64::new(1),
+            open: AtomicUsize::new(0),
+            refusing: AtomicBool::new(false),
         }
+    }
+
+    /// Takes a place for a new connection, or `None` when `max_connections` are open. The
+    /// start of a run of refusals is logged once, at `warn`.
+    pub(crate) fn try_open(self: &Arc<Self>) -> Option<OpenSlot> {
+        let taken = self
+            .open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                (open < self.max_connections).then_some(open + 1)
+            })
+            .is_ok();
+        if taken {
+            self.refusing.store(false, Ordering::Release);
+            return Some(OpenSlot(Arc::clone(self)));
+        }
+        if !self.refusing.swap(true, Ordering::AcqRel) {
+            tracing::warn!(
+                max_connections = self.max_connections,
+                "connection limit reached; refusing new connections with HTTP 503"
+            );
+        }
+        None
     }
 
     fn ws_config(&self) -> WebSocketConfig {
@@ -395,7 +516,7 @@ pub(crate) async fn run<S>(
     };
 
     let id = ConnectionId(ctx.next_id.fetch_add(1, Ordering::Relaxed));
-    let (conn, queues) = Connection::new(id, peer, ctx.outbound_queue);
+    let (conn, queues) = Connection::new(id, peer, ctx.limits);
     tracing::info!(conn = %id, ?peer, "client connected");
     let (sink, stream) = ws.split();
     let (inbound_tx, inbound_rx) = mpsc::channel(ctx.inbound_queue);
@@ -468,6 +589,18 @@ pub(crate) async fn run<S>(
         "client disconnected"
     );
     ctx.handler.disconnected(conn).await;
+}
+
+/// Answers a connection beyond `max_connections`: HTTP 503 with `Retry-After: 1` once its
+/// request head is read, all within `handshake_timeout`.
+pub(crate) async fn refuse<S>(stream: S, peer: Option<SocketAddr>, timeout: Duration)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    match tokio::time::timeout(timeout, handshake::refuse_busy(stream)).await {
+        Ok(error) => tracing::debug!(?peer, %error, "refused a connection over the limit"),
+        Err(_) => tracing::debug!(?peer, "a refused connection timed out"),
+    }
 }
 
 /// Awaits a task until `deadline`, then aborts it. `None` if it did not finish by itself.

@@ -328,9 +328,18 @@ fn close_reasons_are_cut_at_a_char_boundary() {
     assert_eq!(truncate_reason("short"), "short");
 }
 
+/// A socketless connection with an outbound queue of `queue` frames.
+fn detached(queue: usize) -> (Connection, Queues) {
+    let config = ServerConfig {
+        outbound_queue: queue,
+        ..ServerConfig::new(Token::new(TOKEN.to_owned()).unwrap())
+    };
+    Connection::detached(1, &config)
+}
+
 #[tokio::test]
 async fn sends_after_close_fail_with_lagged() {
-    let (conn, _queues) = Connection::new(ConnectionId(1), None, 2);
+    let (conn, _queues) = detached(2);
     assert!(conn.send_frame("{}".into()).is_ok());
     conn.close("bye");
     assert!(conn.is_closed());
@@ -340,7 +349,7 @@ async fn sends_after_close_fail_with_lagged() {
 
 #[tokio::test]
 async fn a_full_queue_marks_the_connection_lagged() {
-    let (conn, queues) = Connection::new(ConnectionId(1), None, 2);
+    let (conn, queues) = detached(2);
     assert!(conn.send_frame("1".into()).is_ok());
     assert!(conn.send_frame("2".into()).is_ok());
     assert_eq!(conn.send_frame("3".into()), Err(Lagged));
@@ -348,4 +357,65 @@ async fn a_full_queue_marks_the_connection_lagged() {
     let request = queues.close.borrow().clone().unwrap();
     assert_eq!(request.code, CLOSE_TRY_AGAIN_LATER);
     assert!(!request.drain);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_dispatch_budget_is_per_connection_and_refills() {
+    let config = ServerConfig {
+        dispatch_rate: 10,
+        dispatch_burst: 3,
+        ..ServerConfig::new(Token::new(TOKEN.to_owned()).unwrap())
+    };
+    let (a, _qa) = Connection::detached(1, &config);
+    let (b, _qb) = Connection::detached(2, &config);
+    assert_eq!((0..10).filter(|_| a.admit_dispatch()).count(), 3);
+    // Another connection has its own budget.
+    assert_eq!((0..10).filter(|_| b.admit_dispatch()).count(), 3);
+    tokio::time::advance(Duration::from_millis(200)).await;
+    assert_eq!((0..10).filter(|_| a.admit_dispatch()).count(), 2);
+    assert_eq!(a.max_subscriptions(), config.max_subscriptions);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dispatch_rate_of_zero_admits_every_dispatch() {
+    let config = ServerConfig {
+        dispatch_rate: 0,
+        dispatch_burst: 1,
+        ..ServerConfig::new(Token::new(TOKEN.to_owned()).unwrap())
+    };
+    let (conn, _queues) = Connection::detached(1, &config);
+    assert!((0..10_000).all(|_| conn.admit_dispatch()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_over_the_limit_gets_503_and_its_place_is_freed_by_the_first() {
+    let handler = Arc::new(Recorder::default());
+    let ctx = context(handler.clone(), |c| c.max_connections = 1);
+    let slot = ctx.try_open().expect("a first place");
+    assert!(ctx.try_open().is_none(), "only one place");
+
+    // The refused client reads a 503 with Retry-After.
+    let (mut client_io, server_io) = duplex(64 * 1024);
+    let refused = tokio::spawn(refuse(server_io, None, Duration::from_secs(5)));
+    client_io
+        .write_all(
+            format!(
+                "GET /?tkn={TOKEN} HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+                 Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+                 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    client_io.shutdown().await.unwrap();
+    let mut answer = String::new();
+    client_io.read_to_string(&mut answer).await.unwrap();
+    refused.await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    assert!(answer.contains("Retry-After: 1"), "{answer}");
+    assert!(handler.events().is_empty(), "the handler never heard of it");
+
+    drop(slot);
+    assert!(ctx.try_open().is_some(), "the place was freed");
 }

@@ -59,6 +59,14 @@ const UPGRADE_REQUIRED: Rejection = Rejection {
     body: NOT_WEBSOCKET_BODY,
 };
 
+/// The answer to a connection beyond `ServerConfig::max_connections`.
+pub(crate) const SERVICE_UNAVAILABLE: Rejection = Rejection {
+    status: 503,
+    reason: "Service Unavailable",
+    headers: &[("Retry-After", "1")],
+    body: "too many connections: the host's connection limit is reached; try again later\n",
+};
+
 const fn bad_request(body: &'static str) -> Rejection {
     Rejection {
         status: 400,
@@ -102,6 +110,19 @@ where
             Err(HandshakeError::Rejected(response.status().as_u16()))
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+/// Answers a connection the server has no room for with [`SERVICE_UNAVAILABLE`], after reading
+/// its request head (so the answer is not lost to a reset). The caller bounds it with a timeout.
+pub(crate) async fn refuse_busy<S>(mut stream: S) -> HandshakeError
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    match read_head(&mut stream).await {
+        // Whatever the head was, the answer is the same.
+        Ok(_) => reject(stream, &SERVICE_UNAVAILABLE).await,
+        Err(error) => error,
     }
 }
 

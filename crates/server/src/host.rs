@@ -1,6 +1,6 @@
 //! [`Host`]: the AHP methods over the session service, the state manager and the orchestrator.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::checkpoint_commands;
 use crate::connection::{Connection, ConnectionId};
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::rpc::{RpcError, notification_frame};
@@ -43,8 +44,28 @@ struct Peers {
     /// Sessions found idle by the previous eviction sweep.
     idle: std::collections::HashSet<String>,
     subscribers: HashMap<ConnectionId, SubscriberId>,
+    /// The channels each connection subscribed to, for `ServerConfig::max_subscriptions`. A
+    /// channel removed since (a disposed session) may linger here; it is pruned when the
+    /// connection reaches its limit.
+    subscriptions: HashMap<ConnectionId, HashSet<String>>,
     /// The version negotiated per client id, for `reconnect` (which carries none).
     versions: HashMap<String, NegotiatedVersion>,
+}
+
+/// The `type` of the placeholder that numbers a rate-limit rejection (never on the wire: the
+/// echo carries the client's action).
+const RATE_LIMITED_ACTION: &str = "x-agenthost/rateLimited";
+
+/// The `rejectionReason` of a `dispatchAction` over `ServerConfig::dispatch_rate`.
+pub const RATE_LIMITED_REASON: &str =
+    "rate limited: too many dispatchAction notifications on this connection; slow down";
+
+/// The error of a `subscribe` beyond `ServerConfig::max_subscriptions`.
+fn subscription_limit(max: usize) -> RpcError {
+    RpcError::permission_denied(format!(
+        "subscription limit reached: a connection may hold at most {max} subscriptions; \
+         unsubscribe from a channel first"
+    ))
 }
 
 /// The default of [`Host::set_shutdown_write_timeout`].
@@ -208,12 +229,45 @@ impl Host {
         }
     }
 
+    /// Whether `conn` may subscribe to `channel` without exceeding its
+    /// [`Connection::max_subscriptions`]: it already has it, or has room (after forgetting
+    /// channels that no longer exist).
+    fn subscription_allowed(&self, conn: &Connection, channel: &str) -> Result<(), RpcError> {
+        let max = conn.max_subscriptions();
+        let mut peers = self.peers();
+        let Some(channels) = peers.subscriptions.get_mut(&conn.id()) else {
+            return Ok(());
+        };
+        if channels.contains(channel) || channels.len() < max {
+            return Ok(());
+        }
+        // Disposed channels ended their subscriptions in the state manager: free their places.
+        self.state
+            .read(|host| channels.retain(|c| host.channel_kind(c).is_some()));
+        if channels.len() < max {
+            return Ok(());
+        }
+        tracing::debug!(conn = %conn.id(), channel, max, "subscription limit reached");
+        Err(subscription_limit(max))
+    }
+
+    /// Records the subscriptions `conn` now has.
+    fn record_subscriptions<'a>(&self, conn: &Connection, channels: impl Iterator<Item = &'a str>) {
+        self.peers()
+            .subscriptions
+            .entry(conn.id())
+            .or_default()
+            .extend(channels.map(str::to_owned));
+    }
+
     async fn subscribe(
         &self,
         conn: &Connection,
         channel: &str,
     ) -> Result<SubscribeResult, RpcError> {
         let channel = self.service.resolve_chat(channel);
+        // Before `ensure_channel`: a refused subscription restores nothing.
+        self.subscription_allowed(conn, &channel)?;
         self.service
             .ensure_channel(&channel)
             .await
@@ -222,6 +276,7 @@ impl Host {
             .state
             .subscribe(self.subscriber(conn), &channel)
             .map_err(|e| RpcError::not_found(e.to_string()))?;
+        self.record_subscriptions(conn, std::iter::once(channel.as_str()));
         if let Some(tracker) = self.tracker() {
             tracker.subscribed(&conn.id().to_string(), &channel);
         }
@@ -286,6 +341,18 @@ impl Host {
                 );
                 Ok(Value::Null)
             }
+            "x-checkpoint/diff" => {
+                let p: checkpoint_commands::DiffParams = params(raw)?;
+                let (checkpoints, target) =
+                    checkpoint_commands::target(&self.service, &self.state, &p.session).await?;
+                encode(&checkpoint_commands::diff(checkpoints.as_ref(), &target, &p).await?)
+            }
+            "x-checkpoint/rollback" => {
+                let p: checkpoint_commands::RollbackParams = params(raw)?;
+                let (checkpoints, target) =
+                    checkpoint_commands::target(&self.service, &self.state, &p.session).await?;
+                encode(&checkpoint_commands::rollback(checkpoints.as_ref(), &target, &p).await?)
+            }
             "createChat" => {
                 let p: CreateChatParams = params(raw)?;
                 if let Some(message) = &p.initial_message
@@ -332,6 +399,39 @@ impl Host {
                 encode(&FetchTurnsResult {})
             }
             other => Err(RpcError::method_not_found(other)),
+        }
+    }
+
+    /// A `dispatchAction` over the connection's rate limit: echoed back to it alone with a
+    /// `rejectionReason` and a fresh `serverSeq`, applied nowhere (AHP §6.1: problems with a
+    /// dispatched action are reported through `rejectionReason`). An unknown channel is
+    /// ignored as always; an evicted session is not restored for it.
+    fn refuse_rate_limited(&self, conn: &Connection, raw: Option<Value>) {
+        let Ok(p) = params::<DispatchActionParams>(raw) else {
+            tracing::debug!(conn = %conn.id(), "dropped a malformed dispatchAction over the rate limit");
+            return;
+        };
+        let channel = self.service.resolve_chat(&p.channel);
+        let origin = ActionOrigin {
+            client_id: conn.client_id().unwrap_or_default(),
+            client_seq: p.client_seq,
+        };
+        // The state manager numbers a rejection only through a client dispatch: hand it a
+        // placeholder no validation accepts (an unknown type is never client-dispatchable),
+        // then echo the client's own action with the rate-limit reason.
+        let placeholder = StateAction::Unknown(serde_json::json!({ "type": RATE_LIMITED_ACTION }));
+        match self.state.dispatch_client(&channel, placeholder, origin) {
+            ClientDispatch::Rejected(mut echo) => {
+                echo.action = p.action;
+                echo.rejection_reason = Some(RATE_LIMITED_REASON.to_owned());
+                let _ = conn.send_frame(action_frame(&echo));
+            }
+            ClientDispatch::Ignored => {
+                tracing::debug!(channel, "ignoring an action on an unknown channel");
+            }
+            ClientDispatch::Accepted(envelope) => {
+                tracing::error!(?envelope, "the rate-limit placeholder action was accepted");
+            }
         }
     }
 
@@ -423,11 +523,28 @@ impl ProtocolHandler for Host {
     ) -> BoxFuture<'_, Result<Reconnected, RpcError>> {
         Box::pin(async move {
             let subscriber = self.subscriber(&conn);
-            let channels: Vec<String> = p
-                .subscriptions
-                .iter()
-                .map(|c| self.service.resolve_chat(c))
-                .collect();
+            let mut channels: Vec<String> = Vec::new();
+            let mut refused: Vec<String> = Vec::new();
+            for channel in &p.subscriptions {
+                let channel = self.service.resolve_chat(channel);
+                if channels.contains(&channel) {
+                    continue;
+                }
+                // Beyond the connection's limit: "not permitted", reported in `missing`.
+                if channels.len() < conn.max_subscriptions() {
+                    channels.push(channel);
+                } else {
+                    refused.push(channel);
+                }
+            }
+            if !refused.is_empty() {
+                tracing::debug!(
+                    conn = %conn.id(),
+                    refused = refused.len(),
+                    max = conn.max_subscriptions(),
+                    "reconnect: subscriptions beyond the limit left out"
+                );
+            }
             for channel in &channels {
                 // A channel that cannot be restored is reported in `missing` (or left out).
                 let _ = self.service.ensure_channel(channel).await;
@@ -436,22 +553,27 @@ impl ProtocolHandler for Host {
                 .state
                 .reconnect(subscriber, p.last_seen_server_seq, &channels)
                 .map_err(|e| RpcError::internal(e.to_string()))?;
+            // The channels the connection is subscribed to again.
+            let live: Vec<&String> = match &outcome {
+                ReconnectOutcome::Replay { missing, .. } => {
+                    channels.iter().filter(|c| !missing.contains(c)).collect()
+                }
+                ReconnectOutcome::Snapshot { snapshots } => {
+                    snapshots.iter().map(|s| &s.resource).collect()
+                }
+            };
+            self.record_subscriptions(&conn, live.iter().map(|c| c.as_str()));
             if let Some(tracker) = self.tracker() {
-                // The channels the connection is subscribed to again.
-                let live: Vec<&String> = match &outcome {
-                    ReconnectOutcome::Replay { missing, .. } => {
-                        channels.iter().filter(|c| !missing.contains(c)).collect()
-                    }
-                    ReconnectOutcome::Snapshot { snapshots } => {
-                        snapshots.iter().map(|s| &s.resource).collect()
-                    }
-                };
                 for channel in live {
                     tracker.subscribed(&conn.id().to_string(), channel);
                 }
             }
             let result = match outcome {
-                ReconnectOutcome::Replay { actions, missing } => {
+                ReconnectOutcome::Replay {
+                    actions,
+                    mut missing,
+                } => {
+                    missing.extend(refused);
                     ReconnectResult::Replay(ReconnectReplayResult { actions, missing })
                 }
                 ReconnectOutcome::Snapshot { snapshots } => {
@@ -486,6 +608,9 @@ impl ProtocolHandler for Host {
     ) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             match method.as_str() {
+                "dispatchAction" if !conn.admit_dispatch() => {
+                    self.refuse_rate_limited(&conn, raw);
+                }
                 "dispatchAction" => match params::<DispatchActionParams>(raw) {
                     Ok(p) => self.dispatch_action(&conn, p).await,
                     Err(error) => {
@@ -494,10 +619,14 @@ impl ProtocolHandler for Host {
                 },
                 "unsubscribe" => {
                     if let Ok(p) = params::<UnsubscribeParams>(raw) {
+                        // The channel `subscribe` resolved, so an alias ends the subscription.
+                        let channel = self.service.resolve_chat(&p.channel);
                         let subscriber = self.subscriber(&conn);
-                        self.state.unsubscribe(subscriber, &p.channel);
+                        self.state.unsubscribe(subscriber, &channel);
+                        if let Some(channels) = self.peers().subscriptions.get_mut(&conn.id()) {
+                            channels.remove(&channel);
+                        }
                         if let Some(tracker) = self.tracker() {
-                            let channel = self.service.resolve_chat(&p.channel);
                             tracker.unsubscribed(&conn.id().to_string(), &channel);
                         }
                     }
@@ -509,7 +638,11 @@ impl ProtocolHandler for Host {
 
     fn disconnected(&self, conn: Connection) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let subscriber = self.peers().subscribers.remove(&conn.id());
+            let subscriber = {
+                let mut peers = self.peers();
+                peers.subscriptions.remove(&conn.id());
+                peers.subscribers.remove(&conn.id())
+            };
             if let Some(subscriber) = subscriber {
                 self.state.remove_subscriber(subscriber);
             }

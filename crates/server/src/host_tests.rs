@@ -8,7 +8,11 @@ use agenthost_state::{Outbox, StateManager};
 use agenthost_store::Store;
 use serde_json::json;
 
-use super::Host;
+use super::{Host, RATE_LIMITED_REASON};
+use crate::config::ServerConfig;
+use crate::connection::{Connection, Queues};
+use crate::handler::ProtocolHandler;
+use crate::token::Token;
 
 struct Sink;
 impl Outbox for Sink {
@@ -108,6 +112,159 @@ async fn the_sweep_runs_on_its_interval() {
         tokio::task::yield_now().await;
     }
     assert!(state.read(|h| h.session("scripted:/idle").is_none()));
+}
+
+fn limited(id: u64, tweak: impl FnOnce(&mut ServerConfig)) -> (Connection, Queues) {
+    let mut config = ServerConfig::new(Token::new("host-test-token".to_owned()).unwrap());
+    tweak(&mut config);
+    Connection::detached(id, &config)
+}
+
+async fn subscribe(host: &Host, conn: &Connection, channel: &str) -> Result<(), i32> {
+    host.request(
+        conn.clone(),
+        "subscribe".to_owned(),
+        Some(json!({ "channel": channel })),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| e.code)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_holds_at_most_max_subscriptions() {
+    let dir = tempfile_dir();
+    let (host, state, service) = host(dir.path());
+    for id in ["a", "b", "c"] {
+        create(&service, &format!("scripted:/{id}")).await;
+    }
+    let (conn, _queues) = limited(1, |c| c.max_subscriptions = 2);
+    assert_eq!(subscribe(&host, &conn, "ahp-root://").await, Ok(()));
+    assert_eq!(subscribe(&host, &conn, "scripted:/a").await, Ok(()));
+    // The third is refused with PermissionDenied, and nothing was subscribed.
+    assert_eq!(subscribe(&host, &conn, "scripted:/b").await, Err(-32009));
+    assert_eq!(state.subscriber_count("scripted:/b"), 0);
+    // Subscribing again to a held channel costs nothing.
+    assert_eq!(subscribe(&host, &conn, "scripted:/a").await, Ok(()));
+    // An unsubscribe frees a place.
+    host.notification(
+        conn.clone(),
+        "unsubscribe".to_owned(),
+        Some(json!({ "channel": "scripted:/a" })),
+    )
+    .await;
+    assert_eq!(subscribe(&host, &conn, "scripted:/b").await, Ok(()));
+    assert_eq!(subscribe(&host, &conn, "scripted:/c").await, Err(-32009));
+    // So does a disposed channel (its subscription ended with it).
+    host.request(
+        conn.clone(),
+        "disposeSession".to_owned(),
+        Some(json!({ "channel": "scripted:/b" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(subscribe(&host, &conn, "scripted:/c").await, Ok(()));
+    // Another connection has its own places.
+    let (other, _other_queues) = limited(2, |c| c.max_subscriptions = 2);
+    assert_eq!(subscribe(&host, &other, "scripted:/a").await, Ok(()));
+    // A disconnect forgets them.
+    host.disconnected(conn.clone()).await;
+    assert_eq!(state.subscriber_count("scripted:/c"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconnect_reports_subscriptions_beyond_the_limit_as_missing() {
+    let dir = tempfile_dir();
+    let (host, state, service) = host(dir.path());
+    for id in ["a", "b", "c"] {
+        create(&service, &format!("scripted:/{id}")).await;
+    }
+    let (conn, _queues) = limited(1, |c| c.max_subscriptions = 2);
+    let params = serde_json::from_value(json!({
+        "channel": "ahp-root://",
+        "clientId": "c",
+        "lastSeenServerSeq": state.server_seq(),
+        "subscriptions": ["scripted:/a", "scripted:/a", "scripted:/b", "scripted:/c", "ahp-root://"],
+    }))
+    .unwrap();
+    let reconnected = host.reconnect(conn.clone(), params).await.unwrap();
+    let result = serde_json::to_value(&reconnected.result).unwrap();
+    assert_eq!(result["type"], "replay", "{result}");
+    assert_eq!(
+        result["missing"],
+        json!(["scripted:/c", "ahp-root://"]),
+        "{result}"
+    );
+    assert_eq!(state.subscriber_count("scripted:/a"), 1);
+    assert_eq!(state.subscriber_count("scripted:/c"), 0);
+    assert_eq!(subscribe(&host, &conn, "scripted:/c").await, Err(-32009));
+}
+
+async fn dispatch(host: &Host, conn: &Connection, channel: &str, seq: u64, title: &str) {
+    host.notification(
+        conn.clone(),
+        "dispatchAction".to_owned(),
+        Some(json!({
+            "channel": channel,
+            "clientSeq": seq,
+            "action": { "type": "session/titleChanged", "title": title },
+        })),
+    )
+    .await;
+}
+
+fn frames(queues: &mut Queues) -> Vec<serde_json::Value> {
+    std::iter::from_fn(|| queues.try_next_outbound())
+        .map(|frame| serde_json::from_str(&frame).unwrap())
+        .collect()
+}
+
+fn title(state: &agenthost_state::StateManager, session: &str) -> String {
+    state.read(|h| h.session(session).unwrap().title.clone())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dispatch_over_the_rate_limit_is_echoed_rejected_and_changes_nothing() {
+    let dir = tempfile_dir();
+    let (host, state, service) = host(dir.path());
+    create(&service, "scripted:/a").await;
+    let (conn, mut queues) = limited(1, |c| {
+        c.dispatch_rate = 1;
+        c.dispatch_burst = 2;
+    });
+    for seq in 1..=5 {
+        dispatch(&host, &conn, "scripted:/a", seq, &format!("title {seq}")).await;
+    }
+    // The burst was applied; the rest came back rejected, unchanged, to this connection.
+    assert_eq!(title(&state, "scripted:/a"), "title 2");
+    let echoes = frames(&mut queues);
+    assert_eq!(echoes.len(), 3, "{echoes:?}");
+    let mut last_seq = 0;
+    for (echo, seq) in echoes.iter().zip(3..) {
+        let envelope = &echo["params"];
+        assert_eq!(echo["method"], "action", "{echo}");
+        assert_eq!(envelope["channel"], "scripted:/a");
+        assert_eq!(envelope["rejectionReason"], RATE_LIMITED_REASON);
+        assert_eq!(envelope["origin"]["clientSeq"], seq);
+        assert_eq!(
+            envelope["action"],
+            json!({ "type": "session/titleChanged", "title": format!("title {seq}") })
+        );
+        let server_seq = envelope["serverSeq"].as_u64().unwrap();
+        assert!(server_seq > last_seq, "fresh, increasing numbers");
+        last_seq = server_seq;
+    }
+    // An unknown channel over the limit is ignored silently, as any.
+    dispatch(&host, &conn, "scripted:/nowhere", 6, "x").await;
+    assert!(frames(&mut queues).is_empty());
+    // A second later there is a token again.
+    tokio::time::advance(std::time::Duration::from_secs(1)).await;
+    dispatch(&host, &conn, "scripted:/a", 7, "title 7").await;
+    assert_eq!(title(&state, "scripted:/a"), "title 7");
+    assert!(
+        frames(&mut queues).is_empty(),
+        "accepted: no echo to a non-subscriber"
+    );
 }
 
 fn tempfile_dir() -> TempDir {

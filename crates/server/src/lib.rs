@@ -11,6 +11,30 @@
 //! and a client that lets it fill is closed as *lagged* (code 1013) rather than buffered without
 //! bound or waited for. Such a client reconnects and gets a `replay` or a `snapshot`.
 //!
+//! **Limits: a hostile client gets the specified answer, and nobody else notices.** Every limit
+//! is a [`ServerConfig`] field (and an `agent-host serve` flag), checked at [`Server::bind`]:
+//!
+//! | Limit | Default | Flag | Beyond it |
+//! |---|---|---|---|
+//! | [`max_frame_bytes`](ServerConfig::max_frame_bytes) | 16 MiB | `--max-frame-bytes` | `-32600`, then close 1009 |
+//! | [`max_subscriptions`](ServerConfig::max_subscriptions) | 4096 per connection | `--max-subscriptions` | `subscribe` → `-32009`; extra `reconnect` subscriptions in `missing` |
+//! | [`dispatch_rate`](ServerConfig::dispatch_rate) / [`dispatch_burst`](ServerConfig::dispatch_burst) | 200/s, bursts of 1000, per connection | `--dispatch-rate` (0: off), `--dispatch-burst` | the action echoed to its dispatcher with a `rejectionReason` ([`RATE_LIMITED_REASON`]), state unchanged |
+//! | [`outbound_queue`](ServerConfig::outbound_queue) | 4096 frames per connection | `--outbound-queue` | closed as lagged (1013) |
+//! | [`max_connections`](ServerConfig::max_connections) | 256 | `--max-connections` | HTTP 503 with `Retry-After: 1` |
+//!
+//! Malformed input never closes a connection: a frame that is not JSON gets `-32700`, JSON
+//! that is not JSON-RPC or a binary frame `-32600`, an unknown method `-32601`, a request
+//! before `initialize` `-32600`; an unknown notification and a malformed `dispatchAction` are
+//! dropped (a notification has no answer). The transport counts connections and holds each
+//! connection's dispatch budget ([`Connection::admit_dispatch`]); the [`Host`] counts
+//! subscriptions ([`Connection::max_subscriptions`]) and answers.
+//!
+//! **Host commands beyond AHP 1.0** live in the reserved `x-` namespace, answered by the
+//! [`Host`]: `x-deleteSession {channel}` (history and checkpoint refs deleted for good;
+//! `root/sessionRemoved`), `x-checkpoint/diff {session, turnId? | since?}` (unified diff text
+//! and its files) and `x-checkpoint/rollback {session, turnId}` (the paths put back) — see
+//! [`checkpoint_commands`]. `agent-host diff` / `rollback` are their clients.
+//!
 //! Layout: [`Server::bind`] → [`BoundServer::serve`] accepts; per connection a reader, an
 //! in-order worker and a writer task (see the `connection` module's documentation); frames
 //! are pre-encoded `Arc<str>` so one broadcast is encoded once for every subscriber
@@ -22,11 +46,13 @@
 #![deny(missing_docs)]
 
 mod auth;
+pub mod checkpoint_commands;
 mod config;
 mod connection;
 mod handler;
 mod handshake;
 mod host;
+mod rate;
 mod rpc;
 mod server;
 mod token;
@@ -35,8 +61,21 @@ pub mod version;
 pub use config::ServerConfig;
 pub use connection::{Connection, ConnectionId, Lagged, NotifyError};
 pub use handler::{ProtocolHandler, Reconnected};
-pub use host::{DEFAULT_SHUTDOWN_WRITE_TIMEOUT, Host};
+pub use host::{DEFAULT_SHUTDOWN_WRITE_TIMEOUT, Host, RATE_LIMITED_REASON};
 pub use rpc::{RpcError, notification_frame};
 pub use server::{BoundServer, Server, ServerError};
 pub use token::{Token, TokenError};
 pub use version::{NegotiatedVersion, WireSurface};
+
+/// Fuzzing entry point (`fuzz/`), not part of the API: decodes one inbound text frame as the
+/// connection reader does. `Ok` is the message kind and its id (none for a notification);
+/// `Err` is the error frame the reader answers with.
+#[doc(hidden)]
+pub fn fuzz_decode_frame(text: &str) -> Result<(&'static str, Option<u64>), std::sync::Arc<str>> {
+    match rpc::decode(text) {
+        Ok(rpc::Incoming::Request { id, .. }) => Ok(("request", Some(id))),
+        Ok(rpc::Incoming::Notification { .. }) => Ok(("notification", None)),
+        Ok(rpc::Incoming::Response { id, .. }) => Ok(("response", Some(id))),
+        Err(error) => Err(rpc::error_frame(&error.id, &error.error)),
+    }
+}

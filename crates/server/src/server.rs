@@ -16,6 +16,10 @@ use crate::handler::ProtocolHandler;
 /// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 
+/// Most connections beyond `max_connections` being answered 503 at once; past it, one more is
+/// dropped without an answer (a connection flood must not cost a task per socket).
+const MAX_PENDING_REFUSALS: usize = 64;
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -91,6 +95,7 @@ impl BoundServer {
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut connections = JoinSet::new();
+        let mut refusals = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
         tracing::info!(addr = %self.local_addr, "listening");
         loop {
@@ -101,12 +106,32 @@ impl BoundServer {
                         if let Err(error) = stream.set_nodelay(true) {
                             tracing::debug!(%error, "could not disable Nagle's algorithm");
                         }
-                        connections.spawn(connection::run(
-                            stream,
-                            Some(peer),
-                            self.ctx.clone(),
-                            stop_rx.clone(),
-                        ));
+                        match self.ctx.try_open() {
+                            Some(slot) => {
+                                let run = connection::run(
+                                    stream,
+                                    Some(peer),
+                                    self.ctx.clone(),
+                                    stop_rx.clone(),
+                                );
+                                connections.spawn(async move {
+                                    run.await;
+                                    // The place is free once `disconnected` has run.
+                                    drop(slot);
+                                });
+                            }
+                            None if refusals.len() < MAX_PENDING_REFUSALS => {
+                                refusals.spawn(connection::refuse(
+                                    stream,
+                                    Some(peer),
+                                    self.ctx.handshake_timeout,
+                                ));
+                            }
+                            None => {
+                                tracing::debug!(%peer, "dropped a connection over the limit");
+                                drop(stream);
+                            }
+                        }
                     }
                     Err(error) => {
                         tracing::warn!(%error, "accept failed");
@@ -116,9 +141,11 @@ impl BoundServer {
                 Some(joined) = connections.join_next(), if !connections.is_empty() => {
                     log_join(joined);
                 }
+                Some(_) = refusals.join_next(), if !refusals.is_empty() => {}
             }
         }
         drop(self.listener);
+        refusals.abort_all();
         tracing::info!(open = connections.len(), "shutting down");
         stop_tx.send_replace(true);
         while let Some(joined) = connections.join_next().await {

@@ -480,3 +480,53 @@ async fn disconnected_is_called_once_per_connection() {
         ));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_beyond_max_connections_gets_503_and_a_closed_one_frees_its_place() {
+    let server = TestServer::start_with(|c| c.max_connections = 2).await;
+    let handler = server.handler.clone();
+    let mut first = connect(&server.url).await;
+    initialize(&mut first, "first", &["1.0.0"]).await;
+    let first_conn = handler.conn_of("first").unwrap();
+    let mut second = connect(&server.url).await;
+    initialize(&mut second, "second", &["1.0.0"]).await;
+
+    // Refused before any protocol message, with a hint to retry; the open ones keep working.
+    assert_eq!(refused_status(server.url.as_str()).await, 503);
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(DEADLINE, stream.read_to_string(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    assert!(answer.contains("Retry-After: 1"), "{answer}");
+    ping(&mut first, 2).await;
+    ping(&mut second, 2).await;
+
+    // Once a connection is gone (after `disconnected`), its place is free again.
+    first.close(None).await.unwrap();
+    eventually("disconnected", || {
+        !handler.disconnects_of(first_conn).is_empty()
+    })
+    .await;
+    // (The place is released just after `disconnected` returns: retry briefly.)
+    let started = std::time::Instant::now();
+    let mut third = loop {
+        match tokio_tungstenite::connect_async(server.url.as_str()).await {
+            Ok((client, _)) => break client,
+            Err(WsError::Http(response)) if response.status() == 503 => {
+                assert!(started.elapsed() < DEADLINE, "the place was never freed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(other) => panic!("connect failed: {other}"),
+        }
+    };
+    initialize(&mut third, "third", &["1.0.0"]).await;
+    ping(&mut third, 2).await;
+    server.shutdown().await;
+}

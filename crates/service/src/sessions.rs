@@ -215,6 +215,11 @@ impl SessionService {
         let _ = self.checkpoints.set(checkpoints);
     }
 
+    /// The checkpoint service, when one is set (the host's `x-checkpoint/*` commands use it).
+    pub fn checkpoints(&self) -> Option<Arc<dyn CheckpointService>> {
+        self.checkpoints.get().cloned()
+    }
+
     /// The changesets sessions advertise and clients subscribe to (set once, at start-up;
     /// without it sessions advertise none).
     pub fn set_changesets(&self, changesets: Arc<dyn ChangesetService>) {

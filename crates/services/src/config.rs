@@ -30,6 +30,13 @@ pub trait Configuration: Send + Sync {
     /// The working directories (file URIs) a turn of `chat` in `session` runs in: the chat's
     /// own subset when it has one, else the session's. Empty when none are known.
     fn working_directories(&self, session: &str, chat: Option<&str>) -> Vec<String>;
+
+    /// The folders the host serves (`serve --root`, canonical): every file a client names —
+    /// working directories, attachments, resource reads — must lie inside one. `None` when the
+    /// embedder set no roots (then nothing is checked against them).
+    fn roots(&self) -> Option<Vec<std::path::PathBuf>> {
+        None
+    }
 }
 
 #[derive(Debug, Default)]
@@ -139,6 +146,7 @@ impl Configuration for InMemoryConfiguration {
 pub struct HostConfiguration {
     values: std::sync::Arc<InMemoryConfiguration>,
     host: std::sync::Arc<dyn crate::HostState>,
+    roots: Option<Vec<std::path::PathBuf>>,
 }
 
 impl std::fmt::Debug for HostConfiguration {
@@ -155,13 +163,28 @@ impl HostConfiguration {
         values: std::sync::Arc<InMemoryConfiguration>,
         host: std::sync::Arc<dyn crate::HostState>,
     ) -> Self {
-        Self { values, host }
+        Self {
+            values,
+            host,
+            roots: None,
+        }
+    }
+
+    /// The host's roots (canonical paths), answered by [`Configuration::roots`].
+    #[must_use]
+    pub fn with_roots(mut self, roots: Vec<std::path::PathBuf>) -> Self {
+        self.roots = Some(roots);
+        self
     }
 }
 
 impl Configuration for HostConfiguration {
     fn root_value(&self, key: &str) -> Option<Value> {
         self.values.root_value(key)
+    }
+
+    fn roots(&self) -> Option<Vec<std::path::PathBuf>> {
+        self.roots.clone()
     }
 
     fn session_value(&self, session: &str, key: &str) -> Option<Value> {

@@ -532,6 +532,8 @@ pub struct ConfigurationAnswers {
     pub session: HashMap<(String, String), Value>,
     /// Working directories of every session and chat.
     pub working_directories: Vec<String>,
+    /// The host's roots (`None`: not configured).
+    pub roots: Option<Vec<std::path::PathBuf>>,
 }
 
 fake!(
@@ -560,6 +562,9 @@ impl Configuration for FakeConfiguration {
             chat: chat.map(Into::into),
         });
         self.answers().working_directories.clone()
+    }
+    fn roots(&self) -> Option<Vec<std::path::PathBuf>> {
+        self.answers().roots.clone()
     }
 }
 

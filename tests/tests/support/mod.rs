@@ -128,3 +128,53 @@ pub async fn dispatch(client: &Client, channel: &str, action: Value) {
         .await
         .unwrap();
 }
+
+impl ScriptedHost {
+    /// Like [`start`](Self::start) (no unattended policy, no flags), with the server's `limits`
+    /// (as `serve --max-frame-bytes … --max-connections …` sets them).
+    pub async fn start_with_limits(script: Value, limits: agenthost::serve::ServerLimits) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let script_path = dir.path().join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let options = HostOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            providers: vec!["scripted".into()],
+            script: Some(script_path),
+            token: None,
+            roots: vec![work.canonicalize().unwrap()],
+            launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
+            data_dir: Some(dir.path().join("data")),
+            idle_eviction: None,
+            claude: None,
+            codex: None,
+            copilot: None,
+            unattended: UnattendedOptions::default(),
+            enable: Vec::new(),
+        };
+        let server = agenthost::host::bind_with(options, |config| limits.apply(config))
+            .await
+            .unwrap();
+        let url = server.url();
+        tokio::spawn(server.serve(std::future::pending()));
+        Self { dir, work, url }
+    }
+}
+
+/// Like [`connect`], with the client's own `config` (a larger event buffer for a client that
+/// watches many channels: the client drops events a slow reader lags behind on).
+pub async fn connect_with(
+    url: &str,
+    client_id: &str,
+    config: ClientConfig,
+) -> (Client, ClientEventStream) {
+    let transport = ahp_ws::WebSocketTransport::connect(url).await.unwrap();
+    let client = Client::connect(transport, config).await.unwrap();
+    let events = client.events();
+    client
+        .initialize(client_id.into(), vec!["1.0.0".into()], Vec::new())
+        .await
+        .unwrap();
+    (client, events)
+}

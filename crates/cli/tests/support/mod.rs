@@ -415,3 +415,21 @@ impl Peer {
         self.conn.close().await;
     }
 }
+
+/// `command` run through `/bin/sh` with `SIGXFSZ` ignored (the disposition survives the `exec`):
+/// a process over its file-size limit (`RLIMIT_FSIZE`) then gets `EFBIG` from the write, as a
+/// full disk gives `ENOSPC`, instead of being killed by the signal.
+pub fn ignoring_sigxfsz(command: &Command) -> Command {
+    let mut wrapped = Command::new("/bin/sh");
+    wrapped
+        .args(["-c", "trap '' XFSZ; exec \"$0\" \"$@\""])
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(name, value),
+            None => wrapped.env_remove(name),
+        };
+    }
+    wrapped
+}

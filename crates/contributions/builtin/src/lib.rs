@@ -13,7 +13,7 @@
 //! | # | id | Services it needs | Status |
 //! |---|---|---|---|
 //! | 1 | `localCommand` | `dyn LocalCommands`, `dyn TitleController`, `dyn HostState`, `dyn ServerDispatch`, `dyn TelemetryReporter`, `dyn SessionDataStore` | registered |
-//! | 2 | `turnAdmission` | `dyn HostState` | registered |
+//! | 2 | `turnAdmission` | `dyn HostState`, `dyn Configuration` | registered |
 //! | 3 | `turnDelegation` | `dyn SessionDataStore` | registered |
 //! | 4 | `persistedTurnUsage` | `dyn SessionDataStore` | registered |
 //! | 5 | `worktreeAnnouncement` | `dyn WorktreeIsolation` | registered |

@@ -15,11 +15,19 @@
 //! | chat archived → [`ARCHIVED`] | `ChatState.status` has `SessionStatus::IsArchived` |
 //! | chat read-only → [`READ_ONLY`] | `ChatState.interactivity` is `ChatInteractivity::ReadOnly` |
 //!
+//! A turn whose message attaches a `file:` resource outside the host's roots
+//! ([`Configuration::roots`]) is refused with [`OUTSIDE_ROOTS`] — the path resolved through
+//! symlinks (for a file that does not exist yet, through its parent), so a link inside a root
+//! that points out of it is refused too. Agents read attached files (a selection's text goes to
+//! the model), so this is the gate that keeps a client from reading any file the host can. Other
+//! schemes pass: nothing on the host reads them.
+//!
 //! A session's **default** chat is admitted despite a stale chat-archive flag once the session
 //! is no longer archived (archiving a session may have marked its default chat too); an archived
 //! peer chat stays refused. `localCommand` (order 50) runs first, so `/rename` still works here.
 #![deny(missing_docs)]
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agenthost_dispatcher::{
@@ -27,15 +35,18 @@ use agenthost_dispatcher::{
     IncomingRequest, MissingService, RejectStage, ServiceRegistry,
 };
 use agenthost_protocol::ahp_types::state::{
-    ChatInteractivity, ChatState, ErrorInfo, SessionState, SessionStatus,
+    ChatInteractivity, ChatState, ErrorInfo, MessageAttachment, SessionState, SessionStatus,
 };
 use agenthost_protocol::error_info::error_info;
-use agenthost_services::HostState;
+use agenthost_protocol::uri::file_uri_to_path;
+use agenthost_services::{Configuration, HostState};
 
 /// Error type of a turn refused because its session or chat is archived.
 pub const ARCHIVED: &str = "archived";
 /// Error type of a turn refused because its chat is read-only.
 pub const READ_ONLY: &str = "readOnly";
+/// Error type of a turn refused because it attaches a file outside the host's roots.
+pub const OUTSIDE_ROOTS: &str = "attachmentOutsideRoots";
 
 /// The gate could not read what it must check. The dispatcher logs it and rejects the turn with
 /// `internalError` at the `validation` stage.
@@ -50,9 +61,11 @@ pub enum AdmissionError {
 }
 
 /// The `turnAdmission` contribution. Register it with
-/// `dispatcher.register::<TurnAdmission>()`; it needs `dyn HostState` in the registry.
+/// `dispatcher.register::<TurnAdmission>()`; it needs `dyn HostState` and `dyn Configuration`
+/// in the registry.
 pub struct TurnAdmission {
     host: Arc<dyn HostState>,
+    config: Arc<dyn Configuration>,
 }
 
 impl std::fmt::Debug for TurnAdmission {
@@ -62,14 +75,17 @@ impl std::fmt::Debug for TurnAdmission {
 }
 
 impl TurnAdmission {
-    /// Reads host state through `host`.
-    pub fn new(host: Arc<dyn HostState>) -> Self {
-        Self { host }
+    /// Reads host state through `host` and the roots through `config`.
+    pub fn new(host: Arc<dyn HostState>, config: Arc<dyn Configuration>) -> Self {
+        Self { host, config }
     }
 
-    /// Resolves `dyn HostState` from `services`.
+    /// Resolves `dyn HostState` and `dyn Configuration` from `services`.
     pub fn from_services(services: &ServiceRegistry) -> Result<Self, MissingService> {
-        Ok(Self::new(services.get::<dyn HostState>()?))
+        Ok(Self::new(
+            services.get::<dyn HostState>()?,
+            services.get::<dyn Configuration>()?,
+        ))
     }
 }
 
@@ -96,13 +112,58 @@ impl ChatContribution for TurnAdmission {
             .host
             .session(&request.session)
             .ok_or_else(|| AdmissionError::UnknownSession(request.session.clone()))?;
-        Ok(
-            refusal(&session, &request.chat, &chat).map(|error| Disposition::Reject {
-                error,
-                stage: RejectStage::Validation,
-            }),
-        )
+        let error = refusal(&session, &request.chat, &chat).or_else(|| {
+            self.config
+                .roots()
+                .and_then(|roots| attachment_outside(&request.message, &roots))
+        });
+        Ok(error.map(|error| Disposition::Reject {
+            error,
+            stage: RejectStage::Validation,
+        }))
     }
+}
+
+/// The refusal of the first `file:` resource attachment of `message` that lies outside `roots`.
+fn attachment_outside(
+    message: &agenthost_protocol::ahp_types::state::Message,
+    roots: &[PathBuf],
+) -> Option<ErrorInfo> {
+    message
+        .attachments
+        .iter()
+        .flatten()
+        .find_map(|attachment| match attachment {
+            MessageAttachment::Resource(resource) if resource.uri.starts_with("file:") => {
+                let inside = file_uri_to_path(&resource.uri)
+                    .ok()
+                    .and_then(|path| resolve(&path))
+                    .is_some_and(|path| roots.iter().any(|root| path.starts_with(root)));
+                (!inside).then(|| {
+                    error_info(
+                        OUTSIDE_ROOTS,
+                        format!(
+                            "The attachment {:?} ({}) is outside the folders this host serves.",
+                            resource.label, resource.uri
+                        ),
+                    )
+                })
+            }
+            _ => None,
+        })
+}
+
+/// `path` with every symlink resolved; a file that does not exist yet is resolved through its
+/// parent. `None` when neither can be resolved.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    if let Ok(resolved) = path.canonicalize() {
+        return Some(resolved);
+    }
+    let name = path.file_name()?;
+    if name == ".." {
+        return None;
+    }
+    Some(path.parent()?.canonicalize().ok()?.join(name))
 }
 
 /// Why `chat` (of `session`) refuses turns, if it does.

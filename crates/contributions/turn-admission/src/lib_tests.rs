@@ -83,10 +83,95 @@ fn fake_host(session_status: u32, default_extra: Value, peer_extra: Value) -> Ar
     host
 }
 
+/// A configuration without roots (nothing checked against them).
+fn no_roots() -> Arc<dyn Configuration> {
+    Arc::new(agenthost_services::fakes::FakeConfiguration::default())
+}
+
+/// A configuration whose only root is `root`.
+fn rooted(root: &std::path::Path) -> Arc<dyn Configuration> {
+    let config = agenthost_services::fakes::FakeConfiguration::default();
+    config.script(|a| a.roots = Some(vec![root.canonicalize().unwrap()]));
+    Arc::new(config)
+}
+
+fn with_attachment(uri: &str) -> IncomingRequest {
+    let mut request = request(CHAT);
+    request.message = from::<Message>(json!({
+        "text": "look", "origin": { "kind": "user" },
+        "attachments": [{ "type": "resource", "label": "the file", "uri": uri,
+                          "selection": { "range": { "start": { "line": 0, "character": 0 },
+                                                    "end": { "line": 1, "character": 0 } } } }]
+    }));
+    assert!(
+        matches!(
+            request.message.attachments.as_deref(),
+            Some([MessageAttachment::Resource(_)])
+        ),
+        "the test's attachment is a resource attachment"
+    );
+    request
+}
+
+/// Attached files must lie inside a root, resolved through symlinks; other schemes and hosts
+/// without roots pass.
+#[test]
+fn attachments_outside_the_roots_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("root");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/a.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(base.join("secret.txt"), "secret\n").unwrap();
+    std::os::unix::fs::symlink(base.join("secret.txt"), root.join("link.txt")).unwrap();
+    std::fs::create_dir(base.join("rootsibling")).unwrap();
+    std::fs::write(base.join("rootsibling/x.txt"), "x\n").unwrap();
+    let uri = |path: &std::path::Path| agenthost_protocol::uri::path_to_file_uri(path).unwrap();
+    let gate = TurnAdmission::new(fake_host(1, json!({}), json!({})), rooted(&root));
+
+    for inside in [
+        uri(&root.join("src/a.rs")),
+        uri(&root.join("src/new-file.rs")),
+        "untitled:Untitled-1".to_owned(),
+    ] {
+        assert_eq!(
+            gate.on_incoming_request(&with_attachment(&inside)).unwrap(),
+            None,
+            "{inside}"
+        );
+    }
+    for outside in [
+        uri(&base.join("secret.txt")),
+        uri(&root.join("link.txt")),
+        format!("{}/../secret.txt", uri(&root)),
+        uri(&base.join("rootsibling/x.txt")),
+        uri(&root.join("missing-dir/x.txt")),
+        "file:///etc/passwd".to_owned(),
+    ] {
+        let Some(Disposition::Reject { error, stage }) = gate
+            .on_incoming_request(&with_attachment(&outside))
+            .unwrap()
+        else {
+            panic!("{outside} was admitted");
+        };
+        assert_eq!(error.error_type, OUTSIDE_ROOTS, "{outside}");
+        assert!(error.message.contains("\"the file\""), "{}", error.message);
+        assert_eq!(stage, RejectStage::Validation);
+    }
+
+    let unrooted = TurnAdmission::new(fake_host(1, json!({}), json!({})), no_roots());
+    assert_eq!(
+        unrooted
+            .on_incoming_request(&with_attachment("file:///etc/passwd"))
+            .unwrap(),
+        None
+    );
+}
+
 #[test]
 fn a_normal_chat_is_admitted_after_one_read_of_chat_and_session() {
     let host = fake_host(1, json!({}), json!({}));
-    let gate = TurnAdmission::new(host.clone());
+    let gate = TurnAdmission::new(host.clone(), no_roots());
     assert_eq!(gate.on_incoming_request(&request(PEER)).unwrap(), None);
     assert_eq!(
         host.calls(),
@@ -100,7 +185,7 @@ fn a_normal_chat_is_admitted_after_one_read_of_chat_and_session() {
 #[test]
 fn an_archived_session_rejects_every_chat_with_archived() {
     let host = fake_host(1 | ARCHIVED_BIT, json!({}), json!({}));
-    let gate = TurnAdmission::new(host);
+    let gate = TurnAdmission::new(host, no_roots());
     for chat in [CHAT, PEER] {
         assert_eq!(
             gate.on_incoming_request(&request(chat)).unwrap(),
@@ -113,7 +198,7 @@ fn an_archived_session_rejects_every_chat_with_archived() {
 #[test]
 fn an_archived_peer_chat_is_rejected_with_archived() {
     let host = fake_host(1, json!({}), json!({ "status": 1 | ARCHIVED_BIT }));
-    let gate = TurnAdmission::new(host);
+    let gate = TurnAdmission::new(host, no_roots());
     assert_eq!(
         gate.on_incoming_request(&request(PEER)).unwrap(),
         rejection(ARCHIVED, CHAT_ARCHIVED)
@@ -128,7 +213,7 @@ fn the_default_chat_of_an_unarchived_session_is_admitted_despite_a_stale_archive
         json!({ "status": 1 | ARCHIVED_BIT }),
         json!({ "status": 1 | ARCHIVED_BIT }),
     );
-    let gate = TurnAdmission::new(host);
+    let gate = TurnAdmission::new(host, no_roots());
     assert_eq!(gate.on_incoming_request(&request(CHAT)).unwrap(), None);
     assert_eq!(
         gate.on_incoming_request(&request(PEER)).unwrap(),
@@ -139,7 +224,7 @@ fn the_default_chat_of_an_unarchived_session_is_admitted_despite_a_stale_archive
 #[test]
 fn a_read_only_chat_is_rejected_with_read_only() {
     let host = fake_host(1, json!({ "interactivity": "read-only" }), json!({}));
-    let gate = TurnAdmission::new(host);
+    let gate = TurnAdmission::new(host, no_roots());
     assert_eq!(
         gate.on_incoming_request(&request(CHAT)).unwrap(),
         rejection(READ_ONLY, CHAT_READ_ONLY)
@@ -150,14 +235,14 @@ fn a_read_only_chat_is_rejected_with_read_only() {
 #[test]
 fn an_explicitly_full_chat_is_admitted() {
     let host = fake_host(1, json!({ "interactivity": "full" }), json!({}));
-    let gate = TurnAdmission::new(host);
+    let gate = TurnAdmission::new(host, no_roots());
     assert_eq!(gate.on_incoming_request(&request(CHAT)).unwrap(), None);
 }
 
 #[test]
 fn an_unknown_chat_or_session_fails_the_hook_instead_of_admitting() {
     let host = fake_host(1, json!({}), json!({}));
-    let gate = TurnAdmission::new(host.clone());
+    let gate = TurnAdmission::new(host.clone(), no_roots());
     let error = gate
         .on_incoming_request(&request("ahp-chat:/gone"))
         .unwrap_err();
@@ -176,7 +261,9 @@ fn an_unknown_chat_or_session_fails_the_hook_instead_of_admitting() {
 
 fn registry(host: Arc<dyn HostState>) -> ServiceRegistry {
     let mut services = ServiceRegistry::new();
-    services.insert::<dyn HostState>(host);
+    services
+        .insert::<dyn HostState>(host)
+        .insert::<dyn Configuration>(no_roots());
     services
 }
 

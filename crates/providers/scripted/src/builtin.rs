@@ -72,6 +72,7 @@ pub(crate) fn script() -> Script {
             say("`hello.txt` holds one line: *Hello from the scripted agent!*"),
             usage(310, 42),
         ],
+        background: false,
     });
     Script {
         turns: vec![

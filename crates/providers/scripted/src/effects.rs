@@ -43,6 +43,7 @@ fn io_error(path: &str, error: &io::Error) -> EffectError {
 pub(crate) enum EffectOutput {
     Nothing,
     Wrote { bytes: usize },
+    Appended { bytes: usize },
     Read { text: String },
 }
 
@@ -103,6 +104,21 @@ fn perform_blocking(
                 bytes: write.content.len(),
             })
         }
+        Effect::AppendFile(append) => {
+            use std::io::Write as _;
+            let target = confined(working_directory, &append.path, true)?;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&target)
+                .map_err(|e| io_error(&append.path, &e))?;
+            // One `write_all` of the whole text: a line appended by one call stays in one piece.
+            file.write_all(append.content.as_bytes())
+                .map_err(|e| io_error(&append.path, &e))?;
+            Ok(EffectOutput::Appended {
+                bytes: append.content.len(),
+            })
+        }
         Effect::ReadFile(read) => {
             let target = confined(working_directory, &read.path, false)?;
             let text = std::fs::read_to_string(&target).map_err(|e| io_error(&read.path, &e))?;
@@ -155,7 +171,16 @@ fn confined(
                     if !create_parents {
                         return Err(io_error(path, &error));
                     }
-                    std::fs::create_dir(&current).map_err(|e| io_error(path, &e))?;
+                    match std::fs::create_dir(&current) {
+                        Ok(()) => {}
+                        // Made meanwhile by a call running at the same time (background
+                        // subagents): fine if it is a plain directory.
+                        Err(error)
+                            if error.kind() == io::ErrorKind::AlreadyExists
+                                && std::fs::symlink_metadata(&current)
+                                    .is_ok_and(|m| m.file_type().is_dir()) => {}
+                        Err(error) => return Err(io_error(path, &error)),
+                    }
                 }
             }
             Err(error) => return Err(io_error(path, &error)),

@@ -1,5 +1,5 @@
 use super::*;
-use crate::script::{ReadFile, WriteFile};
+use crate::script::{AppendFile, ReadFile, WriteFile};
 
 fn write(path: &str, content: &str) -> Effect {
     Effect::WriteFile(WriteFile {
@@ -111,5 +111,43 @@ async fn symbolic_links_leading_outside_are_refused() {
     assert_eq!(
         std::fs::read_to_string(work.join("real/ok.txt")).unwrap(),
         "ok"
+    );
+}
+
+#[tokio::test]
+async fn appends_add_to_the_file_and_concurrent_appends_share_new_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    let append = |content: String| {
+        Effect::AppendFile(AppendFile {
+            path: "log/deep/effects.log".into(),
+            content,
+        })
+    };
+    let runs = (0..16).map(|n| {
+        let effect = append(format!("line {n:02}\n"));
+        let dir = dir.path().to_owned();
+        tokio::spawn(async move { perform(&dir, &effect).await })
+    });
+    for run in futures::future::join_all(runs).await {
+        assert_eq!(run.unwrap(), Ok(EffectOutput::Appended { bytes: 8 }));
+    }
+    let text = std::fs::read_to_string(dir.path().join("log/deep/effects.log")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    let mut expected: Vec<String> = (0..16).map(|n| format!("line {n:02}")).collect();
+    expected.sort_unstable();
+    assert_eq!(lines, expected);
+    assert_eq!(
+        perform(
+            dir.path(),
+            &Effect::AppendFile(AppendFile {
+                path: "../out.log".into(),
+                content: "x".into(),
+            })
+        )
+        .await
+        .unwrap_err()
+        .code,
+        OUTSIDE_WORKING_DIRECTORY
     );
 }

@@ -9,8 +9,15 @@
 //! clock, so a run is reproducible and tests drive it with a paused clock. That makes it the
 //! provider behind `agent-host demo` ([`Script::builtin`]) and the host's end-to-end tests.
 //!
-//! The only side effects are the `writeFile` / `readFile` tool effects, confined to the session's
-//! working directory (absolute paths, `..` escapes and outbound symlinks fail the tool call).
+//! The only side effects are the `writeFile` / `appendFile` / `readFile` tool effects, confined to
+//! the session's working directory (absolute paths, `..` escapes and outbound symlinks fail the
+//! tool call).
+//!
+//! Background subagents (`"background": true`) run at the same time as the rest of their turn,
+//! each in its own task with its own id numbering; a `join` step waits for them, the turn's end
+//! waits for them, and an `error` step of the turn leaves them running (as a real agent's
+//! subagents outlive their parent's failed model call), still answerable through
+//! `respond_to_permission`. `cancel` and `dispose` stop them.
 //!
 //! The script format is documented in this crate's `README.md`.
 #![deny(missing_docs)]
@@ -34,8 +41,9 @@ use futures::future::BoxFuture;
 pub use effects::{IO_ERROR, OUTSIDE_WORKING_DIRECTORY};
 pub use run::SUBAGENT_TOOL_NAME;
 pub use script::{
-    DEFAULT_CHUNK, Echo, Effect, Fail, Pause, ReadFile, SCRIPTED_ERROR, Say, Script, ScriptError,
-    Step, Subagent, Think, Tool, TurnScript, Usage, WriteFile,
+    AppendFile, DEFAULT_CHUNK, Echo, Effect, Fail, Join, JoinUntil, Pause, ReadFile,
+    SCRIPTED_ERROR, Say, Script, ScriptError, Step, Subagent, Think, Tool, TurnScript, Usage,
+    WriteFile,
 };
 pub use session::ScriptedSession;
 

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::effects::{self, EffectOutput};
-use crate::script::{Effect, SCRIPTED_ERROR, Step, Subagent, Tool, TurnScript};
+use crate::script::{Effect, JoinUntil, SCRIPTED_ERROR, Step, Subagent, Tool, TurnScript};
 use crate::session::TurnControl;
 
 /// The tool name of a subagent's spawning call, as Claude Code names it.
@@ -67,18 +67,22 @@ enum Stop {
     Gone,
 }
 
-/// One turn in progress.
+/// One turn in progress: its own steps, or one of its background subagents.
 pub(crate) struct TurnRun {
     signals: SignalSink,
     session: SessionUri,
     turn: TurnRequest,
-    number: u64,
+    /// What ids are numbered under: the turn number (`1`), or for a background subagent its
+    /// `Task` call's (`1-3` for `tool-1-3`).
+    label: String,
     working_directory: PathBuf,
     started: Instant,
     control: TurnControl,
     markdown_parts: u32,
     reasoning_parts: u32,
     tool_calls: u32,
+    /// The background subagents this run started (their `Task` call ids).
+    children: Vec<String>,
 }
 
 impl TurnRun {
@@ -95,19 +99,25 @@ impl TurnRun {
             signals,
             session,
             turn,
-            number,
+            label: number.to_string(),
             working_directory,
             started,
             control,
             markdown_parts: 0,
             reasoning_parts: 0,
             tool_calls: 0,
+            children: Vec::new(),
         }
     }
 
-    /// Runs every step, then sends the turn's terminal action unless the turn was cancelled.
+    /// Runs every step, waits for the background subagents it started, then sends the turn's
+    /// terminal action unless the turn was cancelled. An `error` step does not wait: the
+    /// background subagents keep running after the turn ended.
     pub(crate) async fn run(mut self, script: TurnScript) {
-        let outcome = self.steps(&script.steps, None).await;
+        let mut outcome = self.steps(&script.steps, None).await;
+        if outcome.is_ok() {
+            outcome = self.join(JoinUntil::Done).await;
+        }
         let claimed = self.control.begin_ending();
         let terminal = match outcome {
             Ok(()) => StateAction::ChatTurnComplete(ChatTurnCompleteAction {
@@ -202,6 +212,22 @@ impl TurnRun {
                 tokio::time::sleep(Duration::from_millis(pause.ms)).await;
                 Ok(())
             }
+            Step::Join(join) => self.join(join.until).await,
+        }
+    }
+
+    /// Waits until every background subagent this run started is settled (`until`).
+    async fn join(&self, until: JoinUntil) -> Result<(), Stop> {
+        let mut changes = self.control.changes();
+        loop {
+            // Marks the current value seen before looking, so no change is missed.
+            drop(changes.borrow_and_update());
+            if self.control.settled(&self.children, until) {
+                return Ok(());
+            }
+            if changes.changed().await.is_err() {
+                return Err(Stop::Gone);
+            }
         }
     }
 
@@ -234,7 +260,7 @@ impl TurnRun {
         let (part_id, part) = match stream {
             Stream::Markdown => {
                 self.markdown_parts += 1;
-                let id = format!("md-{}-{}", self.number, self.markdown_parts);
+                let id = format!("md-{}-{}", self.label, self.markdown_parts);
                 let part = ResponsePart::Markdown(MarkdownResponsePart {
                     id: id.clone(),
                     content: String::new(),
@@ -243,7 +269,7 @@ impl TurnRun {
             }
             Stream::Reasoning => {
                 self.reasoning_parts += 1;
-                let id = format!("reasoning-{}-{}", self.number, self.reasoning_parts);
+                let id = format!("reasoning-{}-{}", self.label, self.reasoning_parts);
                 let part = ResponsePart::Reasoning(ReasoningResponsePart {
                     id: id.clone(),
                     content: String::new(),
@@ -283,7 +309,7 @@ impl TurnRun {
 
     fn next_tool_call_id(&mut self) -> Result<SafeId, Stop> {
         self.tool_calls += 1;
-        let id = format!("tool-{}-{}", self.number, self.tool_calls);
+        let id = format!("tool-{}-{}", self.label, self.tool_calls);
         SafeId::new(id).map_err(|error| Stop::Failed {
             error: error_info(INTERNAL_ERROR, format!("bad tool call id: {error}")),
             resumable: false,
@@ -335,7 +361,10 @@ impl TurnRun {
                 parent_tool_call_id: scope.cloned(),
             };
             self.signal(pending).await?;
-            match answer.await {
+            self.control.set_waiting(true);
+            let answer = answer.await;
+            self.control.set_waiting(false);
+            match answer {
                 Ok(PermissionDecision::Approve) => {}
                 // The client's denial already cancelled the call: nothing more to say about it.
                 Ok(PermissionDecision::Deny { .. }) => return Ok(()),
@@ -357,6 +386,10 @@ impl TurnRun {
                     EffectOutput::Nothing => None,
                     EffectOutput::Wrote { bytes } => Some(format!(
                         "Wrote {bytes} bytes to `{}`",
+                        tool.effect.path().unwrap_or_default()
+                    )),
+                    EffectOutput::Appended { bytes } => Some(format!(
+                        "Appended {bytes} bytes to `{}`",
                         tool.effect.path().unwrap_or_default()
                     )),
                     EffectOutput::Read { text } => Some(text),
@@ -382,6 +415,97 @@ impl TurnRun {
     }
 
     async fn subagent(&mut self, subagent: &Subagent, scope: Option<&SafeId>) -> Result<(), Stop> {
+        let (tool_call_id, display_name) = self.open_subagent(subagent, scope).await?;
+        if subagent.background {
+            let child = TurnRun {
+                signals: self.signals.clone(),
+                session: self.session.clone(),
+                turn: self.turn.clone(),
+                label: tool_call_id
+                    .as_str()
+                    .strip_prefix("tool-")
+                    .unwrap_or(tool_call_id.as_str())
+                    .to_owned(),
+                working_directory: self.working_directory.clone(),
+                started: self.started,
+                control: self.control.background(&tool_call_id),
+                markdown_parts: 0,
+                reasoning_parts: 0,
+                tool_calls: 0,
+                children: Vec::new(),
+            };
+            let (subagent, scope, id) = (subagent.clone(), scope.cloned(), tool_call_id.clone());
+            let run = async move {
+                child
+                    .background_subagent(&subagent, scope.as_ref(), id, display_name)
+                    .await;
+            };
+            if !self.control.spawn_background(&tool_call_id, run) {
+                return Err(Stop::Gone);
+            }
+            self.children.push(tool_call_id.into_string());
+            return Ok(());
+        }
+        let failure = match self.steps(&subagent.steps, Some(&tool_call_id)).await {
+            Ok(()) => None,
+            Err(Stop::Gone) => return Err(Stop::Gone),
+            Err(Stop::Failed { error, resumable }) => Some((error, resumable)),
+        };
+        self.close_subagent(
+            subagent,
+            scope,
+            tool_call_id,
+            &display_name,
+            failure.as_ref(),
+        )
+        .await?;
+        match failure {
+            None => Ok(()),
+            // The error ends the whole turn, after the spawning call has been completed.
+            Some((error, resumable)) => Err(Stop::Failed { error, resumable }),
+        }
+    }
+
+    /// The body of a background subagent (this run is its own): its steps, then the background
+    /// subagents it started, then its completion. An `error` step fails only this subagent.
+    async fn background_subagent(
+        mut self,
+        subagent: &Subagent,
+        scope: Option<&SafeId>,
+        tool_call_id: SafeId,
+        display_name: String,
+    ) {
+        let mut outcome = self.steps(&subagent.steps, Some(&tool_call_id)).await;
+        if outcome.is_ok() {
+            outcome = self.join(JoinUntil::Done).await;
+        }
+        let failure = match outcome {
+            Ok(()) => None,
+            Err(Stop::Failed { error, resumable }) => Some((error, resumable)),
+            Err(Stop::Gone) => {
+                self.control.background_finished();
+                return;
+            }
+        };
+        // Nothing to do when the host stopped listening: the record goes either way.
+        let _ = self
+            .close_subagent(
+                subagent,
+                scope,
+                tool_call_id,
+                &display_name,
+                failure.as_ref(),
+            )
+            .await;
+        self.control.background_finished();
+    }
+
+    /// The `Task` call in `scope` and `SubagentStarted`; returns the call id and display name.
+    async fn open_subagent(
+        &mut self,
+        subagent: &Subagent,
+        scope: Option<&SafeId>,
+    ) -> Result<(SafeId, String), Stop> {
         let tool_call_id = self.next_tool_call_id()?;
         let display_name = subagent
             .display_name
@@ -428,11 +552,18 @@ impl TurnRun {
         })
         .await?;
         self.control.subagent_opened(&tool_call_id);
-        let failure = match self.steps(&subagent.steps, Some(&tool_call_id)).await {
-            Ok(()) => None,
-            Err(Stop::Gone) => return Err(Stop::Gone),
-            Err(Stop::Failed { error, resumable }) => Some((error, resumable)),
-        };
+        Ok((tool_call_id, display_name))
+    }
+
+    /// `SubagentCompleted`, then the `Task` call's completion in `scope`.
+    async fn close_subagent(
+        &mut self,
+        subagent: &Subagent,
+        scope: Option<&SafeId>,
+        tool_call_id: SafeId,
+        display_name: &str,
+        failure: Option<&(ErrorInfo, bool)>,
+    ) -> Result<(), Stop> {
         self.signal(SubagentCompleted {
             session: self.session.clone(),
             tool_call_id: tool_call_id.clone(),
@@ -441,11 +572,11 @@ impl TurnRun {
         self.control.subagent_closed(&tool_call_id);
         let reference = ToolResultContent::Subagent(ToolResultSubagentContent {
             resource: ChatUri::subagent(&self.session, &tool_call_id).into_string(),
-            title: display_name.clone(),
+            title: display_name.to_owned(),
             agent_name: Some(subagent.agent.clone()),
             description: Some(subagent.description.clone()),
         });
-        let result = match &failure {
+        let result = match failure {
             None => ToolCallResult {
                 success: true,
                 past_tense_message: format!("{display_name} finished").into(),
@@ -469,12 +600,7 @@ impl TurnRun {
             scope,
             complete(self.turn_id(), tool_call_id.into_string(), result),
         )
-        .await?;
-        match failure {
-            None => Ok(()),
-            // The error ends the whole turn, after the spawning call has been completed.
-            Some((error, resumable)) => Err(Stop::Failed { error, resumable }),
-        }
+        .await
     }
 }
 
@@ -513,6 +639,12 @@ impl ToolTexts {
                 format!("Read `{}`", read.path),
                 format!("Could not read `{}`", read.path),
             ),
+            Effect::AppendFile(append) => (
+                format!("Append to `{}`", append.path),
+                "Append to file".to_owned(),
+                format!("Appended to `{}`", append.path),
+                format!("Could not append to `{}`", append.path),
+            ),
         };
         Self {
             invocation: tool.invocation.clone().unwrap_or(invocation),
@@ -532,6 +664,9 @@ fn tool_input(tool: &Tool) -> Option<ToolInput> {
             json!({ "path": write.path, "content": write.content }).to_string()
         }
         (None, Effect::ReadFile(read)) => json!({ "path": read.path }).to_string(),
+        (None, Effect::AppendFile(append)) => {
+            json!({ "path": append.path, "content": append.content }).to_string()
+        }
     };
     Some(ToolInput::Inline(input))
 }
@@ -539,7 +674,7 @@ fn tool_input(tool: &Tool) -> Option<ToolInput> {
 fn permission_kind(tool: &Tool) -> PermissionKind {
     match (&tool.permission, &tool.effect) {
         (Some(name), _) => PermissionKind::from_name(name),
-        (None, Effect::WriteFile(_)) => PermissionKind::Write,
+        (None, Effect::WriteFile(_) | Effect::AppendFile(_)) => PermissionKind::Write,
         (None, Effect::ReadFile(_)) => PermissionKind::Read,
         (None, Effect::None) => PermissionKind::Other(tool.name.clone()),
     }

@@ -589,3 +589,248 @@ async fn echo_can_repeat_the_hosts_instructions_after_the_text() {
         "{signals:?}"
     );
 }
+
+/// Two background subagents, each asking to append a line to a log.
+const BACKGROUND: &str = r#"{ "turns": [{ "steps": [
+    { "kind": "subagent", "agent": "a", "description": "first", "background": true, "steps": [
+        { "kind": "tool", "name": "log", "confirm": true,
+          "effect": { "kind": "appendFile", "path": "log/effects.log", "content": "a\n" } },
+        { "kind": "say", "text": "a done" }
+    ] },
+    { "kind": "subagent", "agent": "b", "description": "second", "background": true, "steps": [
+        { "kind": "tool", "name": "log", "confirm": true,
+          "effect": { "kind": "appendFile", "path": "log/effects.log", "content": "b\n" } },
+        { "kind": "say", "text": "b done" }
+    ] },
+    { "kind": "join", "until": "waiting" },
+    { "kind": "say", "text": "both wait" }
+] }] }"#;
+
+fn sorted(mut lines: Vec<String>) -> Vec<String> {
+    lines.sort_unstable();
+    lines
+}
+
+#[tokio::test(start_paused = true)]
+async fn background_subagents_run_together_and_the_turn_waits_for_them() {
+    let mut harness = Harness::new(BACKGROUND).await;
+    harness.send("t1", "go").await;
+    // Both start before either is answered; `join` lets the turn go on once both wait.
+    let started = describe_all(
+        &harness
+            .until(|signal| crate::test_support::describe(signal).starts_with("markdown md-1-1"))
+            .await,
+    );
+    for line in [
+        "subagentStarted tool-1-1 a",
+        "subagentStarted tool-1-2 b",
+        r#"[tool-1-1] pendingConfirmation tool-1-1-1 write log/effects.log "Append to `log/effects.log`""#,
+        r#"[tool-1-2] pendingConfirmation tool-1-2-1 write log/effects.log "Append to `log/effects.log`""#,
+    ] {
+        assert!(started.contains(&line.to_owned()), "{line} in {started:#?}");
+    }
+    assert_eq!(started.last().unwrap(), r#"markdown md-1-1 """#);
+    harness
+        .session
+        .respond_to_permission("tool-1-2-1", PermissionDecision::Approve)
+        .await
+        .unwrap();
+    harness
+        .session
+        .respond_to_permission("tool-1-1-1", PermissionDecision::Approve)
+        .await
+        .unwrap();
+    let rest = describe_all(&harness.until_terminal().await);
+    // The turn completes only after both subagents did.
+    assert_eq!(rest.last().unwrap(), "turnComplete 0ms");
+    for line in [
+        r#"[tool-1-1] toolCallComplete tool-1-1-1 ok "Appended to `log/effects.log`""#,
+        r#"[tool-1-1] delta md-1-1-1 "a done""#,
+        "subagentCompleted tool-1-1",
+        r#"toolCallComplete tool-1-1 ok "a finished""#,
+        r#"toolCallComplete tool-1-2 ok "b finished""#,
+    ] {
+        assert!(rest.contains(&line.to_owned()), "{line} in {rest:#?}");
+    }
+    let position = |line: &str| rest.iter().position(|l| l == line).unwrap();
+    assert!(
+        position("subagentCompleted tool-1-2")
+            < position(r#"toolCallComplete tool-1-2 ok "b finished""#)
+    );
+    assert_eq!(
+        sorted(
+            harness
+                .file("log/effects.log")
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        ),
+        ["a", "b"]
+    );
+    harness.assert_quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_ends_the_turn_and_leaves_background_subagents_running() {
+    let mut harness = Harness::new(
+        r#"{ "turns": [
+            { "steps": [
+                { "kind": "subagent", "agent": "a", "description": "d", "background": true, "steps": [
+                    { "kind": "tool", "name": "log", "confirm": true,
+                      "effect": { "kind": "appendFile", "path": "effects.log", "content": "a\n" } },
+                    { "kind": "tool", "name": "log", "confirm": true,
+                      "effect": { "kind": "appendFile", "path": "effects.log", "content": "a2\n" } }
+                ] },
+                { "kind": "join", "until": "waiting" },
+                { "kind": "error", "message": "upstream reset", "errorType": "providerError" }
+            ] },
+            { "steps": [{ "kind": "say", "text": "next" }] }
+        ] }"#,
+    )
+    .await;
+    harness.send("t1", "go").await;
+    let signals = describe_all(&harness.until_terminal().await);
+    assert_eq!(
+        signals.last().unwrap(),
+        r#"error providerError "upstream reset" resumable=false 0ms"#
+    );
+    // The turn is over: the session takes the next one while the subagent still waits.
+    assert_eq!(
+        harness.turn("t2", "again").await,
+        strings(&[
+            r#"markdown md-2-1 """#,
+            r#"delta md-2-1 "next""#,
+            "turnComplete 0ms"
+        ])
+    );
+    // Its confirmations are still answered.
+    harness
+        .session
+        .respond_to_permission("tool-1-1-1", PermissionDecision::Deny { reason: None })
+        .await
+        .unwrap();
+    harness.until_pending().await;
+    harness
+        .session
+        .respond_to_permission("tool-1-1-2", PermissionDecision::Approve)
+        .await
+        .unwrap();
+    assert_eq!(
+        describe_all(
+            &harness
+                .until(|signal| crate::test_support::describe(signal).contains("a finished"))
+                .await
+        ),
+        strings(&[
+            r#"[tool-1-1] toolCallComplete tool-1-1-2 ok "Appended to `effects.log`""#,
+            "subagentCompleted tool-1-1",
+            r#"toolCallComplete tool-1-1 ok "a finished""#,
+        ])
+    );
+    assert_eq!(harness.file("effects.log").as_deref(), Some("a2\n"));
+    harness.assert_quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_inside_a_background_subagent_fails_only_that_subagent() {
+    let mut harness = Harness::new(
+        r#"{ "turns": [{ "steps": [
+            { "kind": "subagent", "agent": "a", "description": "d", "background": true, "steps": [
+                { "kind": "error", "message": "boom" }
+            ] },
+            { "kind": "join" },
+            { "kind": "say", "text": "still here" }
+        ] }] }"#,
+    )
+    .await;
+    assert_eq!(
+        harness.turn("t1", "go").await,
+        strings(&[
+            r#"toolCallStart tool-1-1 Task "a""#,
+            r#"toolCallReady tool-1-1 not-needed "d""#,
+            "subagentStarted tool-1-1 a",
+            "subagentCompleted tool-1-1",
+            r#"toolCallComplete tool-1-1 failed scriptedError "a failed""#,
+            r#"markdown md-1-1 """#,
+            r#"delta md-1-1 "still here""#,
+            "turnComplete 0ms",
+        ])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_stops_background_subagents_and_completes_them_newest_first() {
+    let mut harness = Harness::new(
+        r#"{ "turns": [{ "steps": [
+            { "kind": "subagent", "agent": "a", "description": "d", "background": true, "steps": [
+                { "kind": "pause", "ms": 60000 }
+            ] },
+            { "kind": "subagent", "agent": "b", "description": "e", "background": true, "steps": [
+                { "kind": "subagent", "agent": "c", "description": "f", "background": true, "steps": [
+                    { "kind": "tool", "name": "sh", "confirm": true }
+                ] },
+                { "kind": "subagent", "agent": "d", "description": "g", "steps": [
+                    { "kind": "pause", "ms": 60000 }
+                ] }
+            ] },
+            { "kind": "join" }
+        ] }] }"#,
+    )
+    .await;
+    harness.send("t1", "go").await;
+    harness
+        .until(|signal| {
+            crate::test_support::describe(signal).contains("subagentStarted tool-1-2-2")
+        })
+        .await;
+    harness.until_pending().await;
+    harness.session.cancel("t1").await.unwrap();
+    assert_eq!(
+        describe_all(&harness.until_terminal().await),
+        strings(&[
+            "subagentCompleted tool-1-2-1",
+            "subagentCompleted tool-1-2-2",
+            "subagentCompleted tool-1-2",
+            "subagentCompleted tool-1-1",
+            "turnCancelled 0ms",
+        ])
+    );
+    assert_eq!(
+        harness
+            .session
+            .respond_to_permission("tool-1-2-1-1", PermissionDecision::Approve)
+            .await,
+        Err(ProviderError::NotRunning {
+            message: "no tool call `tool-1-2-1-1` is waiting for permission".into()
+        })
+    );
+    harness.assert_quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn dispose_stops_background_subagents_that_outlived_their_turn() {
+    let mut harness = Harness::new(
+        r#"{ "turns": [{ "steps": [
+            { "kind": "subagent", "agent": "a", "description": "d", "background": true, "steps": [
+                { "kind": "tool", "name": "log", "confirm": true,
+                  "effect": { "kind": "appendFile", "path": "effects.log", "content": "a\n" } }
+            ] },
+            { "kind": "join", "until": "waiting" },
+            { "kind": "error", "message": "gone" }
+        ] }] }"#,
+    )
+    .await;
+    harness.send("t1", "go").await;
+    harness.until_terminal().await;
+    harness.session.dispose().await;
+    assert!(
+        harness
+            .session
+            .respond_to_permission("tool-1-1-1", PermissionDecision::Approve)
+            .await
+            .is_err()
+    );
+    harness.assert_quiet().await;
+    assert_eq!(harness.file("effects.log"), None);
+}

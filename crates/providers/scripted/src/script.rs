@@ -58,6 +58,8 @@ pub enum Step {
     Pause(Pause),
     /// Streams a markdown part repeating the user's message.
     Echo(Echo),
+    /// Waits for the background subagents this scope started.
+    Join(Join),
 }
 
 impl Step {
@@ -72,6 +74,7 @@ impl Step {
             Step::Error(_) => "error",
             Step::Pause(_) => "pause",
             Step::Echo(_) => "echo",
+            Step::Join(_) => "join",
         }
     }
 }
@@ -168,6 +171,8 @@ pub enum Effect {
     WriteFile(WriteFile),
     /// Reads `path`; its text becomes the result.
     ReadFile(ReadFile),
+    /// Appends `content` to `path`, creating the file and its parent directories.
+    AppendFile(AppendFile),
 }
 
 impl Effect {
@@ -182,6 +187,7 @@ impl Effect {
             Effect::None => None,
             Effect::WriteFile(write) => Some(&write.path),
             Effect::ReadFile(read) => Some(&read.path),
+            Effect::AppendFile(append) => Some(&append.path),
         }
     }
 }
@@ -202,6 +208,16 @@ pub struct WriteFile {
 pub struct ReadFile {
     /// Relative to the working directory; absolute paths and `..` escapes fail the call.
     pub path: String,
+}
+
+/// The `appendFile` effect: an append-only log, so a test can count how often a call ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AppendFile {
+    /// Relative to the working directory; absolute paths and `..` escapes fail the call.
+    pub path: String,
+    /// The text appended.
+    pub content: String,
 }
 
 /// `usage`: a `chat/usage` report (each one replaces the turn's usage).
@@ -236,6 +252,37 @@ pub struct Subagent {
     pub result: Option<String>,
     /// What the subagent does (any steps, including nested subagents).
     pub steps: Vec<Step>,
+    /// Whether the subagent runs in the background: the scope that started it goes on at once
+    /// (several background subagents run at the same time), its turn waits for it before
+    /// `chat/turnComplete`, and an `error` step of the turn leaves it running.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub background: bool,
+}
+
+/// `join`: waits for the background subagents the scope started so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Join {
+    /// What to wait for.
+    #[serde(default, skip_serializing_if = "JoinUntil::is_done")]
+    pub until: JoinUntil,
+}
+
+/// What a [`Join`] waits for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum JoinUntil {
+    /// Every one has finished.
+    #[default]
+    Done,
+    /// Every one is waiting for a permission answer (its confirmation was sent) or has finished.
+    Waiting,
+}
+
+impl JoinUntil {
+    fn is_done(&self) -> bool {
+        matches!(self, JoinUntil::Done)
+    }
 }
 
 /// `error`: ends the turn with `chat/error`.

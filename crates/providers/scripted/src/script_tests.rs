@@ -93,6 +93,7 @@ fn every_step_kind_parses_with_its_defaults() {
                     prompt: None,
                     result: None,
                     steps: vec![Step::Pause(Pause { ms: 3 })],
+                    background: false,
                 }),
                 Step::Echo(Echo {
                     prefix: "> ".into(),
@@ -319,5 +320,55 @@ fn the_readme_example_is_the_builtin_script() {
         documented == Script::builtin(),
         "the README example differs from Script::builtin(); paste this into the README:\n{}",
         Script::builtin().to_json_pretty()
+    );
+}
+
+#[test]
+fn background_subagents_joins_and_appends_parse_and_round_trip() {
+    let text = r#"{ "turns": [{ "steps": [
+        { "kind": "subagent", "agent": "w", "description": "d", "background": true, "steps": [
+            { "kind": "tool", "name": "log", "confirm": true,
+              "effect": { "kind": "appendFile", "path": "effects.log", "content": "w\n" } }
+        ] },
+        { "kind": "join", "until": "waiting" },
+        { "kind": "join" }
+    ] }] }"#;
+    let script = Script::from_json(text).unwrap();
+    let steps = &script.turns[0].steps;
+    let Step::Subagent(subagent) = &steps[0] else {
+        panic!("not a subagent: {:?}", steps[0]);
+    };
+    assert!(subagent.background);
+    assert_eq!(
+        subagent.steps[0],
+        Step::Tool(Tool {
+            name: "log".into(),
+            display_name: None,
+            invocation: None,
+            input: None,
+            confirm: true,
+            permission: None,
+            effect: Effect::AppendFile(AppendFile {
+                path: "effects.log".into(),
+                content: "w\n".into(),
+            }),
+            result: None,
+            past_tense: None,
+        })
+    );
+    assert_eq!(
+        steps[1],
+        Step::Join(Join {
+            until: JoinUntil::Waiting
+        })
+    );
+    assert_eq!(steps[2], Step::Join(Join::default()));
+    assert_eq!(Script::from_json(&script.to_json_pretty()).unwrap(), script);
+    assert_eq!(
+        invalid_at(r#"{ "turns": [{ "steps": [{ "kind": "join", "until": "soon" }] }] }"#),
+        (
+            "turns[0].steps[0] (join)".to_owned(),
+            "unknown variant `soon`, expected `done` or `waiting`".to_owned()
+        )
     );
 }

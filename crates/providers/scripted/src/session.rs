@@ -7,6 +7,7 @@
 //! no new turn starts before that terminal action is out.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -16,12 +17,12 @@ use agenthost_provider_api::{
     PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
 };
 use futures::future::BoxFuture;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::run::{TurnRun, duration_ms};
-use crate::script::Script;
+use crate::script::{JoinUntil, Script};
 
 /// A conversation of one chat with the scripted agent, created by
 /// [`ScriptedProvider`](crate::ScriptedProvider).
@@ -42,6 +43,8 @@ pub struct ScriptedSession {
     working_directory: PathBuf,
     signals: SignalSink,
     state: Arc<Mutex<SessionState>>,
+    /// Bumped on every background subagent change (what `join` steps wait on).
+    changes: Arc<watch::Sender<u64>>,
 }
 
 /// What the session and its running turn share.
@@ -51,6 +54,27 @@ pub(crate) struct SessionState {
     next_generation: u64,
     running: Option<Running>,
     disposed: bool,
+    /// Background subagents still running, by their `Task` call id. They may outlive their
+    /// turn (an `error` step ends the turn and leaves them running).
+    background: HashMap<String, Background>,
+    /// Spawn order of the next background subagent.
+    next_background: u64,
+}
+
+/// A background subagent in progress.
+#[derive(Debug)]
+struct Background {
+    /// The turn that started it.
+    generation: u64,
+    /// Spawn order: a cancel closes the newest first (a nested one before its parent).
+    order: u64,
+    task: Option<JoinHandle<()>>,
+    /// Its confirmation was sent and is not answered yet.
+    waiting: bool,
+    confirmations: HashMap<String, oneshot::Sender<PermissionDecision>>,
+    /// Its own `Task` call id, then the subagents it started inline and has not completed,
+    /// outermost first.
+    open_subagents: Vec<SafeId>,
 }
 
 #[derive(Debug)]
@@ -80,11 +104,23 @@ fn lock(state: &Mutex<SessionState>) -> MutexGuard<'_, SessionState> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The running turn's handle on the session state.
+/// Which run of a turn a [`TurnControl`] belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    /// The turn's own steps.
+    Turn,
+    /// A background subagent, by its `Task` call id.
+    Background(String),
+}
+
+/// A run's handle on the session state: the turn's own steps, or one background subagent.
 #[derive(Debug, Clone)]
 pub(crate) struct TurnControl {
     state: Arc<Mutex<SessionState>>,
     generation: u64,
+    slot: Slot,
+    /// Bumped whenever a background subagent starts waiting, stops waiting or ends.
+    changes: Arc<watch::Sender<u64>>,
 }
 
 impl TurnControl {
@@ -97,29 +133,163 @@ impl TurnControl {
             .map(f)
     }
 
-    /// Parks a permission answer for `tool_call_id`; `None` once the turn is being ended.
+    /// `f` on this run's background record; `None` for the turn's own run, or once the
+    /// record is gone (finished, cancelled, disposed).
+    fn with_background<R>(&self, f: impl FnOnce(&mut Background) -> R) -> Option<R> {
+        let Slot::Background(id) = &self.slot else {
+            return None;
+        };
+        lock(&self.state).background.get_mut(id).map(f)
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Parks a permission answer for `tool_call_id`; `None` once the run is being ended.
     pub(crate) fn await_permission(
         &self,
         tool_call_id: &str,
     ) -> Option<oneshot::Receiver<PermissionDecision>> {
-        self.with_running(|running| {
-            (running.phase == Phase::Running).then(|| {
-                let (tx, rx) = oneshot::channel();
-                running.confirmations.insert(tool_call_id.to_owned(), tx);
-                rx
-            })
-        })
-        .flatten()
+        let (tx, rx) = oneshot::channel();
+        let parked = match self.slot {
+            Slot::Turn => self
+                .with_running(|running| {
+                    (running.phase == Phase::Running).then(|| {
+                        running.confirmations.insert(tool_call_id.to_owned(), tx);
+                    })
+                })
+                .flatten(),
+            Slot::Background(_) => self.with_background(|background| {
+                background.confirmations.insert(tool_call_id.to_owned(), tx);
+            }),
+        };
+        parked.map(|()| rx)
+    }
+
+    /// The run's confirmation was sent (`true`) or answered (`false`); seen by `join`.
+    pub(crate) fn set_waiting(&self, waiting: bool) {
+        if self
+            .with_background(|background| background.waiting = waiting)
+            .is_some()
+        {
+            self.changed();
+        }
     }
 
     /// Records that `SubagentStarted` for `id` was sent.
     pub(crate) fn subagent_opened(&self, id: &SafeId) {
-        self.with_running(|running| running.open_subagents.push(id.clone()));
+        match self.slot {
+            Slot::Turn => {
+                self.with_running(|running| running.open_subagents.push(id.clone()));
+            }
+            Slot::Background(_) => {
+                self.with_background(|background| background.open_subagents.push(id.clone()));
+            }
+        }
     }
 
     /// Records that `SubagentCompleted` for `id` was sent.
     pub(crate) fn subagent_closed(&self, id: &SafeId) {
-        self.with_running(|running| running.open_subagents.retain(|open| open != id));
+        match self.slot {
+            Slot::Turn => {
+                self.with_running(|running| running.open_subagents.retain(|open| open != id));
+            }
+            Slot::Background(_) => {
+                self.with_background(|background| {
+                    background.open_subagents.retain(|open| open != id);
+                });
+            }
+        }
+    }
+
+    /// The handle of the background subagent `id` started by this run.
+    pub(crate) fn background(&self, id: &SafeId) -> Self {
+        Self {
+            state: Arc::clone(&self.state),
+            generation: self.generation,
+            slot: Slot::Background(id.as_str().to_owned()),
+            changes: Arc::clone(&self.changes),
+        }
+    }
+
+    /// Spawns `run`, the background subagent `id` (its `SubagentStarted` already sent and
+    /// recorded as open in this run), and takes over its open record; `false` (nothing
+    /// spawned) once this run is being ended or the session was disposed.
+    pub(crate) fn spawn_background(
+        &self,
+        id: &SafeId,
+        run: impl Future<Output = ()> + Send + 'static,
+    ) -> bool {
+        let mut state = lock(&self.state);
+        let alive = !state.disposed
+            && match &self.slot {
+                Slot::Turn => state.running.as_ref().is_some_and(|running| {
+                    running.generation == self.generation && running.phase == Phase::Running
+                }),
+                Slot::Background(own) => state.background.contains_key(own),
+            };
+        if !alive {
+            return false;
+        }
+        match &self.slot {
+            Slot::Turn => {
+                if let Some(running) = state.running.as_mut() {
+                    running.open_subagents.retain(|open| open != id);
+                }
+            }
+            Slot::Background(own) => {
+                if let Some(background) = state.background.get_mut(own) {
+                    background.open_subagents.retain(|open| open != id);
+                }
+            }
+        }
+        let order = state.next_background;
+        state.next_background += 1;
+        // Spawned under the lock: the task needs the state only after its record exists.
+        let task = tokio::spawn(run);
+        state.background.insert(
+            id.as_str().to_owned(),
+            Background {
+                generation: self.generation,
+                order,
+                task: Some(task),
+                waiting: false,
+                confirmations: HashMap::new(),
+                open_subagents: vec![id.clone()],
+            },
+        );
+        drop(state);
+        self.changed();
+        true
+    }
+
+    /// This background run is over: its record goes.
+    pub(crate) fn background_finished(&self) {
+        let Slot::Background(id) = &self.slot else {
+            return;
+        };
+        let removed = lock(&self.state).background.remove(id).is_some();
+        if removed {
+            self.changed();
+        }
+    }
+
+    /// Whether every background subagent in `ids` has finished, or, for
+    /// [`JoinUntil::Waiting`], waits for a permission answer.
+    pub(crate) fn settled(&self, ids: &[String], until: JoinUntil) -> bool {
+        let state = lock(&self.state);
+        ids.iter()
+            .all(|id| match (state.background.get(id), until) {
+                (None, _) => true,
+                (Some(background), JoinUntil::Waiting) => background.waiting,
+                (Some(_), JoinUntil::Done) => false,
+            })
+    }
+
+    /// A receiver of background changes (see [`TurnControl::settled`]).
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Claims the right to send the turn's terminal action; `false` when the turn was cancelled
@@ -147,6 +317,46 @@ impl TurnControl {
     }
 }
 
+/// Stops every background subagent `select` picks (and those they start meanwhile); returns
+/// their open subagents in the order to complete them: the newest subagent first, each one's
+/// inline subagents innermost first, then itself.
+async fn stop_background(
+    state: &Mutex<SessionState>,
+    select: impl Fn(&Background) -> bool,
+) -> Vec<SafeId> {
+    let mut stopped = Vec::new();
+    loop {
+        let batch: Vec<Background> = {
+            let mut state = lock(state);
+            let ids: Vec<String> = state
+                .background
+                .iter()
+                .filter(|(_, background)| select(background))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter()
+                .filter_map(|id| state.background.remove(id))
+                .collect()
+        };
+        if batch.is_empty() {
+            break;
+        }
+        for mut background in batch {
+            if let Some(task) = background.task.take() {
+                task.abort();
+                // Waiting for the aborted task guarantees none of its signals follows ours.
+                let _ = task.await;
+            }
+            stopped.push(background);
+        }
+    }
+    stopped.sort_by_key(|background| std::cmp::Reverse(background.order));
+    stopped
+        .into_iter()
+        .flat_map(|background| background.open_subagents.into_iter().rev())
+        .collect()
+}
+
 impl ScriptedSession {
     /// A session whose next turn is turn `turns_run` of `script`.
     pub(crate) fn new(script: Arc<Script>, start: StartSession, turns_run: u64) -> Self {
@@ -159,6 +369,7 @@ impl ScriptedSession {
                 turns_run,
                 ..SessionState::default()
             })),
+            changes: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -208,6 +419,8 @@ impl ScriptedSession {
             TurnControl {
                 state: Arc::clone(&self.state),
                 generation,
+                slot: Slot::Turn,
+                changes: Arc::clone(&self.changes),
             },
         );
         // Spawned under the lock: should the task need the state at once, it waits until
@@ -230,11 +443,20 @@ impl ScriptedSession {
         tool_call_id: &str,
         decision: PermissionDecision,
     ) -> Result<(), ProviderError> {
-        let waiting = lock(&self.state)
-            .running
-            .as_mut()
-            .filter(|running| running.phase == Phase::Running)
-            .and_then(|running| running.confirmations.remove(tool_call_id));
+        let waiting = {
+            let mut state = lock(&self.state);
+            let of_turn = state
+                .running
+                .as_mut()
+                .filter(|running| running.phase == Phase::Running)
+                .and_then(|running| running.confirmations.remove(tool_call_id));
+            of_turn.or_else(|| {
+                state
+                    .background
+                    .values_mut()
+                    .find_map(|background| background.confirmations.remove(tool_call_id))
+            })
+        };
         let not_waiting = || ProviderError::NotRunning {
             message: format!("no tool call `{tool_call_id}` is waiting for permission"),
         };
@@ -268,6 +490,8 @@ impl ScriptedSession {
         let control = TurnControl {
             state: Arc::clone(&self.state),
             generation,
+            slot: Slot::Turn,
+            changes: Arc::clone(&self.changes),
         };
         let signals = self.signals.clone();
         let session = self.session.clone();
@@ -279,10 +503,17 @@ impl ScriptedSession {
                 // Waiting for the aborted task guarantees none of its signals follows ours.
                 let _ = task.await;
             }
-            let open = control
+            // The turn's background subagents, then its own open ones, innermost first.
+            let mut open = stop_background(&control.state, |background| {
+                background.generation == generation
+            })
+            .await;
+            control.changed();
+            let own = control
                 .with_running(|running| std::mem::take(&mut running.open_subagents))
                 .unwrap_or_default();
-            for tool_call_id in open.into_iter().rev() {
+            open.extend(own.into_iter().rev());
+            for tool_call_id in open {
                 let _ = signals
                     .send(SubagentCompleted {
                         session: session.clone(),
@@ -313,6 +544,8 @@ impl ScriptedSession {
             task.abort();
             let _ = task.await;
         }
+        stop_background(&self.state, |_| true).await;
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 

@@ -1,0 +1,200 @@
+//! `agent-host run` in a real terminal: the binary under a pseudo-terminal (util-linux
+//! `script`), so it sees a TTY and draws colour, with keys typed into the terminal — `y`, `n`,
+//! Ctrl-C — when the screen asks for them. The screen text is pinned with insta (escape
+//! sequences shown as `␛[…`, the transient progress line removed: its seconds vary).
+
+// Test helpers outside `#[test]` functions: a panic here is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn repository(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("readme.txt"), "hello\n").unwrap();
+    for args in [
+        &["init", "--quiet", "-b", "main"][..],
+        &["add", "-A"],
+        &["commit", "--quiet", "-m", "seed"],
+    ] {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+/// `agent-host run` running in a terminal, its screen collected as it is drawn.
+struct Terminal {
+    child: Child,
+    keys: ChildStdin,
+    screen: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Terminal {
+    fn start(tmp: &Path, script: &Value) -> Self {
+        let work = tmp.join("work");
+        repository(&work);
+        let script_path = tmp.join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let inner = format!(
+            "{} run --provider scripted --script {} --cwd {} --data-dir {} 'edit the readme'",
+            env!("CARGO_BIN_EXE_agent-host"),
+            script_path.display(),
+            work.display(),
+            tmp.join("data").display()
+        );
+        let mut child = Command::new("script")
+            .args(["--quiet", "--flush", "--return", "--command"])
+            .arg(&inner)
+            .arg("/dev/null")
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm-256color")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let keys = child.stdin.take().unwrap();
+        let mut output = child.stdout.take().unwrap();
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = output.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buffer[..n]);
+            }
+        });
+        Self {
+            child,
+            keys,
+            screen,
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (polling, within [`DEADLINE`]) until the screen shows `needle`.
+    fn wait_for(&self, needle: &str) {
+        let deadline = Instant::now() + DEADLINE;
+        while !self.text().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {needle:?}:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn press(&mut self, keys: &[u8]) {
+        self.keys.write_all(keys).unwrap();
+        self.keys.flush().unwrap();
+    }
+
+    /// Waits for the exit; returns the exit code and the normalised screen.
+    fn finish(mut self) -> (Option<i32>, String) {
+        let deadline = Instant::now() + DEADLINE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                self.child.kill().unwrap();
+                panic!("agent-host run did not finish:\n{}", self.text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        (status.code(), normalise(&self.text()))
+    }
+}
+
+/// The screen as text: CRLF → LF, progress lines removed, escapes made visible.
+fn normalise(raw: &str) -> String {
+    let mut text = raw.replace("\r\n", "\n");
+    // Progress lines: `\r␛[2K␛[2m⠋ waiting for scripted… 1s␛[0m`, and the erase before output.
+    while let Some(start) = text.find("\r\x1b[2K\x1b[2m") {
+        let end = text[start..]
+            .find("\x1b[0m")
+            .map_or(text.len(), |i| start + i + "\x1b[0m".len());
+        text.replace_range(start..end, "");
+    }
+    text = text.replace("\r\x1b[2K", "");
+    text.replace('\x1b', "␛")
+}
+
+fn confirm_script() -> Value {
+    json!({ "turns": [{ "steps": [
+        { "kind": "think", "text": "The readme needs a second line.", "chunk": 64 },
+        { "kind": "say", "text": "# Plan\nI will edit the readme.", "chunk": 64 },
+        { "kind": "tool", "name": "write_file", "displayName": "Write file", "confirm": true,
+          "effect": { "kind": "writeFile", "path": "readme.txt", "content": "hello\nagain\n" } },
+        { "kind": "say", "text": "Done.", "chunk": 64 }
+    ]}]})
+}
+
+#[test]
+fn approving_with_y_runs_the_tool_and_lists_the_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut terminal = Terminal::start(tmp.path(), &confirm_script());
+    terminal.wait_for("[y/N] ");
+    terminal.press(b"y\r");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    insta::assert_snapshot!(screen);
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("work/readme.txt")).unwrap(),
+        "hello\nagain\n"
+    );
+}
+
+#[test]
+fn denying_with_n_leaves_the_file_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut terminal = Terminal::start(tmp.path(), &confirm_script());
+    terminal.wait_for("[y/N] ");
+    terminal.press(b"n\r");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    insta::assert_snapshot!(screen);
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("work/readme.txt")).unwrap(),
+        "hello\n"
+    );
+}
+
+#[test]
+fn ctrl_c_during_a_long_pause_cancels_the_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = json!({ "turns": [{ "steps": [
+        { "kind": "say", "text": "Thinking hard.", "chunk": 64 },
+        { "kind": "pause", "ms": 60000 },
+        { "kind": "say", "text": "Never said.", "chunk": 64 }
+    ]}]});
+    let mut terminal = Terminal::start(tmp.path(), &script);
+    terminal.wait_for("Thinking hard.");
+    terminal.press(b"\x03");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(130), "{screen}");
+    insta::assert_snapshot!(screen);
+}
