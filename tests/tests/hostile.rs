@@ -640,7 +640,7 @@ async fn wrong_messages_get_the_specified_errors_and_the_connection_stays_open()
         (21, "x-evil/method"),
         (22, ""),
         (23, "Subscribe"),
-        (24, "resourceRead"),
+        (24, "resourceFrobnicate"),
         (25, "__proto__"),
     ] {
         let answer = hostile
@@ -653,6 +653,7 @@ async fn wrong_messages_get_the_specified_errors_and_the_connection_stays_open()
         (30, "createSession", json!({ "channel": 5 })),
         (31, "subscribe", json!({ "nochannel": true })),
         (32, "createChat", json!({ "channel": [] })),
+        (33, "resourceRead", json!({ "channel": ROOT_RESOURCE_URI })),
         (33, "fetchTurns", json!({ "channel": { "nested": true } })),
     ] {
         let answer = hostile.call(id, method, params).await;

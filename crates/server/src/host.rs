@@ -27,8 +27,12 @@ use serde_json::Value;
 use crate::checkpoint_commands;
 use crate::connection::{Connection, ConnectionId};
 use crate::handler::{ProtocolHandler, Reconnected};
+use crate::resources;
 use crate::rpc::{RpcError, notification_frame};
 use crate::version::NegotiatedVersion;
+use agenthost_protocol::ahp_types::commands::{
+    ResourceListParams, ResourceReadParams, ResourceResolveParams,
+};
 
 /// Hands state-manager frames to a connection without ever waiting.
 struct ConnectionOutbox(Connection);
@@ -341,6 +345,23 @@ impl Host {
                 );
                 Ok(Value::Null)
             }
+            "resourceList" => {
+                let p: ResourceListParams = params(raw)?;
+                encode(&resources::list(p.uri, self.service.roots().to_vec()).await?)
+            }
+            "resourceResolve" => {
+                let p: ResourceResolveParams = params(raw)?;
+                let roots = self.service.roots().to_vec();
+                encode(&resources::resolve(p.uri, p.follow_symlinks, roots).await?)
+            }
+            "resourceRead" => {
+                let p: ResourceReadParams = params(raw)?;
+                let roots = self.service.roots().to_vec();
+                encode(&resources::read(p.uri, p.encoding, roots).await?)
+            }
+            method if resources::WRITE_METHODS.contains(&method) => Err(
+                RpcError::permission_denied(format!("{method}: this host's files are read-only")),
+            ),
             "x-checkpoint/diff" => {
                 let p: checkpoint_commands::DiffParams = params(raw)?;
                 let (checkpoints, target) =

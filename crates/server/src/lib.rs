@@ -33,7 +33,9 @@
 //! [`Host`]: `x-deleteSession {channel}` (history and checkpoint refs deleted for good;
 //! `root/sessionRemoved`), `x-checkpoint/diff {session, turnId? | since?}` (unified diff text
 //! and its files) and `x-checkpoint/rollback {session, turnId}` (the paths put back) — see
-//! [`checkpoint_commands`]. `agent-host diff` / `rollback` are their clients.
+//! [`checkpoint_commands`]. `agent-host diff` / `rollback` are their clients. The read-only
+//! `resourceList` / `resourceResolve` / `resourceRead` answer inside the host's roots only (see
+//! [`resources`]); the write methods are refused.
 //!
 //! Layout: [`Server::bind`] → [`BoundServer::serve`] accepts; per connection a reader, an
 //! in-order worker and a writer task (see the `connection` module's documentation); frames
@@ -53,6 +55,7 @@ mod handler;
 mod handshake;
 mod host;
 mod rate;
+pub mod resources;
 mod rpc;
 mod server;
 mod token;

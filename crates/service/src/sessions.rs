@@ -215,6 +215,11 @@ impl SessionService {
         let _ = self.checkpoints.set(checkpoints);
     }
 
+    /// The host's roots (canonical): every path a client names must lie inside one.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
     /// The checkpoint service, when one is set (the host's `x-checkpoint/*` commands use it).
     pub fn checkpoints(&self) -> Option<Arc<dyn CheckpointService>> {
         self.checkpoints.get().cloned()

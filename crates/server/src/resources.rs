@@ -1,0 +1,202 @@
+//! Read-only resource methods on the host's `file:` URIs — `resourceList`, `resourceResolve`,
+//! `resourceRead` — so a client (VS Code's remote folder picker) can browse the folders the host
+//! serves; the write methods are refused.
+//!
+//! Every URI is resolved through symlinks and must lie inside one of the host's roots (`serve
+//! --root`): a path outside, or a link inside a root that points out of it, is `-32009`
+//! (permission denied) — the same answer as for a path that names nothing outside, so a client
+//! learns nothing about the rest of the machine. A missing path inside a root is `-32008`; any
+//! other scheme is "invalid params". Listings leave out entries whose link target escapes the
+//! roots. Reads are capped at [`MAX_READ_BYTES`]; text comes back as UTF-8, anything else as
+//! base64. `resourceWrite`, `resourceCopy`, `resourceDelete`, `resourceMove` and
+//! `resourceMkdir` are `-32009`: a token holder gets no remote file-write API.
+
+use std::path::{Path, PathBuf};
+
+use agenthost_protocol::ahp_types::commands::{
+    ContentEncoding, DirectoryEntry, ResourceListResult, ResourceReadResult, ResourceResolveResult,
+    ResourceType,
+};
+use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
+use base64::Engine as _;
+
+use crate::rpc::RpcError;
+
+/// The largest file `resourceRead` returns (16 MiB).
+pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The methods answered with "permission denied".
+pub const WRITE_METHODS: [&str; 5] = [
+    "resourceWrite",
+    "resourceCopy",
+    "resourceDelete",
+    "resourceMove",
+    "resourceMkdir",
+];
+
+fn denied(uri: &str) -> RpcError {
+    RpcError::permission_denied(format!("{uri} is outside the folders this host serves"))
+}
+
+/// `uri` as a path inside `roots`, symlinks resolved (`follow`) or only its parent's.
+fn inside(uri: &str, roots: &[PathBuf], follow: bool) -> Result<PathBuf, RpcError> {
+    if !uri.starts_with("file:") {
+        return Err(RpcError::invalid_params(format!(
+            "only file: URIs can be read on this host, not {uri}"
+        )));
+    }
+    let path =
+        file_uri_to_path(uri).map_err(|e| RpcError::invalid_params(format!("{uri}: {e}")))?;
+    let within = |p: &Path| roots.iter().any(|root| p.starts_with(root));
+    let resolved = if follow {
+        path.canonicalize()
+    } else {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => parent.canonicalize().map(|p| p.join(name)),
+            _ => path.canonicalize(),
+        }
+    };
+    match resolved {
+        Ok(resolved) if within(&resolved) => Ok(resolved),
+        Ok(_) => Err(denied(uri)),
+        Err(_) => {
+            // Missing: "not found" only when its folder is one of ours.
+            let parent = path
+                .parent()
+                .and_then(|parent| parent.canonicalize().ok())
+                .filter(|parent| within(parent));
+            match parent {
+                Some(_) => Err(RpcError::not_found(format!("{uri} does not exist"))),
+                None => Err(denied(uri)),
+            }
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, RpcError> + Send + 'static,
+) -> Result<T, RpcError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| RpcError::internal(format!("the file system task failed: {e}")))?
+}
+
+fn io_error(uri: &str, error: &std::io::Error) -> RpcError {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => RpcError::not_found(format!("{uri} does not exist")),
+        std::io::ErrorKind::PermissionDenied => {
+            RpcError::permission_denied(format!("{uri} cannot be read by the host"))
+        }
+        _ => RpcError::internal(format!("{uri}: {error}")),
+    }
+}
+
+/// `resourceList`: the entries of a directory, sorted by name.
+pub async fn list(uri: String, roots: Vec<PathBuf>) -> Result<ResourceListResult, RpcError> {
+    blocking(move || {
+        let dir = inside(&uri, &roots, true)?;
+        let entries = std::fs::read_dir(&dir).map_err(|e| io_error(&uri, &e))?;
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let Ok(target) = entry.path().canonicalize() else {
+                continue;
+            };
+            if !roots.iter().any(|root| target.starts_with(root)) {
+                continue;
+            }
+            let kind = if target.is_dir() { "directory" } else { "file" };
+            out.push(DirectoryEntry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                r#type: kind.to_owned(),
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(ResourceListResult { entries: out })
+    })
+    .await
+}
+
+/// `resourceResolve`: what `uri` is (following symlinks unless `follow_symlinks` is false).
+pub async fn resolve(
+    uri: String,
+    follow_symlinks: Option<bool>,
+    roots: Vec<PathBuf>,
+) -> Result<ResourceResolveResult, RpcError> {
+    blocking(move || {
+        let follow = follow_symlinks.unwrap_or(true);
+        let path = inside(&uri, &roots, follow)?;
+        let metadata = if follow {
+            std::fs::metadata(&path)
+        } else {
+            std::fs::symlink_metadata(&path)
+        }
+        .map_err(|e| io_error(&uri, &e))?;
+        let kind = if metadata.file_type().is_symlink() {
+            ResourceType::Symlink
+        } else if metadata.is_dir() {
+            ResourceType::Directory
+        } else {
+            ResourceType::File
+        };
+        let mtime = metadata
+            .modified()
+            .ok()
+            .and_then(|t| jiff::Timestamp::try_from(t).ok())
+            .map(|t| format!("{t:.3}"));
+        Ok(ResourceResolveResult {
+            uri: path_to_file_uri(&path).map_err(|e| RpcError::internal(e.to_string()))?,
+            r#type: kind,
+            size: i64::try_from(metadata.len()).ok(),
+            mtime,
+            ctime: None,
+            content_type: None,
+            etag: None,
+        })
+    })
+    .await
+}
+
+/// `resourceRead`: a file's content, as UTF-8 when it is text, else base64.
+pub async fn read(
+    uri: String,
+    encoding: Option<ContentEncoding>,
+    roots: Vec<PathBuf>,
+) -> Result<ResourceReadResult, RpcError> {
+    blocking(move || {
+        let path = inside(&uri, &roots, true)?;
+        let metadata = std::fs::metadata(&path).map_err(|e| io_error(&uri, &e))?;
+        if metadata.is_dir() {
+            return Err(RpcError::invalid_params(format!(
+                "{uri} is a folder: use resourceList"
+            )));
+        }
+        if metadata.len() > MAX_READ_BYTES {
+            return Err(RpcError::invalid_params(format!(
+                "{uri} is {} bytes; the host reads at most {MAX_READ_BYTES}",
+                metadata.len()
+            )));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| io_error(&uri, &e))?;
+        let text = match encoding {
+            Some(ContentEncoding::Base64) => None,
+            _ => String::from_utf8(bytes.clone()).ok(),
+        };
+        Ok(match text {
+            Some(data) => ResourceReadResult {
+                data,
+                encoding: ContentEncoding::Utf8,
+                content_type: None,
+            },
+            None => ResourceReadResult {
+                data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                encoding: ContentEncoding::Base64,
+                content_type: None,
+            },
+        })
+    })
+    .await
+}
+
+#[cfg(test)]
+#[path = "resources_tests.rs"]
+mod tests;
