@@ -43,6 +43,9 @@ struct TurnStart {
     start_trees: Vec<(PathBuf, String)>,
     /// False when another turn of the session overlapped it.
     eligible: bool,
+    /// A later turn started in the same chat: this one has ended (a chat runs one turn at a
+    /// time) and only its end capture, queued behind the turn end, is still to come.
+    ended: bool,
 }
 
 /// A session's in-flight turn starts, keyed by (chat, turn).
@@ -229,10 +232,17 @@ impl Checkpointer {
         let eligible = {
             let mut starts = lock(&self.starts);
             let entries = starts.entry(session.clone()).or_default();
-            let overlapping = entries.keys().any(|other| *other != key);
+            let mut overlapping = false;
+            for (other, entry) in entries.iter_mut().filter(|(other, _)| **other != key) {
+                if other.0 == key.0 {
+                    entry.ended = true;
+                } else if !entry.ended {
+                    overlapping = true;
+                }
+            }
             if overlapping {
                 // Overlapping turns share one work tree: nothing can be attributed to either.
-                for entry in entries.values_mut() {
+                for entry in entries.values_mut().filter(|entry| !entry.ended) {
                     entry.eligible = false;
                 }
             }
@@ -254,6 +264,7 @@ impl Checkpointer {
         let mut start = TurnStart {
             start_trees: Vec::new(),
             eligible,
+            ended: false,
         };
         for repo in self.repos_of(dirs) {
             let result = repo

@@ -240,14 +240,81 @@ fn turn_start_creates_a_missing_baseline_from_the_pre_turn_tree() {
 fn overlapping_turns_get_no_ref() {
     let h = Harness::new();
     h.baseline();
+    // Two chats of the session run a turn at once.
+    let side = ChatUri::canonical(&SafeId::new("side").unwrap());
     h.start("t1");
-    h.start("t2");
+    h.core
+        .capture_turn_start(&h.session, &side, "t2", &h.dirs(), &no_cancel());
     h.repo.write("a.txt", "who did this?\n");
     assert_eq!(h.end("t1"), None);
-    assert_eq!(h.end("t2"), None);
+    let t2 = h
+        .core
+        .capture_turn_end(&h.session, &side, "t2", &h.dirs(), &no_cancel())
+        .unwrap();
+    assert_eq!(t2, None);
     assert_eq!(h.refs(), [BASE]);
     // A later, non-overlapping turn works again.
     assert!(h.turn("t3", |r| r.write("b.txt", "3\n")).is_some());
+}
+
+/// The turn-end capture runs queued behind the turn end, so the chat's next turn (a queued
+/// message, a quick user) can start before it: that turn has ended, it does not overlap, and
+/// both turns get their refs. A turn of another chat still overlaps only the one running.
+#[test]
+fn the_next_turn_of_a_chat_starting_before_the_end_capture_overlaps_nothing() {
+    let h = Harness::new();
+    h.baseline();
+    h.start("t1");
+    h.repo.write("a.txt", "1\n");
+    h.start("t2");
+    assert_eq!(h.end("t1").as_deref(), Some(T1));
+    h.repo.write("b.txt", "2\n");
+    assert_eq!(h.end("t2").as_deref(), Some(T2));
+
+    h.start("t3");
+    h.start("t4");
+    let side = ChatUri::canonical(&SafeId::new("side").unwrap());
+    h.core
+        .capture_turn_start(&h.session, &side, "s1", &h.dirs(), &no_cancel());
+    let end_side = h
+        .core
+        .capture_turn_end(&h.session, &side, "s1", &h.dirs(), &no_cancel())
+        .unwrap();
+    assert_eq!(end_side, None, "overlapped t4");
+    assert_eq!(h.end("t4"), None, "overlapped s1");
+    assert!(h.end("t3").is_some(), "t3 had ended before s1 started");
+}
+
+/// A host killed while it updated a checkpoint ref leaves the ref's lock file behind, and every
+/// later capture of the session computes the same ref name: the restarted host removes a lock
+/// older than itself instead of failing them all. A lock taken since it started is respected.
+#[test]
+fn a_ref_lock_left_by_a_killed_host_does_not_block_the_next_checkpoints() {
+    let h = Harness::new();
+    h.baseline();
+    let lock = h.repo.path().join(".git").join(format!("{T1}.lock"));
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::write(&lock, "").unwrap();
+    h.start("t1");
+    let held = h
+        .core
+        .capture_turn_end(&h.session, &h.chat, "t1", &h.dirs(), &no_cancel());
+    assert!(held.is_err(), "a live lock is not taken over: {held:?}");
+    assert!(lock.exists());
+
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&lock)
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+    assert_eq!(
+        h.turn("t2", |r| r.write("a.txt", "2\n")).as_deref(),
+        Some(T1)
+    );
+    assert!(!lock.exists());
+    assert_eq!(h.refs(), [BASE, T1]);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use gix::bstr::ByteSlice;
@@ -68,6 +68,11 @@ impl std::fmt::Debug for Repo {
     }
 }
 
+/// When this process first opened a repository. A checkpoint ref's lock file older than that
+/// was left by a process killed while it held it (only one host writes a session's refs): it
+/// would fail every later update of that ref, so it is removed.
+static FIRST_OPENED: LazyLock<SystemTime> = LazyLock::new(SystemTime::now);
+
 /// Locks a mutex, recovering the data of a poisoned one (a panic mid-capture leaves a state that
 /// `capture` discards anyway: it takes the state out and puts it back only on success).
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -80,6 +85,7 @@ impl Repo {
     /// Opens the work tree that contains `dir` (searching upwards). Bare repositories and
     /// directories outside any repository give [`CheckpointError::NotAWorkTree`].
     pub fn open(dir: &Path, config: Arc<CheckpointConfig>) -> Result<Self, CheckpointError> {
+        LazyLock::force(&FIRST_OPENED);
         let not_a_work_tree = || CheckpointError::NotAWorkTree {
             path: dir.to_owned(),
         };
@@ -252,10 +258,32 @@ impl Repo {
             deref: false,
         };
         let _guard = lock(&self.refs);
-        self.gix()
-            .edit_references_as(Some(edit), None)
-            .git("update a checkpoint ref")?;
+        let updated = self.gix().edit_references_as(Some(edit.clone()), None);
+        if updated.is_err() && self.remove_stale_lock(&edit.name) {
+            self.gix()
+                .edit_references_as(Some(edit), None)
+                .git("update a checkpoint ref")?;
+            return Ok(());
+        }
+        updated.git("update a checkpoint ref")?;
         Ok(())
+    }
+
+    /// Removes the lock file of ref `name` when a process that is gone left it (see
+    /// [`FIRST_OPENED`]); true when it did.
+    fn remove_stale_lock(&self, name: &gix::refs::FullName) -> bool {
+        let Ok(relative) = name.as_bstr().to_str() else {
+            return false;
+        };
+        let lock = self.gix().common_dir().join(format!("{relative}.lock"));
+        let stale = std::fs::metadata(&lock)
+            .and_then(|metadata| metadata.modified())
+            .is_ok_and(|modified| modified < *FIRST_OPENED);
+        if !stale {
+            return false;
+        }
+        tracing::warn!(lock = %lock.display(), "removing a ref lock left by a process that was killed");
+        std::fs::remove_file(&lock).is_ok()
     }
 
     /// Every ref whose name starts with `prefix`, with the commit it points at, sorted by name.

@@ -13,23 +13,30 @@
 //! 3 iterations by default, 20 with `AGENTHOST_SLOW_TESTS=1`.
 //! `a_turn_seen_complete_survives_a_kill_the_instant_it_completes` kills the instant the client
 //! has seen a turn complete, 40 times (10 by default).
+//! `sessions_turns_and_checkpoint_refs_agree_after_sigkill` runs turns that edit files in several
+//! sessions at once, whose folders are git repositories, creates sessions while they stream,
+//! and kills at a random moment: after every restart `listSessions`, the stored turns, the
+//! checkpoint ledger and the `refs/agents/<session>/checkpoints/turn/<N>` refs agree (2 kills by
+//! default, 20 with `AGENTHOST_SLOW_TESTS=1`).
 
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
 use std::time::Duration;
 
 use agenthost_client::ChatView;
-use agenthost_protocol::ChatUri;
+use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_store::Store;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use support::{
-    Peer, Place, Server, action_type, assert_turn_finished, ends_turn, runtime, turns_json,
+    Peer, Place, Server, Spawned, action_type, assert_turn_finished, ends_turn, ignoring_sigxfsz,
+    runtime, serve_command, turns_json,
 };
 
 /// A turn streams reasoning, text, a tool call and more text in 3-character deltas, 1 ms apart,
@@ -331,4 +338,548 @@ fn crash_and_restart(iterations: usize, kill_point: fn(&mut Rng) -> KillPoint) {
             check_database(&place, chat.as_ref().unwrap(), &context);
         }
     }
+}
+
+/// A turn that edits a file of the session's folder while it streams: about 40 actions over
+/// 60–120 ms, then the turn-end checkpoint.
+fn editing_script() -> Value {
+    json!({ "default": { "steps": [
+        { "kind": "say", "text": "Editing the notes now, in many small pieces.",
+          "chunk": 3, "delayMs": 1 },
+        { "kind": "tool", "name": "write_file", "displayName": "Write file",
+          "effect": { "kind": "writeFile", "path": "notes.txt", "content": "edited\n" } },
+        { "kind": "say", "text": "The notes are edited; nothing else changed.",
+          "chunk": 3, "delayMs": 1 }
+    ]}})
+}
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Every turn checkpoint ref of the repository (`refs/agents/<session>/checkpoints/turn/<N>`,
+/// the baseline `turn/0` left out) as `(session id, ref name)`.
+fn turn_refs(repo: &Path) -> Vec<(String, String)> {
+    if !repo.join(".git").exists() {
+        return Vec::new();
+    }
+    git(
+        repo,
+        &["for-each-ref", "--format=%(refname)", "refs/agents/"],
+    )
+    .lines()
+    .filter_map(|name| {
+        let rest = name.strip_prefix("refs/agents/")?;
+        let (session, n) = rest.split_once("/checkpoints/turn/")?;
+        (n != "0").then(|| (session.to_owned(), name.to_owned()))
+    })
+    .collect()
+}
+
+/// `work/<id>`, a git repository with one commit, as the folder of the new scripted session
+/// `id`.
+async fn create_session_in_repository(
+    peer: &Peer,
+    place: &Place,
+    id: &str,
+) -> (SessionUri, ChatUri) {
+    let folder = place.work.join(id);
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("notes.txt"), "original\n").unwrap();
+    git(&folder, &["init", "--quiet"]);
+    git(&folder, &["add", "."]);
+    git(&folder, &["commit", "--quiet", "-m", "seed"]);
+    peer.conn
+        .create_session("scripted", id, Some(format!("file://{}", folder.display())))
+        .await
+        .unwrap()
+}
+
+/// What the client knows across the kills.
+#[derive(Default)]
+struct Created {
+    /// Every session whose `createSession` succeeded, with its default chat.
+    sessions: Vec<(SessionUri, ChatUri)>,
+    /// Per host run, per chat: the turns the client saw complete, in order.
+    completed: Vec<BTreeMap<String, Vec<String>>>,
+}
+
+/// The host's view, the store and the repository agree:
+/// - `listSessions` lists every session whose creation succeeded;
+/// - every turn a client saw complete is stored, complete;
+/// - every checkpoint ref the ledger records exists, is in its session's namespace and belongs
+///   to a stored turn; every turn ref in the repository is recorded for exactly one turn of a
+///   stored session (no ref for a turn the store does not know) — except the one ref a kill
+///   between setting and recording it leaves, numbered next, which the next capture overwrites;
+/// - captures finish in turn-end order, so within a run a turn with a recorded ref means every
+///   earlier completed turn of its chat has one too.
+fn check_agreement(place: &Place, created: &Created, listed: &[String], context: &str) {
+    for (session, _) in &created.sessions {
+        assert!(
+            listed.iter().any(|l| l == session.as_str()),
+            "{context}: {session} was created but is not listed: {listed:?}"
+        );
+    }
+    let store = Store::open(place.database()).unwrap();
+    store
+        .integrity_check()
+        .unwrap_or_else(|e| panic!("{context}: {e}"));
+    let stored_sessions = store.sessions().unwrap();
+    let mut ledger: HashMap<String, Option<String>> = HashMap::new();
+    let mut recorded_refs: BTreeMap<String, String> = BTreeMap::new();
+    // Each session works in a repository of its own, `work/<session id>`.
+    let mut refs = Vec::new();
+    for folder in std::fs::read_dir(&place.work).unwrap() {
+        refs.extend(turn_refs(&folder.unwrap().path()));
+    }
+    let in_git: BTreeSet<&str> = refs.iter().map(|(_, name)| name.as_str()).collect();
+    for record in &stored_sessions {
+        let session = &record.uri;
+        let chat = ChatUri::default_for(session);
+        let turns: BTreeMap<String, String> = store
+            .turns(&chat)
+            .unwrap()
+            .into_iter()
+            .map(|t| {
+                let json = serde_json::to_value(&t.turn).unwrap();
+                (
+                    t.turn.id.clone(),
+                    json["state"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let prefix = format!("refs/agents/{}/checkpoints/turn/", session.id().as_str());
+        for (turn, name) in store.checkpoint_rows(session).unwrap() {
+            if let Some(name) = &name {
+                assert!(
+                    name.starts_with(&prefix),
+                    "{context}: {turn} of {session} records {name}"
+                );
+                assert!(
+                    in_git.contains(name.as_str()),
+                    "{context}: the ledger records {name} for {turn} of {session}, but the \
+                     repository has no such ref"
+                );
+                assert!(
+                    turns.contains_key(&turn),
+                    "{context}: {name} is recorded for {turn} of {session}, which is not stored"
+                );
+                if let Some(other) = recorded_refs.insert(name.clone(), turn.clone()) {
+                    panic!("{context}: {name} is recorded for both {other} and {turn}");
+                }
+            }
+            ledger.insert(format!("{chat} {turn}"), name);
+        }
+        for (id, seen) in created
+            .completed
+            .iter()
+            .filter_map(|run| run.get(chat.as_str()))
+            .flatten()
+            .map(|turn| (turn, turns.get(turn)))
+        {
+            assert_eq!(
+                seen.map(String::as_str),
+                Some("complete"),
+                "{context}: {id} of {chat} completed before the kill but is not stored complete"
+            );
+        }
+    }
+    for (session, name) in &refs {
+        assert!(
+            stored_sessions
+                .iter()
+                .any(|r| r.uri.id().as_str() == session.as_str()),
+            "{context}: {name} belongs to a session the store does not know"
+        );
+        if recorded_refs.contains_key(name) {
+            continue;
+        }
+        // The capture sets the ref, then records it: a kill in between leaves the ref of the
+        // next number, which the session's next capture computes again and overwrites. Any
+        // other unrecorded ref is one no turn will ever claim.
+        let number = |name: &str| -> u64 { name.rsplit('/').next().unwrap().parse().unwrap() };
+        let next = 1 + recorded_refs
+            .keys()
+            .filter(|recorded| recorded.contains(&format!("/{session}/checkpoints/")))
+            .map(|recorded| number(recorded))
+            .max()
+            .unwrap_or(0);
+        assert_eq!(
+            number(name),
+            next,
+            "{context}: {name} is in the repository but recorded for no turn: {recorded_refs:?}"
+        );
+    }
+    for run in &created.completed {
+        for (chat, turns) in run {
+            let has_ref = |turn: &String| {
+                ledger
+                    .get(&format!("{chat} {turn}"))
+                    .is_some_and(Option::is_some)
+            };
+            if let Some(last) = turns.iter().rposition(has_ref) {
+                for turn in &turns[..last] {
+                    assert!(
+                        has_ref(turn),
+                        "{context}: {turn} of {chat} has no checkpoint ref, but the capture of \
+                         {} (queued after it) finished; the chat's turns and refs: {:?}",
+                        turns[last],
+                        turns
+                            .iter()
+                            .map(|t| (t, ledger.get(&format!("{chat} {t}"))))
+                            .collect::<Vec<_>>()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Sessions whose folders are git repositories, turns that edit them in several sessions at
+/// once, sessions created while the turns stream, `SIGKILL` at a random moment; after every
+/// restart (and once more after a last run whose captures all finish) `check_agreement` holds.
+///
+/// It found two bugs: the next turn of a chat started before the previous turn's end capture
+/// (queued behind the turn end) counted as overlapping it, so neither got a ref; and a kill
+/// while a ref was updated left its lock file, failing every later capture of the session.
+#[test]
+fn sessions_turns_and_checkpoint_refs_agree_after_sigkill() {
+    let kills = if std::env::var("AGENTHOST_SLOW_TESTS").is_ok_and(|v| v == "1") {
+        20
+    } else {
+        2
+    };
+    let seed = seed();
+    eprintln!(
+        "checkpoint crash test: seed {seed}, {kills} kills (AGENTHOST_CRASH_SEED={seed} replays)"
+    );
+    let mut rng = Rng(seed);
+    let place = Place::new();
+    let script = place.script(&editing_script());
+    let rt = runtime();
+    let mut created = Created::default();
+
+    for run in 0..=kills {
+        let context = format!("seed {seed}, run {run}");
+        let mut server = Server::start(&place, Some(&script));
+        let last = run == kills;
+        rt.block_on(async {
+            let mut peer = Peer::connect(&server.url, &format!("run-{run}")).await;
+            check_agreement(&place, &created, &peer.listed().await, &context);
+            created.completed.push(BTreeMap::new());
+
+            let session = create_session_in_repository(&peer, &place, &format!("r{run}-s0")).await;
+            created.sessions.push(session);
+            // Turns run in the newest three sessions at once.
+            let mut views: HashMap<String, ChatView> = HashMap::new();
+            let mut running: HashMap<String, String> = HashMap::new();
+            let mut numbers = 0;
+            let mut next_turn = || {
+                numbers += 1;
+                format!("r{run}-t{numbers}")
+            };
+            for (_, chat) in created.sessions.iter().rev().take(3) {
+                views.insert(chat.to_string(), peer.open_chat(chat).await);
+                let turn = next_turn();
+                peer.conn.start_turn(chat, &turn, "edit").await.unwrap();
+                running.insert(chat.to_string(), turn);
+            }
+
+            let started = Instant::now();
+            let kill_after = Duration::from_millis(200 + rng.below(1_300));
+            let create_at = started + kill_after.mul_f64(rng.below(100) as f64 / 100.0);
+            let mut create_pending = !last;
+            let deadline = if last {
+                started + Duration::from_millis(600)
+            } else {
+                started + kill_after
+            };
+            eprintln!("{context}: kill after {kill_after:?}");
+            loop {
+                let envelope = tokio::select! {
+                    () = tokio::time::sleep_until(deadline) => break,
+                    envelope = peer.next_envelope() => envelope,
+                };
+                if create_pending && Instant::now() >= create_at {
+                    // A session created while the others stream, maybe just before the kill.
+                    create_pending = false;
+                    let id = format!("r{run}-s1");
+                    let session = create_session_in_repository(&peer, &place, &id).await;
+                    created.sessions.push(session);
+                }
+                let Some(view) = views.get_mut(&envelope.channel) else {
+                    continue;
+                };
+                assert!(envelope.rejection_reason.is_none(), "{envelope:?}");
+                view.apply(&envelope);
+                let chat = envelope.channel.clone();
+                if ends_turn(&envelope).as_ref() == running.get(&chat) {
+                    assert_eq!(action_type(&envelope), "chat/turnComplete", "{envelope:?}");
+                    let done = running.remove(&chat).unwrap();
+                    created
+                        .completed
+                        .last_mut()
+                        .unwrap()
+                        .entry(chat.clone())
+                        .or_default()
+                        .push(done);
+                    if !last {
+                        let turn = next_turn();
+                        let uri = ChatUri::parse(&chat).unwrap();
+                        peer.conn.start_turn(&uri, &turn, "edit").await.unwrap();
+                        running.insert(chat, turn);
+                    }
+                }
+                if last && running.is_empty() {
+                    break;
+                }
+            }
+            if last {
+                assert!(
+                    running.is_empty(),
+                    "{context}: turns still running: {running:?}"
+                );
+                // No kill: every capture of this run finishes, in the ledger and in git.
+                let store = Store::open(place.database()).unwrap();
+                let until = Instant::now() + Duration::from_secs(20);
+                for (chat, turns) in created.completed.last().unwrap() {
+                    let session = ChatUri::parse(chat)
+                        .unwrap()
+                        .default_chat_session()
+                        .unwrap()
+                        .unwrap();
+                    for turn in turns {
+                        while !store
+                            .checkpoint_rows(&session)
+                            .unwrap()
+                            .iter()
+                            .any(|(t, r)| t == turn && r.is_some())
+                        {
+                            assert!(
+                                Instant::now() < until,
+                                "{context}: {turn} never got its ref; the host's log:\n{}",
+                                server.process.stderr()
+                            );
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                }
+                check_agreement(&place, &created, &peer.listed().await, &context);
+                return;
+            }
+            server.process.kill();
+            for line in server.process.stderr().lines() {
+                if line.contains("WARN") || line.contains("ERROR") {
+                    eprintln!("{context}: host: {line}");
+                }
+            }
+            let seen: usize = created
+                .completed
+                .last()
+                .unwrap()
+                .values()
+                .map(Vec::len)
+                .sum();
+            eprintln!("{context}: killed after {seen} completed turn(s)");
+        });
+    }
+}
+
+/// Sets the soft file-size limit (`RLIMIT_FSIZE`) of the running process `pid` with util-linux's
+/// `prlimit`; `None` lifts it. False when `prlimit` cannot be run.
+fn limit_file_size(pid: u32, bytes: Option<u64>) -> bool {
+    let soft = bytes.map_or_else(|| "unlimited".to_owned(), |b| b.to_string());
+    std::process::Command::new("prlimit")
+        .arg(format!("--pid={pid}"))
+        .arg(format!("--fsize={soft}:"))
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// A small tmpfs mounted on a directory, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mounts `size` (as `mount -o size=` takes it) on `dir`; `None` when this user may not
+    /// mount.
+    fn mount(dir: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        mounted.then(|| Self(dir.to_owned()))
+    }
+
+    /// Writes a file until the file system is full.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.0.join("filler");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let block = vec![0x5a_u8; 64 * 1024];
+        loop {
+            match file.write(&block) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(error) => {
+                    assert_eq!(error.raw_os_error(), Some(28), "{error}"); // ENOSPC
+                    break;
+                }
+            }
+        }
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// What a data directory that stops taking writes while the host serves must not break: a
+/// client creating a session gets a JSON-RPC error containing `expected`; reads go on and what
+/// was stored before reads back unchanged, live and after a restart; once `clear` has run the
+/// same host writes again. `fault` and `clear` get the host's process id.
+fn refused_writes(
+    place: &Place,
+    server: &mut Server,
+    fault: impl FnOnce(u32),
+    clear: impl FnOnce(u32),
+    expected: &str,
+) {
+    let rt = runtime();
+    let pid = server.process.pid();
+    let (chat, before) = rt.block_on(async {
+        let mut peer = Peer::connect(&server.url, "writer").await;
+        let (_, chat) = peer.create_session("kept").await;
+        let mut view = peer.open_chat(&chat).await;
+        peer.run_turn(&mut view, "t1", "first").await;
+        peer.run_turn(&mut view, "t2", "second").await;
+        let before = turns_json(&view);
+
+        fault(pid);
+        let (code, message) = peer
+            .request_error(
+                "createSession",
+                json!({ "channel": "scripted:/refused", "provider": "scripted" }),
+            )
+            .await;
+        assert!(
+            message.contains("agenthost.db") && message.contains(expected),
+            "the error names the database and the cause ({code}): {message}"
+        );
+        // Reads still work and see everything stored.
+        let listed = peer.listed().await;
+        assert!(!listed.iter().any(|s| s.contains("refused")), "{listed:?}");
+        assert!(listed.iter().any(|s| s.contains("kept")), "{listed:?}");
+        let mut reader = Peer::connect(&server.url, "reader").await;
+        assert_eq!(turns_json(&reader.open_chat(&chat).await), before);
+        reader.close().await;
+
+        // The fault clears: the same host writes again.
+        clear(pid);
+        peer.create_session("after").await;
+        peer.run_turn(&mut view, "t3", "third").await;
+        peer.close().await;
+        (chat, before)
+    });
+    server.process.kill();
+
+    let store = Store::open(place.database()).unwrap();
+    store.integrity_check().unwrap();
+    let stored: Vec<Value> = store
+        .turns(&chat)
+        .unwrap()
+        .iter()
+        .map(|record| serde_json::to_value(&record.turn).unwrap())
+        .collect();
+    assert_eq!(stored[..2], before[..], "the turns stored before the fault");
+    assert_eq!(stored.len(), 3, "the turn after the fault is stored");
+    let sessions: Vec<String> = store
+        .sessions()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.uri.to_string())
+        .collect();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert!(
+        !sessions.iter().any(|s| s.contains("refused")),
+        "{sessions:?}"
+    );
+}
+
+fn short_script(place: &Place) -> std::path::PathBuf {
+    place.script(&json!({ "default": { "steps": [
+        { "kind": "say", "text": "A short answer, in pieces.", "chunk": 4 },
+        { "kind": "usage", "input": 3, "output": 5, "model": "scripted-1" }
+    ]}}))
+}
+
+/// The file-size limit of the running host is lowered to 0 with `prlimit`: every `write(2)` to
+/// its database and WAL fails with `EFBIG`, as a full disk fails it with `ENOSPC`, for root too
+/// (which a read-only `chmod` would not stop), and without mounting anything. The host runs with
+/// `SIGXFSZ` ignored, so the write fails instead of the signal killing it.
+#[test]
+fn a_data_directory_refusing_writes_fails_them_visibly_and_damages_nothing() {
+    let place = Place::new();
+    let script = short_script(&place);
+    let process = Spawned::spawn(ignoring_sigxfsz(&serve_command(
+        &place,
+        &place.data,
+        Some(&script),
+    )));
+    let url = process.line();
+    let mut server = Server { process, url };
+    if !limit_file_size(server.process.pid(), None) {
+        eprintln!("skipped: util-linux `prlimit` cannot change the host's limits here");
+        return;
+    }
+    let set = |pid, limit| assert!(limit_file_size(pid, limit), "prlimit failed");
+    refused_writes(
+        &place,
+        &mut server,
+        |pid| set(pid, Some(0)),
+        |pid| set(pid, None),
+        "disk I/O error",
+    );
+}
+
+/// The data directory is a tmpfs of its own that fills up while the host serves: SQLite gets a
+/// real `ENOSPC`, and the client is told the disk is full. Mounting needs privileges (root in
+/// this workspace's containers); elsewhere the test says why it did nothing.
+#[test]
+fn a_full_disk_under_the_data_directory_fails_writes_visibly_and_damages_nothing() {
+    let place = Place::new();
+    let Some(disk) = Tmpfs::mount(&place.data, "8m") else {
+        eprintln!("skipped: this user cannot mount a tmpfs for the data directory");
+        return;
+    };
+    let script = short_script(&place);
+    let process = Spawned::spawn(serve_command(&place, &place.data, Some(&script)));
+    let url = process.line();
+    let mut server = Server { process, url };
+    let filler = std::cell::RefCell::new(None);
+    refused_writes(
+        &place,
+        &mut server,
+        |_| *filler.borrow_mut() = Some(disk.fill()),
+        |_| std::fs::remove_file(filler.borrow().as_ref().unwrap()).unwrap(),
+        "is full",
+    );
+    drop(server);
+    drop(disk);
 }

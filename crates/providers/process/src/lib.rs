@@ -9,7 +9,9 @@
 //! outlives the host's handle on it.
 //!
 //! What is deliberately absent: any wire format. Framing and parsing stdout is the provider's
-//! (`read_line_capped` reads bounded lines for the line-based ones).
+//! ([`LineReader`] reads bounded lines for the line-based ones: a line longer than its cap is an
+//! error, so a CLI flooding one endless line costs the host at most the cap in memory and the
+//! turn ends instead of reading forever).
 #![deny(missing_docs)]
 
 use std::collections::VecDeque;
@@ -250,14 +252,31 @@ fn describe(status: std::io::Result<ExitStatus>) -> String {
 }
 
 async fn collect_stderr(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
-    let mut lines = LineReader::new(stderr, STDERR_TAIL_BYTES);
-    while let Ok(Some(line)) = lines.next_line().await {
-        tail.push(line.trim_end().to_owned());
+    // Stderr is only quoted: an over-long line is cut, not an error, and the stream is drained
+    // to its end so the child never blocks on a full stderr pipe.
+    let mut reader = BufReader::new(stderr);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        match read_line_capped(&mut reader, &mut buffer, STDERR_TAIL_BYTES).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let line = String::from_utf8_lossy(&buffer);
+        if !line.trim().is_empty() {
+            tail.push(line.trim_end().to_owned());
+        }
     }
 }
 
-/// The non-blank lines of a stream (an agent's stdout or stderr), each cut to `cap` bytes and
-/// decoded lossily: what every line-based provider reads.
+/// The non-blank lines of a stream (an agent's stdout), decoded lossily (invalid UTF-8 becomes
+/// U+FFFD): what every line-based provider reads.
+///
+/// A line longer than `cap` bytes is an [`std::io::ErrorKind::InvalidData`] error as soon as its
+/// `cap + 1`th byte arrives, without reading the rest: a CLI printing one endless line costs at
+/// most `cap` bytes and ends the read, where cutting the line and skipping to its newline would
+/// read forever. After the error the stream is not trusted again (the next read may start in the
+/// middle of that line).
 #[derive(Debug)]
 pub struct LineReader<R> {
     reader: BufReader<R>,
@@ -275,17 +294,52 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
-    /// The next line that is not blank (without its newline); `None` at the end of the stream.
+    /// The next line that is not blank (without its newline); `None` at the end of the stream;
+    /// an error for a line longer than the cap.
     pub async fn next_line(&mut self) -> std::io::Result<Option<String>> {
         loop {
             self.buffer.clear();
-            if read_line_capped(&mut self.reader, &mut self.buffer, self.cap).await? == 0 {
+            if read_line_limited(&mut self.reader, &mut self.buffer, self.cap).await? == 0 {
                 return Ok(None);
             }
             let line = String::from_utf8_lossy(&self.buffer);
             if !line.trim().is_empty() {
                 return Ok(Some(line.into_owned()));
             }
+        }
+    }
+}
+
+/// Reads one line into `buffer` (without the newline); a line of more than `cap` bytes is an
+/// `InvalidData` error once `cap + 1` of its bytes were read. Returns the bytes consumed (0 at
+/// the end).
+async fn read_line_limited(
+    reader: &mut (impl AsyncBufReadExt + Unpin),
+    buffer: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(consumed);
+        }
+        let (chunk, done) = match available.iter().position(|&byte| byte == b'\n') {
+            Some(end) => (&available[..end], Some(end + 1)),
+            None => (available, None),
+        };
+        if buffer.len() + chunk.len() > cap {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a line of its output is longer than {cap} bytes"),
+            ));
+        }
+        buffer.extend_from_slice(chunk);
+        let used = done.unwrap_or(available.len());
+        reader.consume(used);
+        consumed += used;
+        if done.is_some() {
+            return Ok(consumed);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Agent processes across the process boundary: group termination (children included), the
-//! stderr tail, bounded line reading. Waits poll with a deadline.
+//! stderr tail, bounded line reading (an endless stdout line is an error after the cap, invalid
+//! UTF-8 is decoded lossily). Waits poll with a deadline.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -7,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agenthost_provider_process::{
-    AgentProcess, Launch, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, read_line_capped,
+    AgentProcess, Launch, LineReader, STDERR_TAIL_BYTES, STDERR_TAIL_LINES, read_line_capped,
 };
 use rustix::process::{Pid, test_kill_process_group};
 use tokio::io::BufReader;
@@ -125,4 +126,70 @@ async fn lines_are_read_whole_up_to_the_cap_and_the_rest_is_skipped() {
         read.push(String::from_utf8(line.clone()).unwrap());
     }
     assert_eq!(read, ["short", "this lin", "", "last wit"]);
+}
+
+#[tokio::test]
+async fn an_endless_stdout_line_is_an_error_at_the_cap_instead_of_a_read_that_never_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    // One line that never ends: without the error the reader would skip bytes forever.
+    let args = sh("echo first; tr '\\0' 'x' < /dev/zero");
+    let spawned = AgentProcess::spawn(&launch(&args, dir.path())).unwrap();
+    let pid = spawned.process.pid().unwrap();
+    let cap = 1024 * 1024;
+    let mut lines = LineReader::new(spawned.stdout, cap);
+    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("first"));
+    let read = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the over-long line was read without end");
+    let error = read.unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData, "{error}");
+    assert!(error.to_string().contains(&cap.to_string()), "{error}");
+    spawned.process.terminate(Duration::from_millis(200)).await;
+    gone(pid).await;
+}
+
+#[tokio::test]
+async fn a_line_of_exactly_the_cap_is_read_and_one_byte_more_is_an_error() {
+    let input: &[u8] = b"12345678\n\nabc\n123456789\nnever read\n";
+    let mut lines = LineReader::new(BufReader::with_capacity(3, input), 8);
+    assert_eq!(
+        lines.next_line().await.unwrap().as_deref(),
+        Some("12345678")
+    );
+    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("abc"));
+    let error = lines.next_line().await.unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData, "{error}");
+}
+
+#[tokio::test]
+async fn invalid_utf8_on_stdout_is_decoded_lossily_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = sh("printf 'ok \\377\\376 bytes\\n\\300\\n'");
+    let spawned = AgentProcess::spawn(&launch(&args, dir.path())).unwrap();
+    let mut lines = LineReader::new(spawned.stdout, 1024);
+    assert_eq!(
+        lines.next_line().await.unwrap().as_deref(),
+        Some("ok \u{FFFD}\u{FFFD} bytes")
+    );
+    assert_eq!(
+        lines.next_line().await.unwrap().as_deref(),
+        Some("\u{FFFD}")
+    );
+    assert_eq!(lines.next_line().await.unwrap(), None);
+    spawned.process.reap(Duration::from_secs(10)).await;
+}
+
+#[tokio::test]
+async fn an_endless_stderr_line_is_drained_so_the_child_never_blocks_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // 8 MiB on stderr without a newline, far beyond a pipe's buffer, then a normal exit.
+    let args = sh("head -c 8388608 /dev/zero >&2; echo done");
+    let spawned = AgentProcess::spawn(&launch(&args, dir.path())).unwrap();
+    let mut lines = LineReader::new(spawned.stdout, 1024);
+    let read = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the child blocked writing stderr");
+    assert_eq!(read.unwrap().as_deref(), Some("done"));
+    let status = spawned.process.reap(Duration::from_secs(10)).await;
+    assert!(status.contains('0'), "{status}");
 }
