@@ -11,9 +11,7 @@ use crate::term::Style;
 pub use agenthost_server::checkpoint_commands::{DiffResult as Diff, RollbackResult as Rollback};
 
 async fn connect(url: &str) -> Result<HostConnection, String> {
-    HostConnection::connect(url, "agent-host-checkpoints")
-        .await
-        .map_err(|e| format!("cannot reach the host: {e}"))
+    crate::run::connect_host(url, "agent-host-checkpoints").await
 }
 
 async fn request_diff(

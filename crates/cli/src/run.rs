@@ -90,9 +90,7 @@ pub async fn run<W: Write>(
     mut input: Input,
     out: &mut Renderer<W>,
 ) -> Result<Outcome, String> {
-    let client = HostConnection::connect(url, "agent-host-run")
-        .await
-        .map_err(|e| format!("cannot reach the host at {}: {e}", redact(url)))?;
+    let client = connect_host(url, "agent-host-run").await?;
     let cwd = options.cwd.canonicalize().map_err(|e| {
         format!(
             "the working directory {} is not usable: {e}",
@@ -127,9 +125,18 @@ pub async fn run<W: Write>(
         subscriptions: Vec::new(),
         pending: Vec::new(),
     };
+    let checkpointed = in_git_repository(&cwd);
     if !options.json {
         out.line(&format!("> {}", options.prompt))
             .map_err(io_error)?;
+        if !checkpointed {
+            out.line(&format!(
+                "{} is not a git repository: checkpoints are off (no changed-file list, diff or \
+                 rollback for this session)",
+                cwd.display()
+            ))
+            .map_err(io_error)?;
+        }
     }
     let turn_id = "turn-1";
     client
@@ -193,6 +200,7 @@ pub async fn run<W: Write>(
         }
     };
     if !options.json
+        && checkpointed
         && outcome == Outcome::Completed
         && let Some(template) = turn_template
     {
@@ -231,9 +239,7 @@ pub async fn attach<W: Write>(
 ) -> Result<Option<Outcome>, String> {
     let session = agenthost_protocol::SessionUri::parse(session)
         .map_err(|e| format!("not a session URI: {e}"))?;
-    let client = HostConnection::connect(url, "agent-host-attach")
-        .await
-        .map_err(|e| format!("cannot reach the host at {}: {e}", redact(url)))?;
+    let client = connect_host(url, "agent-host-attach").await?;
     let mut events = client.client().events();
     let (snapshot, _session_subscription) = client
         .client()
@@ -343,6 +349,12 @@ fn waiting_confirmations(
         .collect()
 }
 
+/// Whether `dir` is inside a git work tree (a `.git` directory or worktree file in it or
+/// above) — where the host captures checkpoints.
+fn in_git_repository(dir: &std::path::Path) -> bool {
+    dir.ancestors().any(|d| d.join(".git").exists())
+}
+
 /// Where `run` finds its host.
 #[derive(Debug)]
 pub enum Target {
@@ -435,6 +447,23 @@ pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, Str
         local.stop().await;
     }
     outcome
+}
+
+/// Connects `client_id` to the host at `url`, with an error a person can act on: a refused
+/// token, an unreachable host (the token is never printed).
+pub async fn connect_host(url: &str, client_id: &str) -> Result<HostConnection, String> {
+    HostConnection::connect(url, client_id).await.map_err(|e| {
+        let text = e.to_string();
+        if text.contains("403") {
+            format!(
+                "the host at {} refused the connection token: use the exact URL `agent-host \
+                 serve` printed (its ?tkn=…)",
+                redact(url)
+            )
+        } else {
+            format!("cannot reach the host at {}: {text}", redact(url))
+        }
+    })
 }
 
 fn io_error(error: std::io::Error) -> String {

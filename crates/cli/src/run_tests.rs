@@ -253,3 +253,16 @@ async fn attach_answers_a_confirmation_another_client_is_asking_about() {
         "hello\nagain\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_named_and_never_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _work) = host(tmp.path(), confirm_script()).await;
+    let (base, _) = url.split_once("?tkn=").unwrap();
+    let wrong = format!("{base}?tkn=not-the-token-12345");
+    let Err(error) = connect_host(&wrong, "test").await else {
+        panic!("a wrong token connected");
+    };
+    assert!(error.contains("refused the connection token"), "{error}");
+    assert!(!error.contains("not-the-token-12345"), "{error}");
+}

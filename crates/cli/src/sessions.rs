@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use agenthost_checkpoint::{CheckpointConfig, Checkpointer, MemoryLedger};
-use agenthost_client::HostConnection;
 use agenthost_protocol::ahp_types::state::{SessionStatus, SessionSummary};
 use agenthost_protocol::{ChatUri, SessionUri};
 
@@ -88,9 +87,7 @@ fn row(summary: &SessionSummary, turns: Option<usize>) -> [String; 6] {
 /// Each session's turns are counted from its default chat (restored for the purpose, as a
 /// client subscribing would).
 pub async fn table(url: &str, all: bool) -> Result<String, String> {
-    let client = HostConnection::connect(url, "agent-host-sessions")
-        .await
-        .map_err(|e| format!("cannot reach the host: {e}"))?;
+    let client = crate::run::connect_host(url, "agent-host-sessions").await?;
     let mut sessions = client
         .list_sessions()
         .await

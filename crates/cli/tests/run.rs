@@ -296,3 +296,47 @@ fn diff_shows_the_turn_and_rollback_asks_then_restores_its_start() {
     assert!(stdout.contains("restored: readme.txt"), "{stdout}");
     assert_eq!(std::fs::read_to_string(&readme).unwrap(), "hello\n");
 }
+
+#[test]
+fn outside_a_git_repository_checkpoints_are_off_and_said_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("plain");
+    std::fs::create_dir_all(&work).unwrap();
+    let script = tmp.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({ "turns": [{ "steps": [
+            { "kind": "tool", "name": "write_file", "displayName": "Write file",
+              "effect": { "kind": "writeFile", "path": "notes.txt", "content": "n\n" } },
+            { "kind": "say", "text": "Done.", "chunk": 64 }
+        ]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut command = agent_host();
+    command
+        .args(["run", "--provider", "scripted", "--script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&work)
+        .arg("--data-dir")
+        .arg(tmp.path().join("data"))
+        .arg("write notes")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (status, stdout, stderr) = finish(command.spawn().unwrap());
+    assert!(status.success(), "{stderr}");
+    assert_eq!(
+        stdout.matches("not a git repository").count(),
+        1,
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Changed files"), "{stdout}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "no wait for a checkpoint that never comes: {:?}",
+        started.elapsed()
+    );
+}
