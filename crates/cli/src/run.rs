@@ -634,6 +634,10 @@ async fn summarize_changeset<W: Write>(
         return Ok(());
     };
     let deadline = tokio::time::Instant::now() + CHANGESET_WAIT;
+    if state.status != ChangesetStatus::Ready {
+        out.status("capturing the turn's checkpoint…")
+            .map_err(io_error)?;
+    }
     while state.status != ChangesetStatus::Ready {
         let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await else {
             break;
