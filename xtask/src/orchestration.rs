@@ -188,6 +188,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::sessions::SessionService::set_worktrees", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::checkpoints", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::roots", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::creating", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::add_chat", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::dispatch", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::create_chat", Reason::Lifecycle),

@@ -285,20 +285,17 @@ impl SessionService {
         client_id: &str,
     ) -> Result<SessionSummary, ServiceError> {
         let uri = SessionUri::parse(&params.channel)?;
-        let reserved = self
-            .creating
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uri.to_string());
-        if !reserved {
+        if !self.creating().insert(uri.to_string()) {
             return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
         }
         let created = self.create_reserved(&uri, params, client_id).await;
-        self.creating
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(uri.as_str());
+        self.creating().remove(uri.as_str());
         created
+    }
+
+    /// The URIs of sessions being created (a poisoned lock holds a consistent set).
+    fn creating(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.creating.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     async fn create_reserved(
