@@ -56,10 +56,6 @@ struct Peers {
     versions: HashMap<String, NegotiatedVersion>,
 }
 
-/// The `type` of the placeholder that numbers a rate-limit rejection (never on the wire: the
-/// echo carries the client's action).
-const RATE_LIMITED_ACTION: &str = "x-agenthost/rateLimited";
-
 /// The `rejectionReason` of a `dispatchAction` over `ServerConfig::dispatch_rate`.
 pub const RATE_LIMITED_REASON: &str =
     "rate limited: too many dispatchAction notifications on this connection; slow down";
@@ -437,22 +433,14 @@ impl Host {
             client_id: conn.client_id().unwrap_or_default(),
             client_seq: p.client_seq,
         };
-        // The state manager numbers a rejection only through a client dispatch: hand it a
-        // placeholder no validation accepts (an unknown type is never client-dispatchable),
-        // then echo the client's own action with the rate-limit reason.
-        let placeholder = StateAction::Unknown(serde_json::json!({ "type": RATE_LIMITED_ACTION }));
-        match self.state.dispatch_client(&channel, placeholder, origin) {
-            ClientDispatch::Rejected(mut echo) => {
-                echo.action = p.action;
-                echo.rejection_reason = Some(RATE_LIMITED_REASON.to_owned());
+        match self
+            .state
+            .reject_client(&channel, p.action, origin, RATE_LIMITED_REASON)
+        {
+            Some(echo) => {
                 let _ = conn.send_frame(action_frame(&echo));
             }
-            ClientDispatch::Ignored => {
-                tracing::debug!(channel, "ignoring an action on an unknown channel");
-            }
-            ClientDispatch::Accepted(envelope) => {
-                tracing::error!(?envelope, "the rate-limit placeholder action was accepted");
-            }
+            None => tracing::debug!(channel, "ignoring an action on an unknown channel"),
         }
     }
 

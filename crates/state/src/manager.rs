@@ -448,6 +448,34 @@ impl StateManager {
         outcome
     }
 
+    /// Refuses a client's action without validating or applying it (a transport limit — the
+    /// per-connection dispatch rate — said no): the rejection echo, with a fresh `serverSeq`,
+    /// the client's own action and `reason`, observed like any rejection (hooks see it with its
+    /// `rejectionReason`; nothing reduces it). `None` for a channel the host does not hold.
+    pub fn reject_client(
+        &self,
+        channel: &str,
+        action: StateAction,
+        origin: ActionOrigin,
+        reason: &str,
+    ) -> Option<ActionEnvelope> {
+        let (echo, session) = {
+            let mut inner = self.lock();
+            inner.host.channel_kind(channel)?;
+            let session = inner.session_of(channel);
+            let echo = ActionEnvelope {
+                channel: channel.to_owned(),
+                action,
+                server_seq: inner.next_seq(),
+                origin: Some(origin),
+                rejection_reason: Some(reason.to_owned()),
+            };
+            (echo, session)
+        };
+        self.observe(&echo, session.as_deref(), false);
+        Some(echo)
+    }
+
     /// Adds a session.
     pub fn insert_session(&self, uri: &str, state: SessionState) -> Result<(), StateError> {
         Ok(self.lock().host.insert_session(uri, state)?)

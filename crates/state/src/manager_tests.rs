@@ -166,6 +166,35 @@ fn rejected_client_actions_echo_with_a_reason_and_are_not_broadcast_or_logged() 
     assert_eq!(unknown, ClientDispatch::Ignored);
 }
 
+/// A refusal the transport decides (a rate limit) echoes the client's own action with the reason
+/// and a fresh `serverSeq`, applies nothing, broadcasts nothing, and is observed as rejected.
+#[test]
+fn a_transport_refusal_echoes_the_action_and_changes_nothing() {
+    let state = manager(100);
+    let outbox = TestOutbox::new(100);
+    let id = state.register_subscriber(outbox.clone());
+    state.subscribe(id, SESSION).unwrap();
+    let before = state.snapshot(SESSION).unwrap();
+    let rename = title("renamed by a flood");
+    let echo = state
+        .reject_client(SESSION, rename.clone(), origin(9), "rate limited")
+        .unwrap();
+    assert_eq!(echo.action, rename);
+    assert_eq!(echo.rejection_reason.as_deref(), Some("rate limited"));
+    assert_eq!(echo.origin, Some(origin(9)));
+    assert_eq!(echo.server_seq, 1);
+    assert!(outbox.seqs().is_empty(), "not broadcast");
+    assert_eq!(
+        state.snapshot(SESSION).unwrap().state,
+        before.state,
+        "not applied"
+    );
+    assert_eq!(
+        state.reject_client("ahp-chat:/none", title("x"), origin(10), "rate limited"),
+        None
+    );
+}
+
 #[test]
 fn accepted_client_actions_carry_their_origin() {
     let state = manager(100);
