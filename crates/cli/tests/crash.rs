@@ -789,8 +789,11 @@ fn refused_writes(
         let mut reader = Peer::connect(&server.url, "reader").await;
         assert_eq!(turns_json(&reader.open_chat(&chat).await), before);
         reader.close().await;
+        // A turn that completes meanwhile is shown complete; its record waits for the store.
+        peer.run_turn(&mut view, "t-during", "during the fault")
+            .await;
 
-        // The fault clears: the same host writes again.
+        // The fault clears: the same host writes again, the waiting turn first.
         clear(pid);
         peer.create_session("after").await;
         peer.run_turn(&mut view, "t3", "third").await;
@@ -808,7 +811,12 @@ fn refused_writes(
         .map(|record| serde_json::to_value(&record.turn).unwrap())
         .collect();
     assert_eq!(stored[..2], before[..], "the turns stored before the fault");
-    assert_eq!(stored.len(), 3, "the turn after the fault is stored");
+    let ids: Vec<&str> = stored.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(
+        ids,
+        ["t1", "t2", "t-during", "t3"],
+        "the turn completed during the fault is stored once the store takes writes again, in order"
+    );
     let sessions: Vec<String> = store
         .sessions()
         .unwrap()

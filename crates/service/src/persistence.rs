@@ -35,14 +35,29 @@ pub trait ResumeHandles: Send + Sync {
 /// Writes every completed turn (and truncations) to the store inside the state's commit, before
 /// any client sees the turn end: a turn a client saw complete survives any crash. The agent's
 /// resume handle goes in the same transaction, so history and conversation never disagree.
+///
+/// A write the store refuses (a full disk, a read-only data directory) is kept, in order, and
+/// tried again before the next commit's writes — so history is not lost while the host runs
+/// once the store takes writes again (a write still pending when the process dies is lost; the
+/// failure is logged as an error each time).
 pub(crate) struct TurnRecorder {
     pub(crate) store: Store,
     pub(crate) handles: OnceLock<Arc<dyn ResumeHandles>>,
+    pub(crate) pending: std::sync::Mutex<std::collections::VecDeque<PendingTurn>>,
+}
+
+/// A completed turn the store has not taken yet.
+pub(crate) struct PendingTurn {
+    chat: ChatUri,
+    record: TurnRecord,
+    modified_at: String,
+    handle: Option<Value>,
 }
 
 impl CommitHook for TurnRecorder {
     fn before_broadcast(&self, host: &HostState, envelope: &ActionEnvelope) {
         let Ok(chat) = ChatUri::parse(&envelope.channel) else {
+            self.flush();
             return;
         };
         let result = match &envelope.action {
@@ -53,15 +68,17 @@ impl CommitHook for TurnRecorder {
                 .store
                 .truncate_turns(&chat, a.turn_id.as_deref())
                 .map(|_| ()),
-            _ => return,
+            _ => Ok(()),
         };
         if let Err(error) = result {
             tracing::error!(chat = %chat, %error, "could not persist the chat's history");
         }
+        self.flush();
     }
 }
 
 impl TurnRecorder {
+    /// Queues the turn's record behind any earlier one the store refused.
     fn record(
         &self,
         host: &HostState,
@@ -80,14 +97,44 @@ impl TurnRecorder {
             .handles
             .get()
             .and_then(|h| h.resume_handle(chat.as_str()));
-        match handle {
-            Some(handle) => self.store.append_turn_with_resume_handle(
-                chat,
-                &record,
-                &state.modified_at,
-                Some(&handle),
-            ),
-            None => self.store.append_turn(chat, &record, &state.modified_at),
+        self.queue().push_back(PendingTurn {
+            chat: chat.clone(),
+            record,
+            modified_at: state.modified_at.clone(),
+            handle,
+        });
+        Ok(())
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<PendingTurn>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the queued records in order, stopping at the first the store refuses.
+    fn flush(&self) {
+        let mut queue = self.queue();
+        while let Some(next) = queue.front() {
+            let written = match &next.handle {
+                Some(handle) => self.store.append_turn_with_resume_handle(
+                    &next.chat,
+                    &next.record,
+                    &next.modified_at,
+                    Some(handle),
+                ),
+                None => self
+                    .store
+                    .append_turn(&next.chat, &next.record, &next.modified_at),
+            };
+            match written {
+                Ok(()) => {
+                    queue.pop_front();
+                }
+                Err(error) => {
+                    tracing::error!(chat = %next.chat, %error, queued = queue.len(),
+                        "could not persist a completed turn; it is kept and tried again");
+                    return;
+                }
+            }
         }
     }
 }

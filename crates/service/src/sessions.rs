@@ -129,6 +129,7 @@ impl SessionService {
         let recorder = Arc::new(TurnRecorder {
             store: store.clone(),
             handles: OnceLock::new(),
+            pending: std::sync::Mutex::default(),
         });
         state.add_commit_hook(recorder.clone());
         Ok(Self {
