@@ -92,6 +92,12 @@ where
     if let Err(rejection) = precheck(&head) {
         return Err(reject(stream, &rejection).await);
     }
+    // The token is checked on the head as read, before tungstenite parses anything: a request
+    // without it gets its 403 even when bytes follow the head (tungstenite would drop such a
+    // connection unanswered). The callback below checks it again.
+    if !head_is_authorized(&head, &token) {
+        return Err(reject(stream, &FORBIDDEN).await);
+    }
     let head = normalize_target(head);
     let token = token.clone();
     // The callback's signature (a large `Err`) is tungstenite's, not ours.
@@ -227,6 +233,45 @@ pub(crate) fn precheck(head: &[u8]) -> Result<(), Rejection> {
         return Err(bad_request("missing Sec-WebSocket-Key\n"));
     }
     Ok(())
+}
+
+/// The 403 of a failed token check, written before the upgrade.
+const FORBIDDEN: Rejection = Rejection {
+    status: 403,
+    reason: "Forbidden",
+    headers: &[],
+    body: FORBIDDEN_BODY,
+};
+
+/// Whether the request head (already through [`precheck`]) presents `token` in its target's
+/// `tkn` query parameter or an `Authorization: Bearer` header.
+fn head_is_authorized(head: &[u8], token: &Token) -> bool {
+    let end = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(head.len());
+    let Ok(text) = std::str::from_utf8(&head[..end]) else {
+        return false;
+    };
+    let mut lines = text.split("\r\n");
+    let target = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .unwrap_or_default();
+    let mut authorized = false;
+    let query = target.split_once('?').map(|(_, query)| query);
+    for presented in auth::query_tokens(query) {
+        authorized |= token.matches(&presented);
+    }
+    for line in lines {
+        if let Some((name, value)) = line.split_once(':')
+            && name.trim().eq_ignore_ascii_case("authorization")
+            && let Some(presented) = auth::bearer_token(value)
+        {
+            authorized |= token.matches(presented.as_bytes());
+        }
+    }
+    authorized
 }
 
 /// Turns a request target without a path (`GET ?tkn=… HTTP/1.1`, which tungstenite-based

@@ -109,6 +109,19 @@ async fn a_wrong_token_is_answered_with_403_and_a_body() {
     assert!(matches!(error, HandshakeError::Rejected(403)));
 }
 
+/// Bytes sent right behind the head (frames before the 101) do not cost a request without the
+/// token its 403: the token is checked on the head itself.
+#[tokio::test]
+async fn a_wrong_token_with_frames_behind_the_head_still_gets_403() {
+    let token = Token::new("right".to_owned()).unwrap();
+    let mut request = UPGRADE.replace("tkn=T", "tkn=wrong");
+    // A masked text frame carrying `{"jsonrpc":"2.0","id":1,"method":"initialize"}`-ish bytes.
+    request.push_str("\u{81}\u{9}abcdefghi");
+    let (answer, error) = answer_to(&request, &token).await;
+    assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
+    assert!(matches!(error, HandshakeError::Rejected(403)));
+}
+
 #[tokio::test]
 async fn an_oversized_head_is_answered_with_431() {
     let token = Token::new("T".to_owned()).unwrap();
