@@ -95,7 +95,7 @@ where
     // The token is checked on the head as read, before tungstenite parses anything: a request
     // without it gets its 403 even when bytes follow the head (tungstenite would drop such a
     // connection unanswered). The callback below checks it again.
-    if !head_is_authorized(&head, &token) {
+    if !head_is_authorized(&head, token) {
         return Err(reject(stream, &FORBIDDEN).await);
     }
     let head = normalize_target(head);
