@@ -240,8 +240,11 @@ struct AttachArgs {
     #[arg(long)]
     json: bool,
     /// Approve every confirmation without asking.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no")]
     yes: bool,
+    /// Deny every confirmation without asking (without a terminal, the default).
+    #[arg(long)]
+    no: bool,
     /// Exit when the running turn ends (at once when none is running).
     #[arg(long)]
     until_done: bool,
@@ -268,8 +271,11 @@ struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Approve every confirmation without asking.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no")]
     yes: bool,
+    /// Deny every confirmation without asking (without a terminal, the default).
+    #[arg(long)]
+    no: bool,
     /// Script for the scripted provider (JSON; see crates/providers/scripted/README.md).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
@@ -298,7 +304,11 @@ impl RunArgs {
             cwd: cwd.clone(),
             prompt: self.prompt,
             json: self.json,
-            yes: self.yes,
+            answers: agenthost::run::Answers::from_flags(
+                self.yes,
+                self.no,
+                std::io::IsTerminal::is_terminal(&std::io::stdin()),
+            ),
             stall: agenthost::run::DEFAULT_STALL,
         };
         if let Some(url) = self.connect {
@@ -655,7 +665,11 @@ fn main() -> ExitCode {
             init_logging("warn");
             let options = agenthost::run::AttachOptions {
                 json: args.json,
-                yes: args.yes,
+                answers: agenthost::run::Answers::from_flags(
+                    args.yes,
+                    args.no,
+                    std::io::IsTerminal::is_terminal(&std::io::stdin()),
+                ),
                 until_done: args.until_done,
                 stall: agenthost::run::DEFAULT_STALL,
             };

@@ -4,8 +4,9 @@
 //!
 //! The conversation streams through [`crate::term::Renderer`] (or, with `--json`, as one AHP
 //! action envelope per line); subagents are followed and indented; a tool call that waits for
-//! confirmation asks `approve? [y/N]` and reads the answer from the input lines (`--yes`
-//! approves everything); the first interrupt (Ctrl-C) cancels the turn, a second one stops
+//! confirmation shows its command or diff and asks `approve …? [y/N/a]` on a terminal (`a`
+//! approves the tool for the rest of the run); `--yes` / `--no` answer everything, and without
+//! a terminal every confirmation is denied, saying so; the first interrupt (Ctrl-C) cancels the turn, a second one stops
 //! waiting. At the end the turn's changeset is summarised (`M path (+a -r)`), when the folder is
 //! a git repository.
 
@@ -36,6 +37,46 @@ const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 /// How long the changeset summary waits for the turn's checkpoint.
 const CHANGESET_WAIT: Duration = Duration::from_secs(10);
 
+/// How confirmations are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answers {
+    /// Ask on the terminal: `y` approves, `n` (or anything else) denies, `a` approves this tool
+    /// for the rest of the run.
+    Ask,
+    /// Approve every confirmation (`--yes`).
+    ApproveAll,
+    /// Deny every confirmation (`--no`).
+    DenyAll,
+    /// Deny every confirmation: there is no terminal to ask on (stdin is not a TTY) and neither
+    /// `--yes` nor `--no` was given.
+    NoTerminal,
+}
+
+impl Answers {
+    /// The policy of the flags, on a terminal or not.
+    pub fn from_flags(yes: bool, no: bool, terminal: bool) -> Self {
+        match (yes, no, terminal) {
+            (true, _, _) => Self::ApproveAll,
+            (_, true, _) => Self::DenyAll,
+            (_, _, true) => Self::Ask,
+            _ => Self::NoTerminal,
+        }
+    }
+
+    /// The policy's answer, when it does not ask: approved?, and why.
+    fn policy(self) -> Option<(bool, &'static str)> {
+        match self {
+            Self::Ask => None,
+            Self::ApproveAll => Some((true, "approved (--yes)")),
+            Self::DenyAll => Some((false, "denied (--no)")),
+            Self::NoTerminal => Some((
+                false,
+                "denied (no terminal to ask on; --yes approves, --no denies without asking)",
+            )),
+        }
+    }
+}
+
 /// What `run` does.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -49,8 +90,8 @@ pub struct RunOptions {
     pub prompt: String,
     /// Print AHP action envelopes as JSON lines instead of rendering.
     pub json: bool,
-    /// Approve every confirmation without asking.
-    pub yes: bool,
+    /// How confirmations are answered.
+    pub answers: Answers,
     /// How long to wait for the host between two events.
     pub stall: Duration,
 }
@@ -124,6 +165,7 @@ pub async fn run<W: Write>(
         views: HashMap::from([(chat.to_string(), view)]),
         subscriptions: Vec::new(),
         pending: Vec::new(),
+        always: std::collections::HashSet::new(),
     };
     let checkpointed = in_git_repository(&cwd);
     if !options.json {
@@ -173,18 +215,11 @@ pub async fn run<W: Write>(
                 if let Some(outcome) = follow.handle(event, turn_id, options, out).await? {
                     break outcome;
                 }
-                if options.yes {
-                    while !follow.pending.is_empty() {
-                        follow.answer(true, options, out).await?;
-                    }
-                } else {
-                    follow.ask_next(options, out)?;
-                }
+                follow.answer_or_ask(options, out).await?;
             }
-            line = input.lines.recv(), if !follow.pending.is_empty() && !options.yes => {
-                let approved = line.is_some_and(|l| matches!(l.trim(), "y" | "Y" | "yes"));
-                follow.answer(approved, options, out).await?;
-                follow.ask_next(options, out)?;
+            line = input.lines.recv(), if follow.asking() => {
+                follow.typed(line, options, out).await?;
+                follow.answer_or_ask(options, out).await?;
             }
             interrupt = input.interrupts.recv() => {
                 if interrupt.is_none() || cancelled {
@@ -217,8 +252,8 @@ pub async fn run<W: Write>(
 pub struct AttachOptions {
     /// Print AHP action envelopes as JSON lines instead of rendering.
     pub json: bool,
-    /// Approve every confirmation without asking.
-    pub yes: bool,
+    /// How confirmations are answered.
+    pub answers: Answers,
     /// Stop when the default chat's running turn ends (or at once when none is running).
     pub until_done: bool,
     /// How long to wait for the host between two events.
@@ -258,7 +293,7 @@ pub async fn attach<W: Write>(
         cwd: PathBuf::new(),
         prompt: String::new(),
         json: options.json,
-        yes: options.yes,
+        answers: options.answers,
         stall: options.stall,
     };
     if !options.json {
@@ -278,6 +313,7 @@ pub async fn attach<W: Write>(
         views: HashMap::new(),
         subscriptions: Vec::new(),
         pending: waiting_confirmations(&chat, view.state()),
+        always: std::collections::HashSet::new(),
     };
     follow.views.insert(chat.to_string(), view);
     if options.until_done && running.is_none() {
@@ -285,13 +321,7 @@ pub async fn attach<W: Write>(
     }
     let mut seen = None;
     loop {
-        if options.yes {
-            while !follow.pending.is_empty() {
-                follow.answer(true, &run_like, out).await?;
-            }
-        } else {
-            follow.ask_next(&run_like, out)?;
-        }
+        follow.answer_or_ask(&run_like, out).await?;
         tokio::select! {
             event = tokio::time::timeout(options.stall, events.recv()) => {
                 let event = event
@@ -310,9 +340,8 @@ pub async fn attach<W: Write>(
                     }
                 }
             }
-            line = input.lines.recv(), if !follow.pending.is_empty() && !options.yes => {
-                let approved = line.is_some_and(|l| matches!(l.trim(), "y" | "Y" | "yes"));
-                follow.answer(approved, &run_like, out).await?;
+            line = input.lines.recv(), if follow.asking() => {
+                follow.typed(line, &run_like, out).await?;
             }
             _ = input.interrupts.recv() => break,
         }
@@ -340,6 +369,13 @@ fn waiting_confirmations(
                     turn_id: turn.id.clone(),
                     tool_call_id: pending.tool_call_id.clone(),
                     invocation: pending.invocation_message.as_text().to_owned(),
+                    tool_name: pending.tool_name.clone(),
+                    input: match &pending.tool_input {
+                        Some(agenthost_protocol::ahp_types::state::ToolInput::Inline(text)) => {
+                            Some(text.clone())
+                        }
+                        _ => None,
+                    },
                     asked: false,
                 }),
                 _ => None,
@@ -485,6 +521,8 @@ struct Pending {
     turn_id: String,
     tool_call_id: String,
     invocation: String,
+    tool_name: String,
+    input: Option<String>,
     asked: bool,
 }
 
@@ -495,6 +533,8 @@ struct Follow<'a> {
     views: HashMap<String, ChatView>,
     subscriptions: Vec<agenthost_client::ahp::SessionSubscription>,
     pending: Vec<Pending>,
+    /// Tools the user approved for the rest of the run (`a`).
+    always: std::collections::HashSet<String>,
 }
 
 impl Follow<'_> {
@@ -545,11 +585,15 @@ impl Follow<'_> {
                     turn_id,
                     tool_call_id,
                     invocation,
+                    tool_name,
+                    input,
                 } => self.pending.push(Pending {
                     chat: envelope.channel.clone(),
                     turn_id,
                     tool_call_id,
                     invocation,
+                    tool_name,
+                    input,
                     asked: false,
                 }),
                 Event::ToolFinished { tool_call_id, .. } => {
@@ -572,20 +616,55 @@ impl Follow<'_> {
         Ok(None)
     }
 
-    /// Asks about the oldest unanswered confirmation (or approves it with `--yes`).
-    fn ask_next<W: Write>(
+    /// Whether a question is on the screen, waiting for a typed answer.
+    fn asking(&self) -> bool {
+        self.pending.first().is_some_and(|p| p.asked)
+    }
+
+    /// Answers what the policy (or an `a` given earlier) answers, then asks about the oldest
+    /// confirmation still open.
+    async fn answer_or_ask<W: Write>(
         &mut self,
         options: &RunOptions,
         out: &mut Renderer<W>,
     ) -> Result<(), String> {
+        while let Some(first) = self.pending.first() {
+            if first.asked {
+                return Ok(());
+            }
+            if let Some((approved, why)) = options.answers.policy() {
+                self.answer(approved, why, options, out).await?;
+            } else if self.always.contains(&first.tool_name) {
+                let why = format!("approved (always {})", first.tool_name);
+                self.answer(true, &why, options, out).await?;
+            } else {
+                return self.ask(options, out);
+            }
+        }
+        Ok(())
+    }
+
+    /// Shows the oldest confirmation — its command or diff too — and asks.
+    fn ask<W: Write>(&mut self, options: &RunOptions, out: &mut Renderer<W>) -> Result<(), String> {
         let Some(first) = self.pending.first_mut() else {
             return Ok(());
         };
-        if first.asked || options.yes {
-            return Ok(());
-        }
         first.asked = true;
-        let question = format!("approve {}? [y/N] ", first.invocation);
+        let mut shown = String::new();
+        if let Some(input) = first.input.as_deref().filter(|i| !i.trim().is_empty()) {
+            for line in input.lines().take(40) {
+                shown.push_str(&format!("    {line}\n"));
+            }
+        }
+        let question = format!(
+            "{shown}approve {}? [y/N/a = always {}] ",
+            first.invocation,
+            if first.tool_name.is_empty() {
+                "this tool"
+            } else {
+                &first.tool_name
+            }
+        );
         if options.json {
             eprint!("{question}");
             Ok(())
@@ -594,10 +673,37 @@ impl Follow<'_> {
         }
     }
 
-    /// Answers the oldest confirmation.
+    /// Answers the question on the screen with the typed `line` (`None`: stdin closed, a no).
+    async fn typed<W: Write>(
+        &mut self,
+        line: Option<String>,
+        options: &RunOptions,
+        out: &mut Renderer<W>,
+    ) -> Result<(), String> {
+        let answer = line.as_deref().map(str::trim).unwrap_or_default();
+        match answer {
+            "y" | "Y" | "yes" => self.answer(true, "approved", options, out).await,
+            "a" | "A" | "always" => {
+                if let Some(first) = self.pending.first() {
+                    self.always.insert(first.tool_name.clone());
+                }
+                self.answer(
+                    true,
+                    "approved, and from now on for this tool",
+                    options,
+                    out,
+                )
+                .await
+            }
+            _ => self.answer(false, "denied", options, out).await,
+        }
+    }
+
+    /// Answers the oldest confirmation and says how.
     async fn answer<W: Write>(
         &mut self,
         approved: bool,
+        why: &str,
         options: &RunOptions,
         out: &mut Renderer<W>,
     ) -> Result<(), String> {
@@ -614,8 +720,12 @@ impl Follow<'_> {
             // Stdout carries envelopes only; the answer shows in them.
             return Ok(());
         }
-        out.line(if approved { "approved" } else { "denied" })
-            .map_err(io_error)
+        let line = if pending.asked {
+            why.to_owned()
+        } else {
+            format!("{}: {why}", pending.invocation)
+        };
+        out.line(&line).map_err(io_error)
     }
 }
 

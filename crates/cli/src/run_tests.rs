@@ -69,7 +69,7 @@ fn options(work: &Path, json: bool) -> RunOptions {
         cwd: work.to_owned(),
         prompt: "edit the readme".into(),
         json,
-        yes: false,
+        answers: Answers::Ask,
         stall: Duration::from_secs(20),
     }
 }
@@ -100,7 +100,8 @@ async fn an_approved_tool_runs_and_the_changed_files_are_listed() {
     assert_eq!(
         text,
         "> edit the readme\nI will edit the readme.\ntool: Write file\n\
-         confirm: Write `readme.txt`\napprove Write `readme.txt`? [y/N] approved\n\
+         confirm: Write `readme.txt`\n    {\"content\":\"hello\\nagain\\n\",\"path\":\"readme.txt\"}\n\
+         approve Write `readme.txt`? [y/N/a = always write_file] approved\n\
          done: Wrote `readme.txt`\nDone.\nChanged files:\n  M readme.txt (+1 -0)\n"
     );
     assert_eq!(
@@ -155,7 +156,7 @@ async fn json_output_reduces_to_the_hosts_chat() {
     let tmp = tempfile::tempdir().unwrap();
     let (url, work) = host(tmp.path(), confirm_script()).await;
     let mut options = options(&work, true);
-    options.yes = true;
+    options.answers = Answers::ApproveAll;
     let (input, _interrupts, _lines) = input(&[]);
     let (outcome, text) = run_plain(&url, &options, input).await;
     assert_eq!(outcome, Outcome::Completed);
@@ -217,7 +218,7 @@ async fn attach_answers_a_confirmation_another_client_is_asking_about() {
     let mut renderer = Renderer::new(Vec::new(), Style::plain());
     let attach_options = AttachOptions {
         json: false,
-        yes: false,
+        answers: Answers::Ask,
         until_done: true,
         stall: Duration::from_secs(20),
     };
@@ -231,7 +232,7 @@ async fn attach_answers_a_confirmation_another_client_is_asking_about() {
         "{attached}"
     );
     assert!(
-        attached.contains("approve Write `readme.txt`? [y/N] approved\n"),
+        attached.contains("approve Write `readme.txt`? [y/N/a = always write_file] approved\n"),
         "{attached}"
     );
     assert!(attached.contains("done: Wrote `readme.txt`"), "{attached}");
@@ -242,7 +243,7 @@ async fn attach_answers_a_confirmation_another_client_is_asking_about() {
         .unwrap();
     drop(run_lines);
     assert_eq!(outcome, Outcome::Completed, "{ran}");
-    assert!(ran.contains("approve Write `readme.txt`? [y/N] "), "{ran}");
+    assert!(ran.contains("approve Write `readme.txt`? [y/N/a"), "{ran}");
     assert!(
         !ran.contains("approved"),
         "the first view never answered: {ran}"
@@ -265,4 +266,57 @@ async fn a_wrong_token_is_named_and_never_printed() {
     };
     assert!(error.contains("refused the connection token"), "{error}");
     assert!(!error.contains("not-the-token-12345"), "{error}");
+}
+
+/// `a` approves the tool for the rest of the run: its next confirmation is answered without
+/// asking; the policies answer and say why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_approves_the_tool_from_then_on_and_policies_say_why() {
+    let script = json!({ "turns": [{ "steps": [
+        { "kind": "tool", "name": "append_file", "displayName": "Append", "confirm": true,
+          "effect": { "kind": "appendFile", "path": "log.txt", "content": "one\n" } },
+        { "kind": "tool", "name": "append_file", "displayName": "Append", "confirm": true,
+          "effect": { "kind": "appendFile", "path": "log.txt", "content": "two\n" } }
+    ]}]});
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, work) = host(tmp.path(), script.clone()).await;
+    let (typed, _interrupts, _lines) = input(&["a"]);
+    let (outcome, text) = run_plain(&url, &options(&work, false), typed).await;
+    assert_eq!(outcome, Outcome::Completed, "{text}");
+    assert_eq!(
+        text.matches("[y/N/a = always append_file]").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("approved, and from now on for this tool"),
+        "{text}"
+    );
+    assert!(text.contains(": approved (always append_file)"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("log.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+
+    for (answers, said, log) in [
+        (Answers::DenyAll, "denied (--no)", None),
+        (Answers::NoTerminal, "denied (no terminal to ask on", None),
+        (Answers::ApproveAll, "approved (--yes)", Some("one\ntwo\n")),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (url, work) = host(tmp.path(), script.clone()).await;
+        let mut options = options(&work, false);
+        options.answers = answers;
+        let (nothing, _interrupts, _lines) = input(&[]);
+        let (_, text) = run_plain(&url, &options, nothing).await;
+        assert_eq!(text.matches(said).count(), 2, "{answers:?}: {text}");
+        assert!(!text.contains("[y/N"), "{answers:?} never asks: {text}");
+        assert_eq!(
+            std::fs::read_to_string(work.join("log.txt"))
+                .ok()
+                .as_deref(),
+            log,
+            "{answers:?}"
+        );
+    }
 }

@@ -29,6 +29,8 @@ fn conversation() -> Vec<(&'static str, Event)> {
                 turn_id: "t1".into(),
                 tool_call_id: "c1".into(),
                 invocation: "Write notes.txt".into(),
+                tool_name: "write_file".into(),
+                input: None,
             },
         ),
         (

@@ -50,13 +50,26 @@ impl Terminal {
         repository(&work);
         let script_path = tmp.join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
-        let inner = format!(
-            "{} run --provider scripted --script {} --cwd {} --data-dir {} 'edit the readme'",
-            env!("CARGO_BIN_EXE_agent-host"),
-            script_path.display(),
-            work.display(),
-            tmp.join("data").display()
-        );
+        Self::command(&[
+            "run".into(),
+            "--provider".into(),
+            "scripted".into(),
+            "--script".into(),
+            script_path.display().to_string(),
+            "--cwd".into(),
+            work.display().to_string(),
+            "--data-dir".into(),
+            tmp.join("data").display().to_string(),
+            "edit the readme".into(),
+        ])
+    }
+
+    /// `agent-host ARGS` in a terminal of its own.
+    fn command(args: &[String]) -> Self {
+        let inner = std::iter::once(env!("CARGO_BIN_EXE_agent-host").to_owned())
+            .chain(args.iter().map(|a| format!("'{a}'")))
+            .collect::<Vec<_>>()
+            .join(" ");
         let mut child = Command::new("script")
             .args(["--quiet", "--flush", "--return", "--command"])
             .arg(&inner)
@@ -157,7 +170,7 @@ fn confirm_script() -> Value {
 fn approving_with_y_runs_the_tool_and_lists_the_change() {
     let tmp = tempfile::tempdir().unwrap();
     let mut terminal = Terminal::start(tmp.path(), &confirm_script());
-    terminal.wait_for("[y/N] ");
+    terminal.wait_for("always write_file] ");
     terminal.press(b"y\r");
     let (code, screen) = terminal.finish();
     assert_eq!(code, Some(0), "{screen}");
@@ -172,7 +185,7 @@ fn approving_with_y_runs_the_tool_and_lists_the_change() {
 fn denying_with_n_leaves_the_file_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let mut terminal = Terminal::start(tmp.path(), &confirm_script());
-    terminal.wait_for("[y/N] ");
+    terminal.wait_for("always write_file] ");
     terminal.press(b"n\r");
     let (code, screen) = terminal.finish();
     assert_eq!(code, Some(0), "{screen}");
@@ -197,4 +210,66 @@ fn ctrl_c_during_a_long_pause_cancels_the_turn() {
     let (code, screen) = terminal.finish();
     assert_eq!(code, Some(130), "{screen}");
     insta::assert_snapshot!(screen);
+}
+
+/// Two terminals on one `serve`: `run --connect` asks about a confirmation; `attach` in the
+/// second terminal answers `y` first. The first view sees the tool finish (its question goes
+/// unanswered), and the tool ran once.
+#[test]
+fn attach_in_a_second_terminal_answers_what_run_is_asking() {
+    let place = support::Place::new();
+    repository(&place.work);
+    let script = place.script(&json!({ "turns": [{ "steps": [
+        { "kind": "tool", "name": "append_file", "displayName": "Append", "confirm": true,
+          "effect": { "kind": "appendFile", "path": "log.txt", "content": "ran\n" } },
+        { "kind": "say", "text": "Done.", "chunk": 64 }
+    ]}]}));
+    let server = support::Server::start(&place, Some(&script));
+    let run = Terminal::command(&[
+        "run".into(),
+        "--provider".into(),
+        "scripted".into(),
+        "--connect".into(),
+        server.url.clone(),
+        "--cwd".into(),
+        place.work.display().to_string(),
+        "append a line".into(),
+    ]);
+    run.wait_for("always append_file] ");
+
+    let session = support::runtime().block_on(async {
+        let client = agenthost_client::HostConnection::connect(&server.url, "watcher")
+            .await
+            .unwrap();
+        let session = client.list_sessions().await.unwrap().items[0]
+            .resource
+            .clone();
+        client.close().await;
+        session
+    });
+    let mut attach = Terminal::command(&[
+        "attach".into(),
+        session,
+        "--connect".into(),
+        server.url.clone(),
+        "--until-done".into(),
+    ]);
+    attach.wait_for("always append_file] ");
+    attach.press(b"y\r");
+    let (code, attached) = attach.finish();
+    assert_eq!(code, Some(0), "{attached}");
+    assert!(attached.contains("approved"), "{attached}");
+
+    let (code, ran) = run.finish();
+    assert_eq!(code, Some(0), "{ran}");
+    assert!(
+        !ran.contains("approved"),
+        "the first view never answered: {ran}"
+    );
+    assert_eq!(ran.matches("Appended").count(), 1, "{ran}");
+    assert_eq!(
+        std::fs::read_to_string(place.work.join("log.txt")).unwrap(),
+        "ran\n",
+        "the tool ran exactly once"
+    );
 }

@@ -25,6 +25,10 @@ pub enum Event {
         tool_call_id: String,
         /// What the tool will do.
         invocation: String,
+        /// The tool's internal name (empty when the chat does not know the call).
+        tool_name: String,
+        /// The tool's input as the agent gave it (a command, a diff, JSON), when inline.
+        input: Option<String>,
     },
     /// A tool call finished.
     ToolFinished {
@@ -82,7 +86,36 @@ impl ChatView {
         }
         self.seen = seq;
         ahp::reducers::apply_action_to_chat(&mut self.state, &envelope.action);
-        describe(&envelope.action)
+        let mut events = describe(&envelope.action);
+        for event in &mut events {
+            if let Event::ConfirmationNeeded {
+                tool_call_id,
+                tool_name,
+                ..
+            } = event
+            {
+                tool_name.clone_from(&self.tool_name(tool_call_id).unwrap_or_default());
+            }
+        }
+        events
+    }
+
+    /// The tool name of call `tool_call_id` in the running turn.
+    fn tool_name(&self, tool_call_id: &str) -> Option<String> {
+        use agenthost_protocol::ahp_types::state::ToolCallState;
+        let turn = self.state.active_turn.as_ref()?;
+        turn.response_parts.iter().find_map(|part| match part {
+            ResponsePart::ToolCall(call) => match &call.tool_call {
+                ToolCallState::PendingConfirmation(s) if s.tool_call_id == tool_call_id => {
+                    Some(s.tool_name.clone())
+                }
+                ToolCallState::Running(s) if s.tool_call_id == tool_call_id => {
+                    Some(s.tool_name.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
     }
 }
 
@@ -106,6 +139,13 @@ fn describe(action: &StateAction) -> Vec<Event> {
             turn_id: a.turn_id.clone(),
             tool_call_id: a.tool_call_id.clone(),
             invocation: a.invocation_message.as_text().to_owned(),
+            tool_name: String::new(),
+            input: match &a.tool_input {
+                Some(agenthost_protocol::ahp_types::state::ToolInput::Inline(text)) => {
+                    Some(text.clone())
+                }
+                _ => None,
+            },
         },
         StateAction::ChatToolCallComplete(a) => Event::ToolFinished {
             tool_call_id: a.tool_call_id.clone(),
