@@ -77,7 +77,12 @@ impl ChangesetUri {
             if payload.is_empty() || payload.contains('/') {
                 return Err(not_ours());
             }
-            return Ok(Self::session(&decode_session(input, payload)?));
+            let parsed = Self::session(&decode_session(input, payload)?);
+            // One spelling per changeset here too: padding or `%3D` in the payload is refused.
+            if parsed.to_string() != input {
+                return Err(not_ours());
+            }
+            return Ok(parsed);
         }
         let rest = input.strip_prefix(TURN_PREFIX).ok_or_else(not_ours)?;
         let (payload, turn) = rest.split_once('/').ok_or_else(not_ours)?;
@@ -159,6 +164,8 @@ mod tests {
             "ahp-changeset:/x",
             "ahp-changeset://session/",
             "ahp-changeset://session/a/b",
+            "ahp-changeset://session/YWhwLXNlc3Npb246L3M%3D",
+            "ahp-changeset://session/YWhwLXNlc3Npb246L3M=",
             "ahp-changeset://turn/abc",
             "ahp-changeset://turn/abc/",
             "ahp-chat://default/abc",

@@ -1451,15 +1451,21 @@ pub(crate) fn timestamp_ms(text: &str) -> Option<i64> {
         let (clock, offset) = time.split_at(split);
         let sign = if offset.starts_with('-') { -1 } else { 1 };
         let (hours, minutes) = offset[1..].split_once(':')?;
-        let minutes = hours.parse::<i64>().ok()? * 60 + minutes.parse::<i64>().ok()?;
-        (clock, sign * minutes)
+        let (hours, minutes) = (hours.parse::<i64>().ok()?, minutes.parse::<i64>().ok()?);
+        // Bounded before any arithmetic: a hostile offset must not overflow.
+        if !(0..24).contains(&hours) || !(0..60).contains(&minutes) {
+            return None;
+        }
+        (clock, sign * (hours * 60 + minutes))
     };
     let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
     let mut hms_parts = hms.splitn(3, ':');
     let hour: i64 = hms_parts.next()?.parse().ok()?;
     let minute: i64 = hms_parts.next()?.parse().ok()?;
     let second: i64 = hms_parts.next()?.parse().ok()?;
-    let valid = (1..=12).contains(&month)
+    // RFC 3339 years have four digits; larger ones would overflow the arithmetic below.
+    let valid = (0..=9999).contains(&year)
+        && (1..=12).contains(&month)
         && (1..=31).contains(&day)
         && (0..24).contains(&hour)
         && (0..60).contains(&minute)

@@ -1182,6 +1182,10 @@ fn timestamps_parse_to_epoch_milliseconds() {
         "2026-13-01T00:00:00Z",
         "2026-11-30T25:00:00Z",
         "x-y-zT1:2:3Z",
+        // Found by fuzzing (`fuzz/`): these overflowed instead of being refused.
+        "4099276460824343300-11-30T09:47:50.564Z",
+        "2026-11-30T09:47:50+9223372036854775807:00",
+        "2026-11-30T09:47:50-00:9223372036854775807",
     ] {
         assert_eq!(timestamp_ms(bad), None, "{bad}");
     }
