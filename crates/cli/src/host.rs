@@ -368,17 +368,24 @@ pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, St
     })
 }
 
-/// Where a command finds its host: `--connect URL`, else a [`LocalHost`] over `data_dir`.
-pub async fn host_for(
+/// Runs `work` against a command's host — `--connect URL`, else a [`LocalHost`] over the
+/// data directory `data_dir` gives, stopped again once `work` is done.
+pub async fn with_host<T, F>(
     connect: Option<String>,
     data_dir: impl FnOnce() -> Result<PathBuf, String>,
     command: &str,
-) -> Result<(String, Option<LocalHost>), String> {
+    work: impl FnOnce(String) -> F,
+) -> Result<T, String>
+where
+    F: std::future::Future<Output = Result<T, String>>,
+{
     match connect {
-        Some(url) => Ok((url, None)),
+        Some(url) => work(url).await,
         None => {
             let local = LocalHost::start(local_options(data_dir()?, command)?).await?;
-            Ok((local.url().to_owned(), Some(local)))
+            let result = work(local.url().to_owned()).await;
+            local.stop().await;
+            result
         }
     }
 }

@@ -610,16 +610,14 @@ fn main() -> ExitCode {
         } => {
             init_logging("warn");
             match (command, connect) {
-                (None, connect) => runtime.block_on(async {
-                    let (url, local) =
-                        agenthost::host::host_for(connect, || data_dir(dir), "sessions").await?;
-                    let table = agenthost::sessions::table(&url, all).await;
-                    if let Some(local) = local {
-                        local.stop().await;
-                    }
-                    print!("{}", table?);
-                    Ok(())
-                }),
+                (None, connect) => runtime
+                    .block_on(agenthost::host::with_host(
+                        connect,
+                        || data_dir(dir),
+                        "sessions",
+                        |url| async move { agenthost::sessions::table(&url, all).await },
+                    ))
+                    .map(|table| print!("{table}")),
                 (Some(command), _) => data_dir(dir).and_then(|dir| match command {
                     SessionsCommand::List => agenthost::sessions::list(&dir),
                     SessionsCommand::Delete { session } => {
@@ -683,21 +681,21 @@ fn main() -> ExitCode {
         }
         Command::Diff(args) => {
             init_logging("warn");
-            runtime.block_on(async {
-                let (url, local) =
-                    agenthost::host::host_for(args.connect, || data_dir(args.data_dir), "diff")
-                        .await?;
-                let diff = agenthost::checkpoints::diff(
-                    &url,
-                    &args.session,
-                    args.turn.as_deref(),
-                    args.since.as_deref(),
-                )
-                .await;
-                if let Some(local) = local {
-                    local.stop().await;
-                }
-                let diff = diff?;
+            let diff = runtime.block_on(agenthost::host::with_host(
+                args.connect,
+                || data_dir(args.data_dir),
+                "diff",
+                |url| async move {
+                    agenthost::checkpoints::diff(
+                        &url,
+                        &args.session,
+                        args.turn.as_deref(),
+                        args.since.as_deref(),
+                    )
+                    .await
+                },
+            ));
+            diff.and_then(|diff| {
                 let stdout = std::io::stdout();
                 let style =
                     agenthost::term::Style::detect(std::io::IsTerminal::is_terminal(&stdout));
@@ -707,30 +705,30 @@ fn main() -> ExitCode {
         }
         Command::Rollback(args) => {
             init_logging("warn");
-            runtime.block_on(async {
-                let (url, local) =
-                    agenthost::host::host_for(args.connect, || data_dir(args.data_dir), "rollback")
-                        .await?;
-                let turn = args.turn.clone();
-                let done = agenthost::checkpoints::rollback(
-                    &url,
-                    &args.session,
-                    &args.turn,
-                    args.yes,
-                    &mut std::io::stdout(),
-                    |out| {
-                        agenthost::checkpoints::ask_stdin(
-                            out,
-                            &format!("Roll back to the start of turn {turn}?"),
+            let turn = args.turn.clone();
+            runtime
+                .block_on(agenthost::host::with_host(
+                    args.connect,
+                    || data_dir(args.data_dir),
+                    "rollback",
+                    |url| async move {
+                        agenthost::checkpoints::rollback(
+                            &url,
+                            &args.session,
+                            &args.turn,
+                            args.yes,
+                            &mut std::io::stdout(),
+                            |out| {
+                                agenthost::checkpoints::ask_stdin(
+                                    out,
+                                    &format!("Roll back to the start of turn {turn}?"),
+                                )
+                            },
                         )
+                        .await
                     },
-                )
-                .await;
-                if let Some(local) = local {
-                    local.stop().await;
-                }
-                done.map(|_| ())
-            })
+                ))
+                .map(|_| ())
         }
         Command::Demo(args) => {
             init_logging("warn");

@@ -9,7 +9,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -65,6 +65,22 @@ fn finish(mut child: Child) -> (std::process::ExitStatus, String, String) {
     (status, stdout, stderr)
 }
 
+/// Runs `command` with `stdin` typed into a pipe; returns status, stdout, stderr.
+fn typed_into(mut command: Command, stdin: &str) -> (std::process::ExitStatus, String, String) {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    finish(child)
+}
+
 fn run(tmp: &Path, extra: &[&str], stdin: &str) -> (std::process::ExitStatus, String, String) {
     let work = tmp.join("work");
     std::fs::create_dir_all(&work).unwrap();
@@ -91,18 +107,8 @@ fn run(tmp: &Path, extra: &[&str], stdin: &str) -> (std::process::ExitStatus, St
         .arg(tmp.join("data"))
         .args(extra)
         .arg("edit the readme")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    finish(child)
+        .env_remove("NO_COLOR");
+    typed_into(command, stdin)
 }
 
 /// Piped, the output is plain; `--yes` approves without asking and says so.
@@ -248,21 +254,8 @@ fn sessions_lists_the_run_as_a_table_newest_first() {
 /// Runs `agent-host ARGS --data-dir DATA` with `stdin`; returns status, stdout, stderr.
 fn command(data: &Path, args: &[&str], stdin: &str) -> (std::process::ExitStatus, String, String) {
     let mut command = agent_host();
-    command
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    finish(child)
+    command.args(args).arg("--data-dir").arg(data);
+    typed_into(command, stdin)
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! session's first. Errors: an unknown session or turn is "invalid params" naming it; a session
 //! without checkpoints (not a git repository, no turn captured) is an error saying so.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use agenthost_protocol::SessionUri;
@@ -208,7 +209,10 @@ pub async fn rollback(
     params: &RollbackParams,
 ) -> Result<RollbackResult, RpcError> {
     let index = target.position(&params.turn_id)?;
-    let mut result = RollbackResult::default();
+    // Each path's fate: the oldest rollback runs last and decides it (a file an older turn
+    // created and a newer one edited ends up removed, not restored).
+    let mut fate: BTreeMap<String, Fate> = BTreeMap::new();
+    let mut changed_since = BTreeSet::new();
     for turn in target.turns[index..].iter().rev() {
         let report = checkpoints
             .rollback_turn(&target.session, turn, &target.directory)
@@ -216,37 +220,33 @@ pub async fn rollback(
             .map_err(|e| {
                 RpcError::invalid_params(format!("cannot roll back turn {turn:?}: {e}"))
             })?;
-        // The oldest rollback runs last and decides a path's fate: a file an older turn
-        // created and a newer one edited ends up removed, not restored.
         for (paths, kind) in [
-            (report.restored, 0),
-            (report.removed, 1),
-            (report.skipped, 3),
+            (report.restored, Fate::Restored),
+            (report.removed, Fate::Removed),
+            (report.skipped, Fate::Skipped),
         ] {
-            for path in paths {
-                result.restored.retain(|p| *p != path);
-                result.removed.retain(|p| *p != path);
-                result.skipped.retain(|p| *p != path);
-                match kind {
-                    0 => result.restored.push(path),
-                    1 => result.removed.push(path),
-                    _ => result.skipped.push(path),
-                }
-            }
+            fate.extend(paths.into_iter().map(|path| (path, kind)));
         }
-        for path in report.changed_since {
-            if !result.changed_since.contains(&path) {
-                result.changed_since.push(path);
-            }
-        }
+        changed_since.extend(report.changed_since);
     }
-    for list in [
-        &mut result.restored,
-        &mut result.removed,
-        &mut result.changed_since,
-        &mut result.skipped,
-    ] {
-        list.sort();
-    }
-    Ok(result)
+    let with = |kind| {
+        fate.iter()
+            .filter(|(_, f)| **f == kind)
+            .map(|(path, _)| path.clone())
+            .collect()
+    };
+    Ok(RollbackResult {
+        restored: with(Fate::Restored),
+        removed: with(Fate::Removed),
+        changed_since: changed_since.into_iter().collect(),
+        skipped: with(Fate::Skipped),
+    })
+}
+
+/// What a rollback did to one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Restored,
+    Removed,
+    Skipped,
 }

@@ -89,6 +89,15 @@ fn tail_suffix(tail: &str) -> String {
 }
 
 impl ProviderError {
+    /// The agent no longer reads its stdin (writing a line failed with `error`); `stderr_tail`
+    /// is what it last wrote to stderr, if it was collected.
+    pub fn input_closed(error: impl fmt::Display, stderr_tail: String) -> Self {
+        ProviderError::Exited {
+            status: format!("its input is closed: {error}"),
+            stderr_tail,
+        }
+    }
+
     /// The `ErrorInfo` a chat error carries for this failure.
     pub fn to_error_info(&self) -> ErrorInfo {
         let error_type = match self {

@@ -253,10 +253,7 @@ impl Inner {
             lock(&self.translator).abort_turn();
             lock(&self.state).turn = None;
             let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-            return Err(ProviderError::Exited {
-                status: format!("its input is closed: {error}"),
-                stderr_tail,
-            });
+            return Err(ProviderError::input_closed(error, stderr_tail));
         }
         Ok(())
     }
@@ -589,10 +586,7 @@ impl Inner {
         process
             .write_line(&line)
             .await
-            .map_err(|error| ProviderError::Exited {
-                status: format!("its input is closed: {error}"),
-                stderr_tail: String::new(),
-            })
+            .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
     /// Answers the `AskUserQuestion` parked under input request `request_id`.
@@ -621,10 +615,7 @@ impl Inner {
         process
             .write_line(&line)
             .await
-            .map_err(|error| ProviderError::Exited {
-                status: format!("its input is closed: {error}"),
-                stderr_tail: String::new(),
-            })
+            .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
     /// Writes `answers` to `process`, logging what cannot be written.

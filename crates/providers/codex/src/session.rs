@@ -238,10 +238,7 @@ impl Inner {
         {
             lock(&self.state).waiters.remove(&id);
             let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-            return Err(ProviderError::Exited {
-                status: format!("its input is closed: {error}"),
-                stderr_tail,
-            });
+            return Err(ProviderError::input_closed(error, stderr_tail));
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(answer)) => answer,
@@ -735,10 +732,7 @@ impl Inner {
         process
             .write_line(&control::reply(&parked.request_id, &answer))
             .await
-            .map_err(|error| ProviderError::Exited {
-                status: format!("its input is closed: {error}"),
-                stderr_tail: String::new(),
-            })
+            .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
     async fn respond_input(
@@ -763,10 +757,7 @@ impl Inner {
         process
             .write_line(&control::reply(&parked.request_id, &answer))
             .await
-            .map_err(|error| ProviderError::Exited {
-                status: format!("its input is closed: {error}"),
-                stderr_tail: String::new(),
-            })
+            .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {

@@ -283,10 +283,8 @@ impl Inner {
             .await
         {
             lock(&self.state).waiters.remove(&id);
-            return Err(ProviderError::Exited {
-                status: format!("its input is closed: {error}"),
-                stderr_tail: process.stderr_tail(STDERR_SETTLE).await,
-            });
+            let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
+            return Err(ProviderError::input_closed(error, stderr_tail));
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(answer)) => answer,
