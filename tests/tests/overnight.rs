@@ -1,10 +1,13 @@
 //! The overnight scenario (issue 13), end to end: the host as `agent-host serve --unattended
-//! deny --unattended-grace 200ms` composes it, the scripted agent runs 16 background subagents
-//! that each ask twice to append a line to `effects.log`, clients observe everything (the
-//! session and all 17 chats, on five connections: 85 chat subscriptions), then the parent
-//! turn's provider errors and every observer goes at once. What the seed report found stranded
-//! (16 permission requests nobody answered) must now be answered by the host within the grace
-//! window, the subagents must run to their end, and the session must end consistent.
+//! deny --unattended-grace 200ms --client-grace 1s` composes it, the scripted agent runs 16
+//! background subagents that each call a client tool (`probe`, run by the first observer,
+//! client `observer-0`), ask twice to append a line to `effects.log`, and call the client tool
+//! again; clients observe everything (the session and all 17 chats, on five connections: 85
+//! chat subscriptions), then the parent turn's provider errors and every observer goes at once.
+//! What the seed report found stranded (16 permission requests nobody answered) must now be
+//! answered by the host within the grace window, the client tool calls issued after the client
+//! left must fail (`clientUnavailable`) when its window ends, the subagents must run to their
+//! end, and the session must end consistent.
 //!
 //! - `overnight_sixteen_subagents_survive_a_provider_error_and_a_mass_disconnect`: the
 //!   scenario itself; every obligation is answered (the one approved before the error ran, the
@@ -12,7 +15,9 @@
 //! - `overnight_reconnect_claims_what_it_shows_and_nothing_runs_twice`: a client comes back
 //!   after the disconnect; subscribing claims what it shows, it approves some (each approval
 //!   sent twice), keeps others waiting past many grace windows, and the append-only log proves
-//!   every approved call ran exactly once and no denied one ran.
+//!   every approved call ran exactly once and no denied one ran. Back inside its client window,
+//!   it runs its client tool for the calls issued while it is there, each once; those issued
+//!   after it left again fail when its window ends.
 //! - `overnight_load_fifty_sessions_of_four_chats_with_ten_subscribers_each` (only with
 //!   `AGENTHOST_SLOW_TESTS=1`): 50 sessions × 4 chats streaming at once, 10 connections each
 //!   subscribed to all 200 chats, every turn blocked on a confirmation answered by a client or
@@ -70,6 +75,8 @@ fn overnight_script() -> Value {
             "description": format!("migrate part {k}"), "background": true,
             "steps": [
                 { "kind": "say", "text": format!("Worker {k}: reading part {k}."), "chunk": 7 },
+                { "kind": "tool", "name": "probe", "displayName": "Probe", "client": EXECUTOR,
+                  "input": { "part": k, "phase": "before" } },
                 { "kind": "tool", "name": "append_log", "displayName": "Append to log",
                   "confirm": true,
                   "effect": { "kind": "appendFile", "path": "effects.log",
@@ -78,6 +85,8 @@ fn overnight_script() -> Value {
                   "confirm": true,
                   "effect": { "kind": "appendFile", "path": "effects.log",
                               "content": format!("worker-{k}-b\n") } },
+                { "kind": "tool", "name": "probe", "displayName": "Probe", "client": EXECUTOR,
+                  "input": { "part": k, "phase": "after" } },
                 { "kind": "say", "text": format!("Worker {k}: done."), "chunk": 7 }
             ]
         })
@@ -100,10 +109,20 @@ fn overnight_script() -> Value {
 /// The checkpoint call of the parent turn (after the say part and the 16 `Task` calls).
 const CHECKPOINT: &str = "tool-1-17";
 
-/// The `n`th (1 or 2) confirmable call of worker `k`.
+/// The `n`th (1 or 2) confirmable call of worker `k` (its calls: probe, append a, append b,
+/// probe).
 fn worker_call(k: usize, n: usize) -> String {
-    format!("tool-1-{k}-{n}")
+    format!("tool-1-{k}-{}", n + 1)
 }
+
+/// The client tool call of worker `k` before (`1`) or after (`2`) its confirmable calls.
+fn probe_call(k: usize, n: usize) -> String {
+    format!("tool-1-{k}-{}", if n == 1 { 1 } else { 4 })
+}
+
+/// The client whose tool (`probe`) every worker calls twice: the first observer, and the
+/// same client id when it comes back.
+const EXECUTOR: &str = "observer-0";
 
 /// A client event buffer large enough for everything these tests watch.
 fn roomy() -> ClientConfig {
@@ -148,7 +167,10 @@ async fn state_json(client: &Client, channel: &str) -> Value {
 /// One obligation of the session's `inputNeeded` list, as the monitor saw it.
 #[derive(Debug, Clone)]
 struct Obligation {
+    kind: String,
+    client: Option<String>,
     chat: String,
+    turn_id: String,
     tool_call_id: String,
     raised: Instant,
     removed: Option<Instant>,
@@ -181,38 +203,25 @@ impl Monitor {
         Self { client, log }
     }
 
-    /// Every obligation listed so far, by entry id.
+    /// Every confirmation listed so far, by entry id.
     fn obligations(&self) -> BTreeMap<String, Obligation> {
-        let mut ledger = BTreeMap::new();
-        for (at, action) in lock(&self.log).iter() {
-            match action {
-                StateAction::SessionInputNeededSet(set) => {
-                    let Some(id) = entry_id(&set.request) else {
-                        continue;
-                    };
-                    let entry = serde_json::to_value(&set.request).unwrap();
-                    ledger
-                        .entry(id.to_owned())
-                        .or_insert_with(|| Obligation {
-                            chat: entry["chat"].as_str().unwrap_or_default().to_owned(),
-                            tool_call_id: entry["toolCall"]["toolCallId"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .to_owned(),
-                            raised: *at,
-                            removed: None,
-                        })
-                        .removed = None;
-                }
-                StateAction::SessionInputNeededRemoved(removed) => {
-                    if let Some(obligation) = ledger.get_mut(&removed.id) {
-                        obligation.removed.get_or_insert(*at);
-                    }
-                }
-                _ => {}
-            }
-        }
-        ledger
+        self.ledger()
+            .into_iter()
+            .filter(|(_, o)| o.kind == "toolConfirmation")
+            .collect()
+    }
+
+    /// Every client tool execution listed so far, by entry id.
+    fn executions(&self) -> BTreeMap<String, Obligation> {
+        self.ledger()
+            .into_iter()
+            .filter(|(_, o)| o.kind == "toolClientExecution")
+            .collect()
+    }
+
+    /// Every entry listed so far, by entry id.
+    fn ledger(&self) -> BTreeMap<String, Obligation> {
+        ledger_of(&lock(&self.log))
     }
 
     /// The chats announced with `session/chatAdded`.
@@ -243,6 +252,111 @@ impl Monitor {
     }
 }
 
+/// Every entry the session channel listed, by entry id: when it was first listed and when it
+/// was removed.
+fn ledger_of(log: &[(Instant, StateAction)]) -> BTreeMap<String, Obligation> {
+    let mut ledger = BTreeMap::new();
+    for (at, action) in log {
+        match action {
+            StateAction::SessionInputNeededSet(set) => {
+                let Some(id) = entry_id(&set.request) else {
+                    continue;
+                };
+                let entry = serde_json::to_value(&set.request).unwrap();
+                ledger
+                    .entry(id.to_owned())
+                    .or_insert_with(|| Obligation {
+                        kind: entry["kind"].as_str().unwrap_or_default().to_owned(),
+                        client: entry["clientId"].as_str().map(str::to_owned),
+                        turn_id: entry["turnId"].as_str().unwrap_or_default().to_owned(),
+                        chat: entry["chat"].as_str().unwrap_or_default().to_owned(),
+                        tool_call_id: entry["toolCall"]["toolCallId"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        raised: *at,
+                        removed: None,
+                    })
+                    .removed = None;
+            }
+            StateAction::SessionInputNeededRemoved(removed) => {
+                if let Some(obligation) = ledger.get_mut(&removed.id) {
+                    obligation.removed.get_or_insert(*at);
+                }
+            }
+            _ => {}
+        }
+    }
+    ledger
+}
+
+/// How often each client tool call was run, by `(chat, tool call id)`.
+type Runs = Arc<Mutex<BTreeMap<(String, String), usize>>>;
+
+/// Runs [`EXECUTOR`]'s client tool from `client`, as a client's engine would: every
+/// `toolClientExecution` entry addressed to it that the session still lists is run once by
+/// this connection and completed with `chat/toolCallComplete`. Reads the monitor's log (the
+/// same session channel the client would read). Abort it before the connection goes.
+fn spawn_executor(
+    client: Client,
+    log: Arc<Mutex<Vec<(Instant, StateAction)>>>,
+    runs: Runs,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut done: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let due: Vec<(String, Obligation)> = ledger_of(&lock(&log))
+                .into_iter()
+                .filter(|(id, o)| {
+                    o.kind == "toolClientExecution"
+                        && o.client.as_deref() == Some(EXECUTOR)
+                        && o.removed.is_none()
+                        && !done.contains(id)
+                })
+                .collect();
+            for (id, execution) in due {
+                done.insert(id);
+                *lock(&runs)
+                    .entry((execution.chat.clone(), execution.tool_call_id.clone()))
+                    .or_default() += 1;
+                dispatch(
+                    &client,
+                    &execution.chat,
+                    json!({
+                        "type": "chat/toolCallComplete", "turnId": execution.turn_id,
+                        "toolCallId": execution.tool_call_id,
+                        "result": { "success": true, "pastTenseMessage": "Probed",
+                                    "content": [{ "type": "text", "text": "probed" }] }
+                    }),
+                )
+                .await;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+}
+
+/// Creates the session with [`EXECUTOR`] as its active client, offering the `probe` tool.
+async fn create_session_with_executor(client: &Client, id: &str) -> (SessionUri, ChatUri) {
+    let session = SessionUri::with_provider("scripted", SafeId::new(id).unwrap()).unwrap();
+    let chat = ChatUri::default_for(&session);
+    let _: Value = client
+        .request(
+            "createSession",
+            json!({
+                "channel": session.as_str(), "provider": "scripted",
+                "activeClient": {
+                    "clientId": EXECUTOR, "displayName": "Observer 0",
+                    "tools": [{ "name": "probe", "description": "Probes a part",
+                                "inputSchema": { "type": "object" } }]
+                }
+            }),
+        )
+        .await
+        .unwrap();
+    (session, chat)
+}
+
 /// The overnight session up to the provider error: observers subscribed to everything, 16
 /// workers waiting for their first confirmation, the checkpoint approved and run.
 struct Night {
@@ -253,16 +367,25 @@ struct Night {
     workers: Vec<ChatUri>,
     monitor: Monitor,
     observers: Vec<Client>,
+    /// The first observer running [`EXECUTOR`]'s tool.
+    executor: Option<tokio::task::JoinHandle<()>>,
+    /// Every run of a client tool call.
+    runs: Runs,
     chat_subscriptions: usize,
     started: Instant,
     errored: Instant,
 }
 
 impl Night {
-    async fn start(name: &str, grace: &str) -> Self {
+    /// `grace`: the unattended policy's window; `client_grace`: how long a disconnected
+    /// client has to come back before its client tool calls fail.
+    async fn start(name: &str, grace: &str, client_grace: Duration) -> Self {
         let host = ScriptedHost::start(
             overnight_script(),
-            UnattendedOptions::parse("deny", Some(grace)).unwrap(),
+            UnattendedOptions {
+                client_grace,
+                ..UnattendedOptions::parse("deny", Some(grace)).unwrap()
+            },
         )
         .await;
         let mut observers = Vec::new();
@@ -273,8 +396,14 @@ impl Night {
             observers.push(client);
         }
         let mut first_events = first_events.unwrap();
-        let (session, parent) = create_session(&observers[0], name).await;
+        let (session, parent) = create_session_with_executor(&observers[0], name).await;
         let monitor = Monitor::start(&host.url, &session).await;
+        let runs = Runs::default();
+        let executor = spawn_executor(
+            observers[0].clone(),
+            Arc::clone(&monitor.log),
+            Arc::clone(&runs),
+        );
         let workers: Vec<ChatUri> = (1..=WORKERS)
             .map(|k| ChatUri::subagent(&session, &SafeId::new(format!("tool-1-{k}")).unwrap()))
             .collect();
@@ -354,6 +483,8 @@ impl Night {
             workers,
             monitor,
             observers,
+            executor: Some(executor),
+            runs,
             chat_subscriptions,
             started,
             errored,
@@ -362,6 +493,10 @@ impl Night {
 
     /// Every observer connection closes at once; returns when the first close began.
     async fn all_observers_leave(&mut self) -> Instant {
+        if let Some(executor) = self.executor.take() {
+            executor.abort();
+            let _ = executor.await;
+        }
         let gone = Instant::now();
         let observers = std::mem::take(&mut self.observers);
         futures_util::future::join_all(observers.iter().map(Client::shutdown)).await;
@@ -377,16 +512,23 @@ impl Night {
             .find(|o| o.chat == chat.as_str() && o.tool_call_id == tool_call_id)
     }
 
-    /// Waits until all 33 obligations were listed and removed, and every chat is idle; returns
-    /// the ledger and the session state.
+    /// Waits until all 33 obligations and all 32 client tool executions were listed and
+    /// removed, and every chat is idle; returns the confirmations' ledger and the session state.
     async fn until_settled(&self, auditor: &Client) -> (BTreeMap<String, Obligation>, Value) {
         let ledger = self
             .monitor
-            .until("all 33 obligations answered", |m| {
-                let ledger = m.obligations();
-                (ledger.len() == 2 * WORKERS + 1 && ledger.values().all(|o| o.removed.is_some()))
+            .until(
+                "all 33 obligations and 32 client executions answered",
+                |m| {
+                    let ledger = m.obligations();
+                    let executions = m.executions();
+                    (ledger.len() == 2 * WORKERS + 1
+                        && ledger.values().all(|o| o.removed.is_some())
+                        && executions.len() == 2 * WORKERS
+                        && executions.values().all(|o| o.removed.is_some()))
                     .then_some(ledger)
-            })
+                },
+            )
             .await;
         let deadline = Instant::now() + STALL;
         loop {
@@ -462,6 +604,32 @@ fn assert_worker(chat: &Value, k: usize, ran: [bool; 2]) {
     }
 }
 
+/// Asserts worker `k`'s two client tool calls: the first ran on the client; the second ran
+/// there too (`second_ran`) or was failed by the host for a client that had left.
+fn assert_probes(chat: &Value, k: usize, second_ran: bool) {
+    let calls = tool_calls(chat);
+    for (n, ran) in [(1, true), (2, second_ran)] {
+        let call = &calls[&probe_call(k, n)];
+        assert_eq!(
+            call["status"], "completed",
+            "worker {k} probe {n}: {call:#}"
+        );
+        assert_eq!(
+            call["contributor"],
+            json!({ "kind": "client", "clientId": EXECUTOR })
+        );
+        if ran {
+            assert_eq!(call["success"], true, "worker {k} probe {n}: {call:#}");
+        } else {
+            assert_eq!(call["success"], false, "worker {k} probe {n}: {call:#}");
+            assert_eq!(
+                call["error"]["code"], "clientUnavailable",
+                "worker {k} probe {n}: {call:#}"
+            );
+        }
+    }
+}
+
 fn ms(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
 }
@@ -469,8 +637,23 @@ fn ms(duration: Duration) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overnight_sixteen_subagents_survive_a_provider_error_and_a_mass_disconnect() {
     let _serial = SERIAL.lock().await;
-    let mut night = Night::start("overnight", "200ms").await;
+    let client_grace = Duration::from_millis(1000);
+    let mut night = Night::start("overnight", "200ms", client_grace).await;
     let grace = night.grace;
+    // The first probe of every worker ran on the executing observer before the error, once.
+    let probed_before: BTreeSet<String> = lock(&night.runs)
+        .iter()
+        .map(|((_, call), runs)| {
+            assert_eq!(*runs, 1, "{call} ran {runs} times");
+            call.clone()
+        })
+        .collect();
+    assert_eq!(
+        probed_before,
+        (1..=WORKERS)
+            .map(|k| probe_call(k, 1))
+            .collect::<BTreeSet<_>>()
+    );
 
     // The provider error ended only the parent's turn: the workers still wait, claimed.
     for (k, worker) in (1..=WORKERS).zip(&night.workers) {
@@ -488,7 +671,12 @@ async fn overnight_sixteen_subagents_survive_a_provider_error_and_a_mass_disconn
     // The auditor reads the session channel while waiting (that claims nothing), chats only
     // once everything is settled.
     let (ledger, session) = night.until_settled(&auditor).await;
-    let answered_at = ledger.values().filter_map(|o| o.removed).max().unwrap();
+    let answered_at = ledger
+        .values()
+        .chain(night.monitor.executions().values())
+        .filter_map(|o| o.removed)
+        .max()
+        .unwrap();
 
     // Every worker obligation was answered within its window (+ slack), never before it: the
     // first ones from the moment the observers left, the second ones from when they were raised.
@@ -511,6 +699,39 @@ async fn overnight_sixteen_subagents_survive_a_provider_error_and_a_mass_disconn
     }
     assert_eq!(latencies.len(), 2 * WORKERS);
 
+    // The second probes came after the executing client left: nobody ran them, the host
+    // failed each one when the client's window ended (it never came back).
+    let executions = night.monitor.executions();
+    assert_eq!(executions.len(), 2 * WORKERS, "{executions:#?}");
+    let mut failed_at = Vec::new();
+    for k in 1..=WORKERS {
+        let execution = executions
+            .values()
+            .find(|o| o.tool_call_id == probe_call(k, 2))
+            .unwrap_or_else(|| panic!("worker {k}'s second probe was listed"));
+        assert_eq!(execution.client.as_deref(), Some(EXECUTOR));
+        let latency = execution.removed.expect("answered") - gone;
+        assert!(
+            latency + EARLY >= client_grace && latency <= client_grace + SLACK,
+            "worker {k}'s second probe failed {latency:?} after the client left \
+             (window {client_grace:?})"
+        );
+        failed_at.push(latency);
+    }
+    assert_eq!(
+        lock(&night.runs).len(),
+        WORKERS,
+        "no second probe ran anywhere"
+    );
+    assert!(
+        !session["activeClients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["clientId"] == EXECUTOR),
+        "the executing client left the session: {session:#}"
+    );
+
     // The session ends consistent: nothing listed, every chat idle, every turn final.
     assert!(
         session
@@ -530,6 +751,7 @@ async fn overnight_sixteen_subagents_survive_a_provider_error_and_a_mass_disconn
     for (k, worker) in (1..=WORKERS).zip(&night.workers) {
         let chat = night.chat(&auditor, worker).await;
         assert_worker(&chat, k, [false, false]);
+        assert_probes(&chat, k, false);
         let text = chat.to_string();
         assert!(text.contains(&format!("Worker {k}: done.")), "{chat:#}");
     }
@@ -552,6 +774,16 @@ async fn overnight_sixteen_subagents_survive_a_provider_error_and_a_mass_disconn
         ms(latencies[latencies.len() / 2]),
         ms(*latencies.last().unwrap()),
         ms(grace)
+    );
+    failed_at.sort();
+    println!(
+        "overnight: {WORKERS} client tool calls ran once each on the client before the error; \
+         {} issued after it left failed with clientUnavailable {} / {} after the disconnect \
+         (client grace {})",
+        failed_at.len(),
+        ms(failed_at[0]),
+        ms(*failed_at.last().unwrap()),
+        ms(client_grace)
     );
     println!(
         "overnight: everything answered {} after the observers left; session settled with \
@@ -583,6 +815,18 @@ fn pending_calls(chat: &SnapshotState) -> Vec<String> {
         .collect()
 }
 
+/// Whether every one of `calls` was listed in `ledger` and has been removed.
+fn all_answered(
+    ledger: &BTreeMap<String, Obligation>,
+    mut calls: impl Iterator<Item = String>,
+) -> bool {
+    calls.all(|call| {
+        ledger
+            .values()
+            .any(|o| o.tool_call_id == call && o.removed.is_some())
+    })
+}
+
 /// Dispatches the approval of `tool_call_id` twice (a double click, a retried send).
 async fn approve_twice(client: &Client, chat: &ChatUri, turn_id: &str, tool_call_id: &str) {
     for _ in 0..2 {
@@ -602,7 +846,8 @@ async fn approve_twice(client: &Client, chat: &ChatUri, turn_id: &str, tool_call
 async fn overnight_reconnect_claims_what_it_shows_and_nothing_runs_twice() {
     let _serial = SERIAL.lock().await;
     // A longer window: the returning client must subscribe inside it on a loaded machine.
-    let mut night = Night::start("overnight-reconnect", "1s").await;
+    let client_grace = Duration::from_secs(2);
+    let mut night = Night::start("overnight-reconnect", "1s", client_grace).await;
     let grace = night.grace;
     let gone = night.all_observers_leave().await;
 
@@ -621,6 +866,12 @@ async fn overnight_reconnect_claims_what_it_shows_and_nothing_runs_twice() {
         }
     });
     subscribe(&back, night.session.as_str()).await;
+    // Back inside its window: it runs its own tool again, from this connection.
+    let back_executor = spawn_executor(
+        back.clone(),
+        Arc::clone(&night.monitor.log),
+        Arc::clone(&night.runs),
+    );
     let shown: Vec<(usize, ChatUri)> = (1..=WORKERS / 2)
         .map(|k| (k, night.workers[k - 1].clone()))
         .collect();
@@ -672,14 +923,11 @@ async fn overnight_reconnect_claims_what_it_shows_and_nothing_runs_twice() {
     night
         .monitor
         .until("workers 9-16 denied twice", |m| {
-            let ledger = m.obligations();
-            (WORKERS / 2 + 1..=WORKERS)
-                .all(|k| {
-                    ledger
-                        .values()
-                        .any(|o| o.tool_call_id == worker_call(k, 2) && o.removed.is_some())
-                })
-                .then_some(())
+            all_answered(
+                &m.obligations(),
+                (WORKERS / 2 + 1..=WORKERS).map(|k| worker_call(k, 2)),
+            )
+            .then_some(())
         })
         .await;
     // Workers 5-8 stay claimed by the returning client for two whole windows: unanswered.
@@ -695,7 +943,24 @@ async fn overnight_reconnect_claims_what_it_shows_and_nothing_runs_twice() {
         );
     }
 
+    // Before it leaves, the second probes of the workers it saw through (1-4 approved, 9-16
+    // denied) have run on it.
+    night
+        .monitor
+        .until("the returning client ran 12 second probes", |m| {
+            all_answered(
+                &m.executions(),
+                (1..=WORKERS)
+                    .filter(|k| !(WORKERS / 4 + 1..=WORKERS / 2).contains(k))
+                    .map(|k| probe_call(k, 2)),
+            )
+            .then_some(())
+        })
+        .await;
+
     // The client leaves again: what it held is denied one window later.
+    back_executor.abort();
+    let _ = back_executor.await;
     let left = Instant::now();
     back.shutdown().await;
     drop(back);
@@ -735,6 +1000,46 @@ async fn overnight_reconnect_claims_what_it_shows_and_nothing_runs_twice() {
     effects.sort();
     ran.sort();
     assert_eq!(effects, ran, "the append-only log");
+
+    // Client tools: every first probe ran once before the disconnect; the second probes of
+    // workers the returning client saw through ran once on it; those of the workers it held
+    // (5-8, reaching their probe only after it left again) failed at the end of its window.
+    let held = WORKERS / 4 + 1..=WORKERS / 2;
+    let mut expected_runs: BTreeSet<String> = (1..=WORKERS).map(|k| probe_call(k, 1)).collect();
+    expected_runs.extend(
+        (1..=WORKERS)
+            .filter(|k| !held.contains(k))
+            .map(|k| probe_call(k, 2)),
+    );
+    let runs = lock(&night.runs).clone();
+    for ((_, call), count) in &runs {
+        assert_eq!(*count, 1, "{call} ran {count} times");
+    }
+    assert_eq!(
+        runs.keys()
+            .map(|(_, call)| call.clone())
+            .collect::<BTreeSet<_>>(),
+        expected_runs
+    );
+    let executions = night.monitor.executions();
+    let mut unavailable_at = Vec::new();
+    for (k, worker) in (1..=WORKERS).zip(&night.workers) {
+        let chat = night.chat(&auditor, worker).await;
+        assert_probes(&chat, k, !held.contains(&k));
+        if held.contains(&k) {
+            let execution = executions
+                .values()
+                .find(|o| o.tool_call_id == probe_call(k, 2))
+                .expect("listed");
+            let latency = execution.removed.expect("answered") - left;
+            assert!(
+                latency + EARLY >= client_grace && latency <= client_grace + SLACK,
+                "worker {k}'s second probe failed {latency:?} after the client left \
+                 (window {client_grace:?})"
+            );
+            unavailable_at.push(latency);
+        }
+    }
     let duplicates = rejected.load(Ordering::SeqCst);
     assert_eq!(
         duplicates,
@@ -755,6 +1060,16 @@ async fn overnight_reconnect_claims_what_it_shows_and_nothing_runs_twice() {
         duplicates,
         effects.len(),
         ledger.len()
+    );
+    println!(
+        "overnight reconnect: {} client tool calls ran, each once ({} on the returning \
+         client); {} failed with clientUnavailable {} / {} after it left (client grace {})",
+        runs.len(),
+        runs.len() - WORKERS,
+        unavailable_at.len(),
+        ms(*unavailable_at.iter().min().unwrap()),
+        ms(*unavailable_at.iter().max().unwrap()),
+        ms(client_grace)
     );
     println!(
         "overnight reconnect: held calls denied {} / {} after the client left (grace {})",

@@ -7,8 +7,8 @@
 //!    (even one presenting the token in the wrong place), or for an admitted client.
 //! 2. Roots: working directories and resource reads outside the host's roots are refused —
 //!    `..`, percent-encoded dots and symbolic links pointing out included — and a refused read
-//!    returns nothing of the file. (The host does not serve `resourceRead` yet, so today every
-//!    read is refused; the test keeps a future implementation inside the roots.)
+//!    returns nothing of the file; `resourceList` and `resourceResolve` outside the roots are
+//!    refused too, and a listing of a root leaves out the links that lead out of it.
 //! 3. Ownership between two clients: nobody but the owning client completes or streams a tool
 //!    call (a host tool has no owning client), and a client that has not subscribed to a
 //!    session receives nothing of it.
@@ -643,6 +643,40 @@ async fn resource_reads_outside_the_roots_return_nothing_of_the_file() {
         assert!(!text.contains(&secret), "the secret was sent: {text}");
         assert!(!text.contains(base64_prefix), "the secret was sent: {text}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folders_outside_the_roots_are_neither_listed_nor_resolved() {
+    let host = Host::start(say_script("hello")).await;
+    plant_links(&host);
+    std::fs::write(host.outside.join("secret.txt"), "outside").unwrap();
+    let mut client = Raw::connect(&host.url, "browser", &[]).await;
+    let mut uris = escaping_uris(&host, "");
+    uris.push(format!("{}/leak", path_to_file_uri(&host.work).unwrap()));
+    for uri in &uris {
+        let uri = uri.trim_end_matches('/');
+        for method in ["resourceList", "resourceResolve"] {
+            let answer = client
+                .request(method, json!({ "channel": ROOT_RESOURCE_URI, "uri": uri }))
+                .await;
+            assert!(answer.is_err(), "{method} {uri} was answered: {answer:?}");
+        }
+    }
+    // A listing of the root leaves out the links that lead out of it.
+    let listed = client
+        .request(
+            "resourceList",
+            json!({ "channel": ROOT_RESOURCE_URI, "uri": path_to_file_uri(&host.work).unwrap() }),
+        )
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sub"], "{listed}");
 }
 
 /// Standard base64 with padding.

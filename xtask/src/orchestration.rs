@@ -123,6 +123,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Orchestrator::after_client_action", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::answer_permission", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::answer_input", Reason::Invariant),
+    ("agenthost-side-effects::orchestrator::Orchestrator::complete_client_tool", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_chat", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_session", Reason::Lifecycle),
     ("agenthost-side-effects::orchestrator::Orchestrator::stop_all_agents", Reason::Lifecycle),
@@ -208,6 +209,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1100),
+    ("agenthost-side-effects", 1120),
     ("agenthost-service", 1065),
 ];

@@ -135,3 +135,35 @@ pub fn ask_stdin(out: &mut dyn Write, question: &str) -> bool {
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIFF: &str =
+        "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n context\n";
+
+    fn printed(color: bool) -> String {
+        let mut out = Vec::new();
+        let style = Style {
+            color,
+            show_reasoning: false,
+        };
+        print_diff(&mut out, DIFF, style).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_diff_is_printed_as_is_without_colour() {
+        assert_eq!(printed(false), DIFF);
+    }
+
+    #[test]
+    fn a_diff_in_colour_marks_added_removed_hunk_and_file_lines_only() {
+        assert_eq!(
+            printed(true),
+            "\x1b[1mdiff --git a/a.txt b/a.txt\x1b[0m\n--- a/a.txt\n+++ b/a.txt\n\
+             \x1b[36m@@ -1 +1 @@\x1b[0m\n\x1b[31m-old\x1b[0m\n\x1b[32m+new\x1b[0m\n context\n"
+        );
+    }
+}

@@ -317,7 +317,8 @@ pub async fn bind_with(
     config.listen = options.listen;
     configure(&mut config);
     service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
-    service.set_session_config(crate::unattended::session_config(&options.unattended));
+    let session_config = crate::unattended::session_config(&options.unattended);
+    service.set_session_config(session_config.clone());
     if let Some(checkpoints) = checkpoints {
         service.set_checkpoints(checkpoints);
     }
@@ -334,6 +335,7 @@ pub async fn bind_with(
         options.launch_kind.clone(),
         contributions,
     );
+    host.set_session_config(session_config);
     unattended.bind_intake(&host, options.launch_kind.clone());
     unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())

@@ -114,10 +114,24 @@ struct ServeArgs {
     /// `500ms`; default 5s, the engine's grace window).
     #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
     unattended_grace: Option<std::time::Duration>,
+    /// How long a client that disconnected may take to come back (reconnect and subscribe to
+    /// the session again) before its running client tools are failed with `clientUnavailable`,
+    /// so no agent waits for a tool whose runner is gone (e.g. `10s`; default 5s). Always on.
+    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
+    client_grace: Option<std::time::Duration>,
     /// Turn on a root configuration flag; repeatable: `markdownPlanRichLinks` (plan link and
     /// task-list guidance in every outgoing turn), `artifactTools` (artifact-tool guidance).
     #[arg(long, value_name = "FLAG", value_parser = clap::builder::PossibleValuesParser::new(agenthost::host::ENABLE_FLAGS))]
     enable: Vec<String>,
+    /// Announce this host in VS Code's local discovery registry
+    /// (`<user data>/agent-host/local-endpoint/entries/`, a 0600 file holding the URL's token),
+    /// removed on shutdown; off by default.
+    #[arg(long)]
+    vscode_discovery: bool,
+    /// VS Code's user-data directory for `--vscode-discovery` (default: `~/.config/Code` on
+    /// Linux, `~/Library/Application Support/Code` on macOS, `%APPDATA%\Code` on Windows).
+    #[arg(long, value_name = "DIR", requires = "vscode_discovery")]
+    vscode_user_data_dir: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
@@ -596,9 +610,13 @@ fn main() -> ExitCode {
                         grace: args
                             .unattended_grace
                             .unwrap_or(agenthost::unattended::DEFAULT_GRACE),
+                        client_grace: args
+                            .client_grace
+                            .unwrap_or(agenthost::unattended::DEFAULT_CLIENT_GRACE),
                     },
                     enable: args.enable,
                     limits: args.limits.limits(),
+                    discovery: args.vscode_discovery.then_some(args.vscode_user_data_dir),
                 }))
             })
         }

@@ -93,6 +93,9 @@ pub struct ServeOptions {
     pub enable: Vec<String>,
     /// The server's limits.
     pub limits: ServerLimits,
+    /// `--vscode-discovery`: `Some` publishes a local discovery entry for VS Code, in this
+    /// user-data directory (`Some(None)`: VS Code's default one).
+    pub discovery: Option<Option<PathBuf>>,
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
@@ -117,6 +120,24 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         |config| limits.apply(config),
     )
     .await?;
+    // Written before the URL is printed, held until `serve` returns: dropping it removes it.
+    let _discovery = match options.discovery {
+        None => None,
+        Some(user_data_dir) => {
+            let user_data_dir = user_data_dir
+                .or_else(agenthost_server::discovery::default_vscode_user_data_dir)
+                .ok_or("--vscode-discovery: cannot find VS Code's user-data directory; pass --vscode-user-data-dir")?;
+            let entries = agenthost_server::discovery::entries_dir(&user_data_dir);
+            let entry = server.publish_discovery_entry(&entries).map_err(|e| {
+                format!(
+                    "--vscode-discovery: cannot write the entry in {}: {e}",
+                    entries.display()
+                )
+            })?;
+            tracing::info!(path = %entry.path().display(), "published the VS Code discovery entry");
+            Some(entry)
+        }
+    };
     // The contract: the first line on stdout is the full URL, token included.
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{}", server.url()).map_err(|e| format!("cannot write to stdout: {e}"))?;

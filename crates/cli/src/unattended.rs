@@ -1,5 +1,6 @@
-//! The host side of the unattended policy: `--unattended` / `--unattended-grace`, the services
-//! the `unattendedPolicy` contribution reads, and their wiring into the host.
+//! The host side of the unattended policy: `--unattended` / `--unattended-grace` (and
+//! `--client-grace`, read by the `clientDeparture` contribution over the same services), the
+//! services the `unattendedPolicy` contribution reads, and their wiring into the host.
 //!
 //! The contribution (crate `agenthost-contrib-unattended-policy`) needs four services:
 //! `dyn HostState` (registered anyway), `dyn Configuration` (seeded here with the policy under
@@ -23,6 +24,9 @@ use agenthost_services::{
 use agenthost_state::ClientDispatch;
 pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
 
+pub use agenthost_contrib_client_departure::{
+    DEFAULT_GRACE as DEFAULT_CLIENT_GRACE, GRACE_KEY as CLIENT_GRACE_KEY,
+};
 pub use agenthost_contrib_unattended_policy::{GRACE_KEY, POLICY_KEY};
 use agenthost_protocol::ahp_types::state::{SessionConfigSchema, SessionConfigState};
 
@@ -59,6 +63,9 @@ pub struct UnattendedOptions {
     pub policy: UnattendedPolicy,
     /// How long an obligation stays unclaimed before the policy answers it.
     pub grace: Duration,
+    /// How long a client that disconnected has to come back before its running client tools
+    /// are failed (`--client-grace`; the `clientDeparture` contribution, always on).
+    pub client_grace: Duration,
 }
 
 impl Default for UnattendedOptions {
@@ -66,6 +73,7 @@ impl Default for UnattendedOptions {
         Self {
             policy: UnattendedPolicy::Off,
             grace: DEFAULT_GRACE,
+            client_grace: DEFAULT_CLIENT_GRACE,
         }
     }
 }
@@ -76,6 +84,7 @@ impl UnattendedOptions {
         Ok(Self {
             policy: parse_policy(policy)?,
             grace: grace.map(parse_grace).transpose()?.unwrap_or(DEFAULT_GRACE),
+            client_grace: DEFAULT_CLIENT_GRACE,
         })
     }
 }
@@ -145,6 +154,8 @@ impl Wiring {
             let grace = u64::try_from(options.grace.as_millis()).unwrap_or(u64::MAX);
             configuration.set_root(POLICY_KEY, Some(options.policy.to_string().into()));
             configuration.set_root(GRACE_KEY, Some(grace.into()));
+            let client_grace = u64::try_from(options.client_grace.as_millis()).unwrap_or(u64::MAX);
+            configuration.set_root(CLIENT_GRACE_KEY, Some(client_grace.into()));
         }
         Self {
             intake: services.get::<LateClientActionIntake>().ok(),
@@ -225,7 +236,8 @@ mod tests {
             UnattendedOptions::parse("deny", Some("200ms")),
             Ok(UnattendedOptions {
                 policy: UnattendedPolicy::Deny,
-                grace: Duration::from_millis(200)
+                grace: Duration::from_millis(200),
+                client_grace: DEFAULT_CLIENT_GRACE,
             })
         );
         assert_eq!(

@@ -87,6 +87,44 @@ fn serve_uses_the_given_token_verbatim() {
 }
 
 #[test]
+fn vscode_discovery_announces_the_served_url_in_the_given_user_data_dir() {
+    let root = tempfile::tempdir().unwrap();
+    let user_data = tempfile::tempdir().unwrap();
+    let user_data_arg = user_data.path().to_str().unwrap();
+    let server = serve(
+        root.path(),
+        &[
+            "--vscode-discovery",
+            "--vscode-user-data-dir",
+            user_data_arg,
+        ],
+    );
+    let url = server.line();
+    let entries = user_data.path().join("agent-host/local-endpoint/entries");
+    let files: Vec<_> = std::fs::read_dir(&entries)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let entry: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(entry["type"], "standalone");
+    assert_eq!(entry["pid"], server.pid());
+    assert_eq!(entry["connectionToken"], token_of(&url));
+    let port = entry["endpoint"]["port"].as_u64().unwrap();
+    assert!(
+        url.starts_with(&format!("ws://127.0.0.1:{port}/?tkn=")),
+        "{entry} vs {url}"
+    );
+
+    // The directory alone is not the switch.
+    let mut refused = serve(root.path(), &["--vscode-user-data-dir", user_data_arg]);
+    let (status, _, stderr) = refused.wait();
+    assert!(!status.success());
+    assert!(stderr.contains("--vscode-discovery"), "{stderr}");
+}
+
+#[test]
 fn an_unknown_provider_fails_naming_the_available_ones() {
     let root = tempfile::tempdir().unwrap();
     let mut server = serve(root.path(), &["--provider", "nope"]);

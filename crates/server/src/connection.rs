@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agenthost_protocol::ROOT_RESOURCE_URI;
 use agenthost_protocol::commands::{InitializeParams, ReconnectParams};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -371,6 +370,16 @@ impl Connection {
             .peer_state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets the negotiated version and client id as `initialize` would, for unit tests of
+    /// handlers on a detached connection.
+    #[cfg(test)]
+    pub(crate) fn initialized_as(&self, version: &str, client_id: &str) {
+        self.set_peer(
+            NegotiatedVersion::from_version(version),
+            Some(client_id.to_owned()),
+        );
     }
 
     fn set_peer(&self, version: Option<NegotiatedVersion>, client_id: Option<String>) {
@@ -976,9 +985,7 @@ fn parse_params<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Res
             "{method}: params must be an object"
         )));
     };
-    object
-        .entry("channel")
-        .or_insert_with(|| Value::from(ROOT_RESOURCE_URI));
+    crate::compat::fill_missing_channel(&mut object);
     serde_json::from_value(Value::Object(object))
         .map_err(|error| RpcError::invalid_params(format!("{method}: invalid params: {error}")))
 }

@@ -7,12 +7,12 @@ use std::time::Duration;
 use agenthost_dispatcher::{ClientContext, LaunchKind, RegistrationSet};
 use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
 use agenthost_protocol::commands::{
-    CreateChatParams, CreateSessionParams, DispatchActionParams, FetchTurnsParams,
-    FetchTurnsResult, Implementation, InitializeParams, InitializeResult, ReconnectParams,
-    ReconnectReplayResult, ReconnectResult, ReconnectSnapshotResult, SubscribeParams,
-    SubscribeResult, UnsubscribeParams,
+    CreateChatParams, DispatchActionParams, FetchTurnsParams, FetchTurnsResult, Implementation,
+    InitializeParams, InitializeResult, ReconnectParams, ReconnectReplayResult, ReconnectResult,
+    ReconnectSnapshotResult, SubscribeParams, SubscribeResult, UnsubscribeParams,
 };
 use agenthost_protocol::notifications::{SessionAddedParams, SessionRemovedParams};
+use agenthost_protocol::state::SessionConfigState;
 use agenthost_protocol::{ActionOrigin, StateAction};
 use agenthost_service::{ServiceError, SessionService};
 use agenthost_services::SubscriptionTracker;
@@ -25,13 +25,17 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::checkpoint_commands;
+use crate::compat::{self, ClientDialect};
 use crate::connection::{Connection, ConnectionId};
 use crate::handler::{ProtocolHandler, Reconnected};
+use crate::requests;
 use crate::resources;
 use crate::rpc::{RpcError, notification_frame};
+use crate::summaries::SummaryNotifier;
 use crate::version::NegotiatedVersion;
 use agenthost_protocol::ahp_types::commands::{
-    ResourceListParams, ResourceReadParams, ResourceResolveParams,
+    AuthenticateParams, CompletionsParams, ResolveSessionConfigParams, ResourceListParams,
+    ResourceReadParams, ResourceResolveParams,
 };
 
 /// Hands state-manager frames to a connection without ever waiting.
@@ -39,6 +43,11 @@ struct ConnectionOutbox(Connection);
 
 impl Outbox for ConnectionOutbox {
     fn push(&self, frame: Arc<str>) -> bool {
+        // An action the peer's protocol version does not have is left out, not a lag.
+        let surface = || self.0.protocol_version().map(|v| v.surface());
+        if !compat::frame_allowed(surface, &frame) {
+            return true;
+        }
         self.0.send_frame(frame).is_ok()
     }
 }
@@ -54,6 +63,8 @@ struct Peers {
     subscriptions: HashMap<ConnectionId, HashSet<String>>,
     /// The version negotiated per client id, for `reconnect` (which carries none).
     versions: HashMap<String, NegotiatedVersion>,
+    /// The dialect each client id announced at `initialize` (see [`compat::ClientDialect`]).
+    dialects: HashMap<String, ClientDialect>,
 }
 
 /// The `rejectionReason` of a `dispatchAction` over `ServerConfig::dispatch_rate`.
@@ -83,6 +94,9 @@ pub struct Host {
     subscriptions: OnceLock<Arc<dyn SubscriptionTracker>>,
     /// How long a graceful shutdown waits for queued store writes.
     shutdown_write_timeout: Mutex<Duration>,
+    /// The session configuration `resolveSessionConfig` describes
+    /// ([`set_session_config`](Self::set_session_config)).
+    session_config: OnceLock<SessionConfigState>,
     /// The built-in contributions' registrations, dropped with the host: that unregisters them,
     /// which also breaks the state → dispatcher → contribution → state cycle their services form.
     _contributions: RegistrationSet,
@@ -110,7 +124,8 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
 }
 
 impl Host {
-    /// The host over its parts; it keeps `contributions` registered for as long as it lives.
+    /// The host over its parts; it keeps `contributions` registered for as long as it lives and
+    /// announces session summary changes to root subscribers (`root/sessionSummaryChanged`).
     pub fn new(
         state: Arc<StateManager>,
         service: Arc<SessionService>,
@@ -118,6 +133,7 @@ impl Host {
         launch_kind: LaunchKind,
         contributions: RegistrationSet,
     ) -> Arc<Self> {
+        SummaryNotifier::install(&state, &service);
         Arc::new(Self {
             state,
             service,
@@ -126,6 +142,7 @@ impl Host {
             peers: Mutex::new(Peers::default()),
             subscriptions: OnceLock::new(),
             shutdown_write_timeout: Mutex::new(DEFAULT_SHUTDOWN_WRITE_TIMEOUT),
+            session_config: OnceLock::new(),
             _contributions: contributions,
         })
     }
@@ -137,6 +154,18 @@ impl Host {
             .shutdown_write_timeout
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = timeout;
+    }
+
+    /// The session configuration (schema and defaults) `resolveSessionConfig` answers with: the
+    /// one the session service gives every new session. Only the first call counts.
+    pub fn set_session_config(&self, config: SessionConfigState) {
+        let _ = self.session_config.set(config);
+    }
+
+    /// The chat a client names, as the host knows it: a derived default chat in any spelling
+    /// ([`compat::chat_spelling`]) resolved to its session's default chat.
+    fn resolve_chat(&self, uri: &str) -> String {
+        self.service.resolve_chat(&compat::chat_spelling(uri))
     }
 
     /// Reports every later subscribe, unsubscribe and disconnect to `tracker` (the live
@@ -217,7 +246,10 @@ impl Host {
     fn client_context(&self, conn: &Connection) -> ClientContext {
         ClientContext {
             client_id: conn.client_id(),
-            client_kind: None,
+            client_kind: conn
+                .client_id()
+                .and_then(|id| self.peers().dialects.get(&id).copied())
+                .and_then(ClientDialect::client_kind),
             launch_kind: self.launch_kind.clone(),
         }
     }
@@ -265,7 +297,7 @@ impl Host {
         conn: &Connection,
         channel: &str,
     ) -> Result<SubscribeResult, RpcError> {
-        let channel = self.service.resolve_chat(channel);
+        let channel = self.resolve_chat(channel);
         // Before `ensure_channel`: a refused subscription restores nothing.
         self.subscription_allowed(conn, &channel)?;
         self.service
@@ -278,6 +310,9 @@ impl Host {
             .map_err(|e| RpcError::not_found(e.to_string()))?;
         self.record_subscriptions(conn, std::iter::once(channel.as_str()));
         if let Some(tracker) = self.tracker() {
+            if let Some(client) = conn.client_id() {
+                tracker.identified(&conn.id().to_string(), &client);
+            }
             tracker.subscribed(&conn.id().to_string(), &channel);
         }
         Ok(SubscribeResult {
@@ -297,7 +332,8 @@ impl Host {
                 encode(&self.subscribe(&conn, &p.channel).await?)
             }
             "createSession" => {
-                let p: CreateSessionParams = params(raw)?;
+                let p = compat::create_session_params(raw)
+                    .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))?;
                 let client_id = conn.client_id().unwrap_or_default();
                 let summary = self
                     .service
@@ -397,7 +433,7 @@ impl Host {
             }
             "disposeChat" => {
                 let p: UnsubscribeParams = params(raw)?;
-                let chat = self.service.resolve_chat(&p.channel);
+                let chat = self.resolve_chat(&p.channel);
                 self.service
                     .dispose_chat(&chat)
                     .await
@@ -408,12 +444,33 @@ impl Host {
             "listSessions" => encode(&self.service.list_sessions().map_err(service_error)?),
             "fetchTurns" => {
                 let p: FetchTurnsParams = params(raw)?;
-                let chat = self.service.resolve_chat(&p.channel);
+                let chat = self.resolve_chat(&p.channel);
                 self.service
                     .fetch_turns(&chat)
                     .await
                     .map_err(service_error)?;
                 encode(&FetchTurnsResult {})
+            }
+            "resolveSessionConfig" => {
+                let p: ResolveSessionConfigParams = params(raw)?;
+                let agents = self.state.read(|h| h.root().agents.clone());
+                let config = self.session_config.get();
+                encode(&requests::resolve_session_config(p, config, &agents)?)
+            }
+            "completions" => {
+                let p: CompletionsParams = params(raw)?;
+                let channel = self.resolve_chat(&p.channel);
+                let restored = self.service.ensure_channel(&channel).await.is_ok();
+                let chat = compat::completions_channel(&channel, |session| {
+                    self.state
+                        .read(|h| h.session(session).and_then(|s| s.default_chat.clone()))
+                });
+                let exists = restored && self.state.read(|h| h.channel_kind(&chat).is_some());
+                encode(&requests::completions(&p, &chat, exists)?)
+            }
+            "authenticate" => {
+                let p: AuthenticateParams = params(raw)?;
+                Err(requests::authenticate(&p))
             }
             other => Err(RpcError::method_not_found(other)),
         }
@@ -428,7 +485,7 @@ impl Host {
             tracing::debug!(conn = %conn.id(), "dropped a malformed dispatchAction over the rate limit");
             return;
         };
-        let channel = self.service.resolve_chat(&p.channel);
+        let channel = self.resolve_chat(&p.channel);
         let origin = ActionOrigin {
             client_id: conn.client_id().unwrap_or_default(),
             client_seq: p.client_seq,
@@ -445,7 +502,7 @@ impl Host {
     }
 
     async fn dispatch_action(&self, conn: &Connection, p: DispatchActionParams) {
-        let channel = self.service.resolve_chat(&p.channel);
+        let channel = self.resolve_chat(&p.channel);
         if let Err(error) = self.service.ensure_channel(&channel).await {
             // An unknown channel: the action is ignored below, as the specification says.
             tracing::debug!(channel, %error, "channel not restorable");
@@ -495,9 +552,13 @@ impl ProtocolHandler for Host {
         version: NegotiatedVersion,
     ) -> BoxFuture<'_, Result<InitializeResult, RpcError>> {
         Box::pin(async move {
-            self.peers()
-                .versions
-                .insert(p.client_id.clone(), version.clone());
+            {
+                let mut peers = self.peers();
+                peers.versions.insert(p.client_id.clone(), version.clone());
+                peers
+                    .dialects
+                    .insert(p.client_id.clone(), ClientDialect::detect(&p));
+            }
             let mut snapshots = Vec::new();
             for channel in p.initial_subscriptions.iter().flatten() {
                 match self.subscribe(&conn, channel).await {
@@ -535,7 +596,7 @@ impl ProtocolHandler for Host {
             let mut channels: Vec<String> = Vec::new();
             let mut refused: Vec<String> = Vec::new();
             for channel in &p.subscriptions {
-                let channel = self.service.resolve_chat(channel);
+                let channel = self.resolve_chat(channel);
                 if channels.contains(&channel) {
                     continue;
                 }
@@ -573,6 +634,9 @@ impl ProtocolHandler for Host {
             };
             self.record_subscriptions(&conn, live.iter().map(|c| c.as_str()));
             if let Some(tracker) = self.tracker() {
+                if let Some(client) = conn.client_id() {
+                    tracker.identified(&conn.id().to_string(), &client);
+                }
                 for channel in live {
                     tracker.subscribed(&conn.id().to_string(), channel);
                 }
@@ -593,6 +657,13 @@ impl ProtocolHandler for Host {
             let protocol_version = remembered
                 .or_else(|| NegotiatedVersion::from_version("0.9.0"))
                 .ok_or_else(|| RpcError::internal("no protocol version to serve"))?;
+            let mut result = result;
+            if let ReconnectResult::Replay(replay) = &mut result {
+                let surface = protocol_version.surface();
+                replay
+                    .actions
+                    .retain(|envelope| compat::envelope_allowed(surface, envelope));
+            }
             Ok(Reconnected {
                 result,
                 protocol_version,
@@ -629,7 +700,7 @@ impl ProtocolHandler for Host {
                 "unsubscribe" => {
                     if let Ok(p) = params::<UnsubscribeParams>(raw) {
                         // The channel `subscribe` resolved, so an alias ends the subscription.
-                        let channel = self.service.resolve_chat(&p.channel);
+                        let channel = self.resolve_chat(&p.channel);
                         let subscriber = self.subscriber(&conn);
                         self.state.unsubscribe(subscriber, &channel);
                         if let Some(channels) = self.peers().subscriptions.get_mut(&conn.id()) {

@@ -296,3 +296,146 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Server-dispatches `action` on `channel`, as the host's own code would.
+fn server_action(state: &StateManager, channel: &str, action: serde_json::Value) {
+    state
+        .dispatch_server(channel, serde_json::from_value(action).unwrap())
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_0_9_peer_is_not_sent_an_action_1_0_introduced_and_a_1_0_peer_is() {
+    let dir = tempfile_dir();
+    let (host, state, service) = host(dir.path());
+    create(&service, "scripted:/s").await;
+    let chat = state.read(|h| {
+        h.session("scripted:/s")
+            .unwrap()
+            .default_chat
+            .clone()
+            .unwrap()
+    });
+    let (vscode, mut vscode_queues) = limited(1, |_| {});
+    vscode.initialized_as("0.10.0", "vscode");
+    let (spec, mut spec_queues) = limited(2, |_| {});
+    spec.initialized_as("1.0.0", "spec");
+    for conn in [&vscode, &spec] {
+        subscribe(&host, conn, &chat).await.unwrap();
+    }
+    server_action(
+        &state,
+        &chat,
+        json!({ "type": "chat/movableChanged", "movable": true }),
+    );
+    server_action(
+        &state,
+        "scripted:/s",
+        json!({ "type": "session/titleChanged", "title": "t" }),
+    );
+    let types = |frames: Vec<serde_json::Value>| -> Vec<String> {
+        frames
+            .iter()
+            .map(|f| f["params"]["action"]["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(types(frames(&mut spec_queues)), ["chat/movableChanged"]);
+    assert!(types(frames(&mut vscode_queues)).is_empty());
+    assert!(!vscode.is_closed(), "holding an action back is not a lag");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_padded_derived_chat_uri_finds_an_evicted_sessions_chat() {
+    use base64::Engine as _;
+    let dir = tempfile_dir();
+    let (host, state, service) = host(dir.path());
+    // 13 bytes: base64 pads them with two `=`, which VS Code may print as `%3D`.
+    create(&service, "scripted:/abc").await;
+    service.dispose_session("scripted:/abc").unwrap();
+    assert!(state.read(|h| h.session("scripted:/abc").is_none()));
+    let padded = format!(
+        "ahp-chat://default/{}",
+        base64::engine::general_purpose::URL_SAFE.encode("scripted:/abc")
+    )
+    .replace('=', "%3D");
+    let (conn, _queues) = limited(1, |_| {});
+    conn.initialized_as("0.10.0", "vscode");
+    assert_eq!(subscribe(&host, &conn, &padded).await, Ok(()));
+    assert!(
+        state.read(|h| h.session("scripted:/abc").is_some()),
+        "restored"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn completions_on_a_session_uri_answer_for_its_default_chat() {
+    let dir = tempfile_dir();
+    let (host, _state, service) = host(dir.path());
+    create(&service, "scripted:/s").await;
+    let (conn, _queues) = limited(1, |_| {});
+    conn.initialized_as("0.10.0", "vscode");
+    let ask = |channel: &str| {
+        host.request(
+            conn.clone(),
+            "completions".to_owned(),
+            Some(json!({ "channel": channel, "kind": "userMessage", "text": "@", "offset": 1 })),
+        )
+    };
+    assert_eq!(ask("scripted:/s").await.unwrap(), json!({ "items": [] }));
+    assert_eq!(ask("scripted:/nowhere").await.unwrap_err().code, -32008);
+}
+
+/// Keeps every frame it is handed.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<serde_json::Value>>);
+
+impl Outbox for Recorder {
+    fn push(&self, frame: Arc<str>) -> bool {
+        self.0
+            .lock()
+            .unwrap()
+            .push(serde_json::from_str(&frame).unwrap());
+        true
+    }
+}
+
+impl Recorder {
+    fn take(&self, method: &str) -> Vec<serde_json::Value> {
+        let mut frames = self.0.lock().unwrap();
+        let (wanted, rest): (Vec<_>, Vec<_>) =
+            frames.drain(..).partition(|f| f["method"] == method);
+        *frames = rest;
+        wanted
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_changed_session_summary_reaches_root_subscribers_with_the_changed_fields_only() {
+    let dir = tempfile_dir();
+    let (host, state, service) = host(dir.path());
+    let root = Arc::new(Recorder::default());
+    let watcher = state.register_subscriber(root.clone());
+    state.subscribe(watcher, "ahp-root://").unwrap();
+    create(&service, "scripted:/s").await;
+    root.take("root/sessionSummaryChanged");
+
+    let (conn, _queues) = limited(1, |_| {});
+    conn.initialized_as("1.0.0", "c");
+    dispatch(&host, &conn, "scripted:/s", 1, "Renamed").await;
+    let changed = root.take("root/sessionSummaryChanged");
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    let params = &changed[0]["params"];
+    assert_eq!(params["channel"], "ahp-root://");
+    assert_eq!(params["session"], "scripted:/s");
+    assert_eq!(params["changes"]["title"], "Renamed");
+    for identity in ["resource", "provider", "createdAt"] {
+        assert!(params["changes"].get(identity).is_none(), "{params}");
+    }
+    assert!(
+        params["changes"].get("workingDirectories").is_none(),
+        "unchanged: {params}"
+    );
+    // The same title again changes nothing and announces nothing.
+    dispatch(&host, &conn, "scripted:/s", 2, "Renamed").await;
+    assert!(root.take("root/sessionSummaryChanged").is_empty());
+}

@@ -37,6 +37,25 @@
 //! `resourceList` / `resourceResolve` / `resourceRead` answer inside the host's roots only (see
 //! [`resources`]); the write methods are refused.
 //!
+//! **VS Code as a client.** Every allowance for VS Code's dialect of AHP lives in one module,
+//! [`compat`]: the tolerances applied to every connection (a `reconnect` without `channel`,
+//! derived default-chat URIs in any base64 spelling, `completions` on a session URI), the
+//! per-connection dialect (recognised by `clientInfo.name` or the `vscode.*` `_meta` keys,
+//! reported to contributions as the client kind `vscode`, nothing else depends on it) and the
+//! wire surface of a `0.9.0`/`0.10.0` peer (actions AHP 1.0 introduced are held back from its
+//! frames and replays). URIs are **published, not translated**: the host keeps a client-named
+//! `<provider>:/<id>` session URI and gives every session its default chat at VS Code's derived
+//! `ahp-chat://default/<base64url(session URI)>` (`agenthost-service`), so no connection sees
+//! rewritten URIs. `resolveSessionConfig`, `completions` and `authenticate` — called on VS Code's
+//! normal path — answer as the `requests` module documents: the host's session configuration
+//! schema, no completion items (none are advertised), and no token taken (no agent advertises
+//! `protectedResources`). Whenever an action on a session channel changes the session's catalog
+//! entry, root subscribers get `root/sessionSummaryChanged` with the changed fields (an envelope
+//! observer, the `summaries` module), so a session list stays current without subscribing to
+//! every session. Optionally (`serve --vscode-discovery`) the host announces itself in VS Code's
+//! local discovery registry ([`discovery`]). `InitializeResult.defaultDirectory` is the first root (`serve
+//! --root`), so VS Code's remote folder picker starts where [`resources`] may read.
+//!
 //! Layout: [`Server::bind`] → [`BoundServer::serve`] accepts; per connection a reader, an
 //! in-order worker and a writer task (see the `connection` module's documentation); frames
 //! are pre-encoded `Arc<str>` so one broadcast is encoded once for every subscriber
@@ -49,15 +68,19 @@
 
 mod auth;
 pub mod checkpoint_commands;
+pub mod compat;
 mod config;
 mod connection;
+pub mod discovery;
 mod handler;
 mod handshake;
 mod host;
 mod rate;
+mod requests;
 pub mod resources;
 mod rpc;
 mod server;
+mod summaries;
 mod token;
 pub mod version;
 

@@ -980,9 +980,19 @@ impl ClientActionIntake for FakeClientActionIntake {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub enum SubscriptionCall {
-    Subscribed { connection: String, channel: String },
-    Unsubscribed { connection: String, channel: String },
+    Subscribed {
+        connection: String,
+        channel: String,
+    },
+    Unsubscribed {
+        connection: String,
+        channel: String,
+    },
     Disconnected(String),
+    Identified {
+        connection: String,
+        client_id: String,
+    },
     Subscribers(String),
     Listen,
     Unlisten(ListenerId),
@@ -1027,6 +1037,16 @@ impl SubscriptionTracker for FakeSubscriptionTracker {
     fn disconnected(&self, connection: &str) {
         self.record(SubscriptionCall::Disconnected(connection.into()));
         self.live().disconnected(connection);
+    }
+    fn identified(&self, connection: &str, client_id: &str) {
+        self.record(SubscriptionCall::Identified {
+            connection: connection.into(),
+            client_id: client_id.into(),
+        });
+        self.live().identified(connection, client_id);
+    }
+    fn client_of(&self, connection: &str) -> Option<String> {
+        self.live().client_of(connection)
     }
     fn subscribers(&self, channel: &str) -> Vec<String> {
         self.record(SubscriptionCall::Subscribers(channel.into()));

@@ -29,6 +29,8 @@ pub enum SubscriptionChange {
     Disconnected {
         /// The connection's id.
         connection: String,
+        /// The client id it had [identified](SubscriptionTracker::identified) as, if any.
+        client: Option<String>,
         /// The channels it was subscribed to.
         channels: Vec<String>,
     },
@@ -53,6 +55,16 @@ pub trait SubscriptionTracker: Send + Sync {
     fn unsubscribed(&self, connection: &str, channel: &str);
     /// `connection` went away: every subscription it held ends.
     fn disconnected(&self, connection: &str);
+    /// `connection` speaks for client `client_id` (its `initialize` or `reconnect`); kept
+    /// until it disconnects. Trackers that do not care about client ids ignore it.
+    fn identified(&self, connection: &str, client_id: &str) {
+        let _ = (connection, client_id);
+    }
+    /// The client id `connection` [identified](Self::identified) as, while it is connected.
+    fn client_of(&self, connection: &str) -> Option<String> {
+        let _ = connection;
+        None
+    }
     /// The connections subscribed to `channel`, in id order.
     fn subscribers(&self, channel: &str) -> Vec<String>;
     /// Registers a listener told about every later change.
@@ -67,6 +79,8 @@ struct Tracked {
     channels: BTreeMap<String, BTreeSet<String>>,
     /// Connection → its channels.
     connections: BTreeMap<String, BTreeSet<String>>,
+    /// Connection → the client id it identified as.
+    clients: BTreeMap<String, String>,
     listeners: BTreeMap<ListenerId, Arc<dyn SubscriptionListener>>,
     next_listener: u64,
 }
@@ -165,8 +179,9 @@ impl SubscriptionTracker for LiveSubscriptions {
     }
 
     fn disconnected(&self, connection: &str) {
-        let (listeners, channels) = {
+        let (listeners, channels, client) = {
             let mut tracked = self.lock();
+            let client = tracked.clients.remove(connection);
             let Some(channels) = tracked.connections.remove(connection) else {
                 return;
             };
@@ -178,13 +193,24 @@ impl SubscriptionTracker for LiveSubscriptions {
                     }
                 }
             }
-            (listeners(&tracked), channels.into_iter().collect())
+            (listeners(&tracked), channels.into_iter().collect(), client)
         };
         let change = SubscriptionChange::Disconnected {
             connection: connection.to_owned(),
+            client,
             channels,
         };
         self.notify(listeners, &change);
+    }
+
+    fn identified(&self, connection: &str, client_id: &str) {
+        self.lock()
+            .clients
+            .insert(connection.to_owned(), client_id.to_owned());
+    }
+
+    fn client_of(&self, connection: &str) -> Option<String> {
+        self.lock().clients.get(connection).cloned()
     }
 
     fn subscribers(&self, channel: &str) -> Vec<String> {

@@ -46,6 +46,7 @@ fn listeners_see_each_change_once_and_queries_follow_it() {
             },
             SubscriptionChange::Disconnected {
                 connection: "#1".into(),
+                client: None,
                 channels: vec!["ahp-chat:/a".into(), "ahp-chat:/b".into()]
             },
         ]
@@ -73,4 +74,31 @@ fn a_listener_may_query_the_tracker() {
     tracker.subscribed("#1", "ahp-chat:/a");
     tracker.disconnected("#1");
     assert_eq!(*listener.1.lock().unwrap(), [vec!["#1".to_owned()], vec![]]);
+}
+
+/// A connection's client id is known from its identification until it disconnects, and its
+/// disconnect names the client.
+#[test]
+fn a_connection_speaks_for_its_client_until_it_disconnects() {
+    let tracker = LiveSubscriptions::new();
+    let recorder = Arc::new(Recorder::default());
+    tracker.listen(recorder.clone());
+    assert_eq!(tracker.client_of("#1"), None);
+    tracker.identified("#1", "vscode-1");
+    tracker.subscribed("#1", "ahp-session:/s");
+    assert_eq!(tracker.client_of("#1").as_deref(), Some("vscode-1"));
+    tracker.disconnected("#1");
+    assert_eq!(tracker.client_of("#1"), None);
+    assert_eq!(
+        recorder.0.lock().unwrap().last(),
+        Some(&SubscriptionChange::Disconnected {
+            connection: "#1".into(),
+            client: Some("vscode-1".into()),
+            channels: vec!["ahp-session:/s".into()]
+        })
+    );
+    // A connection without subscriptions is forgotten too.
+    tracker.identified("#2", "cli");
+    tracker.disconnected("#2");
+    assert_eq!(tracker.client_of("#2"), None);
 }

@@ -11,7 +11,7 @@ use agenthost_dispatcher::{
     LaunchKind, RequestSource, SendTurnMessageOptions, TurnEnd, TurnEndReason,
 };
 use agenthost_protocol::ChatUri;
-use agenthost_protocol::state::ResponsePart;
+use agenthost_protocol::state::{ResponsePart, ToolCallResult};
 use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_provider_api::{
     InputResponse, PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
@@ -442,6 +442,11 @@ impl Orchestrator {
                 };
                 self.answer_input(chat, a.request_id.clone(), response);
             }
+            // Validation let only the owning client complete the call: the agent learns the
+            // result of its client tool.
+            StateAction::ChatToolCallComplete(a) => {
+                self.complete_client_tool(chat, a.tool_call_id.clone(), a.result.clone());
+            }
             StateAction::ChatTurnCancelled(a) => {
                 shared
                     .runtime()
@@ -499,6 +504,22 @@ impl Orchestrator {
                 .await
             {
                 tracing::warn!(%error, request_id, "the agent did not take the input answer");
+            }
+        });
+    }
+
+    fn complete_client_tool(&self, chat: &str, tool_call_id: String, result: ToolCallResult) {
+        let Some(runtime) = self.shared.runtime().chats.get(chat).cloned() else {
+            tracing::warn!(chat, "a client tool result for a chat without an agent");
+            return;
+        };
+        tokio::spawn(async move {
+            if let Err(error) = runtime
+                .provider
+                .complete_client_tool(&tool_call_id, result)
+                .await
+            {
+                tracing::warn!(%error, tool_call_id, "the agent did not take the client tool's result");
             }
         });
     }

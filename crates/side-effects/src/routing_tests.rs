@@ -30,6 +30,7 @@ struct Recorded {
     turns: Vec<TurnRequest>,
     permissions: Vec<(String, PermissionDecision)>,
     inputs: Vec<(String, InputResponse)>,
+    client_results: Vec<(String, agenthost_protocol::ahp_types::state::ToolCallResult)>,
     cancels: Vec<String>,
 }
 
@@ -65,6 +66,18 @@ impl ProviderSession for FakeSession {
             .unwrap()
             .inputs
             .push((id.to_owned(), response));
+        Box::pin(async { Ok(()) })
+    }
+    fn complete_client_tool<'a>(
+        &'a self,
+        id: &'a str,
+        result: agenthost_protocol::ahp_types::state::ToolCallResult,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        self.0
+            .lock()
+            .unwrap()
+            .client_results
+            .push((id.to_owned(), result));
         Box::pin(async { Ok(()) })
     }
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
@@ -463,6 +476,52 @@ async fn input_answers_reach_the_provider_with_the_merged_answers() {
     assert_eq!(response.answer_texts("q0"), ["Ada"]);
     assert_eq!(response.answer_texts("q1"), ["o1"]);
     assert!(h.provider.0.lock().unwrap().permissions.is_empty());
+}
+
+/// A client tool's completion by its owning client reaches the agent; a client completing a
+/// call it does not own is rejected and the agent hears nothing.
+#[tokio::test(start_paused = true)]
+async fn client_tool_results_reach_the_provider_from_the_owning_client_only() {
+    let h = harness("fake", OrchestratorConfig::default());
+    h.start_turn("t1").await;
+    for (call, contributor) in [
+        ("own", json!({ "kind": "client", "clientId": "client-a" })),
+        (
+            "theirs",
+            json!({ "kind": "client", "clientId": "client-b" }),
+        ),
+    ] {
+        h.act(
+            json!({ "type": "chat/toolCallStart", "turnId": "t1", "toolCallId": call,
+                    "toolName": "probe", "displayName": "Probe", "contributor": contributor }),
+            None,
+        )
+        .await;
+        h.act(
+            json!({ "type": "chat/toolCallReady", "turnId": "t1", "toolCallId": call,
+                    "invocationMessage": "Run Probe", "confirmed": "not-needed" }),
+            None,
+        )
+        .await;
+    }
+    let complete = |call: &str| {
+        json!({ "type": "chat/toolCallComplete", "turnId": "t1", "toolCallId": call,
+                "result": { "success": true, "pastTenseMessage": "Probed",
+                            "content": [{ "type": "text", "text": "42" }] } })
+    };
+    assert!(matches!(
+        h.client(CHAT, complete("theirs")),
+        ClientDispatch::Rejected(_)
+    ));
+    assert!(matches!(
+        h.client(CHAT, complete("own")),
+        ClientDispatch::Accepted(_)
+    ));
+    settle().await;
+    let results = h.provider.0.lock().unwrap().client_results.clone();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].0, "own");
+    assert!(results[0].1.success);
 }
 
 #[tokio::test(start_paused = true)]

@@ -31,6 +31,7 @@
 //! | 17 | `sideChat` | `dyn HostState` | registered |
 //! | 18 | `sessionFlags` | `dyn SessionDataStore`, `dyn HostState` | registered |
 //! | 19 | `unattendedPolicy` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
+//! | 20 | `clientDeparture` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
@@ -38,6 +39,7 @@ use agenthost_contrib_chat_config::ChatConfig;
 use agenthost_contrib_chat_draft::ChatDraft;
 use agenthost_contrib_chat_surface::ChatSurface;
 use agenthost_contrib_checkpoint_and_changeset::CheckpointAndChangeset;
+use agenthost_contrib_client_departure::ClientDeparture;
 use agenthost_contrib_github_references::GithubReferences;
 use agenthost_contrib_local_command::LocalCommandHandler;
 use agenthost_contrib_mark_unread::MarkUnread;
@@ -84,6 +86,7 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<SideChat>()?); // 17
     set.push(dispatcher.register::<SessionFlags>()?); // 18
     set.push(dispatcher.register::<UnattendedPolicyContribution>()?); // 19
+    set.push(dispatcher.register::<ClientDeparture>()?); // 20
     Ok(set)
 }
 

@@ -75,7 +75,8 @@ fn the_builtin_order_per_hook() {
             "chatSurface",
             "sideChat",
             "sessionFlags",
-            "unattendedPolicy"
+            "unattendedPolicy",
+            "clientDeparture"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));

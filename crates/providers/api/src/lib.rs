@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use agenthost_protocol::ahp_types::state::{
     AgentInfo, ChatInputAnswer, ChatInputAnswerValue, ChatInputResponseKind, ErrorInfo,
-    MessageAttachment, ModelSelection, SessionModelInfo, Turn,
+    MessageAttachment, ModelSelection, SessionModelInfo, ToolCallResult, Turn,
 };
 use agenthost_protocol::error_info::{PROVIDER_EXITED, error_info};
 use agenthost_protocol::{AgentSignal, ChatUri, SessionUri};
@@ -307,6 +307,25 @@ pub trait ProviderSession: Send + Sync {
         Box::pin(async {
             Err(ProviderError::Unsupported {
                 operation: "input requests",
+            })
+        })
+    }
+
+    /// Hands the agent the outcome of its call `tool_call_id` to a client-contributed tool
+    /// (one it started with a `{kind: client}` contributor): the owning client's
+    /// `chat/toolCallComplete`, or the host's failed completion for a client that went away.
+    /// The host has already applied the completion to the chat, so the agent must not report
+    /// its own completion of the call; it only continues with `result`. Agents that never call
+    /// client tools keep the default, which reports the operation unsupported.
+    fn complete_client_tool<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        result: ToolCallResult,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        let _ = (tool_call_id, result);
+        Box::pin(async {
+            Err(ProviderError::Unsupported {
+                operation: "client tools",
             })
         })
     }

@@ -40,6 +40,7 @@ pub(crate) fn script() -> Script {
         input: None,
         confirm: true,
         permission: None,
+        client: None,
         effect: Effect::WriteFile(WriteFile {
             path: "hello.txt".into(),
             content: "Hello from the scripted agent!\n".into(),
@@ -54,6 +55,7 @@ pub(crate) fn script() -> Script {
         input: None,
         confirm: false,
         permission: None,
+        client: None,
         effect: Effect::ReadFile(ReadFile {
             path: "hello.txt".into(),
         }),

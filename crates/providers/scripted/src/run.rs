@@ -16,8 +16,9 @@ use agenthost_protocol::ahp_types::actions::{
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{
     ErrorInfo, MarkdownResponsePart, ReasoningResponsePart, ResponsePart,
-    ToolCallPendingConfirmationState, ToolCallResult, ToolInput, ToolResultContent,
-    ToolResultSubagentContent, ToolResultTextContent, UsageInfo,
+    ToolCallClientContributor, ToolCallContributor, ToolCallPendingConfirmationState,
+    ToolCallResult, ToolInput, ToolResultContent, ToolResultSubagentContent, ToolResultTextContent,
+    UsageInfo,
 };
 use agenthost_protocol::error_info::{INTERNAL_ERROR, error_info, error_part};
 use agenthost_protocol::{
@@ -31,7 +32,7 @@ use tokio::time::Instant;
 
 use crate::effects::{self, EffectOutput};
 use crate::script::{Effect, JoinUntil, SCRIPTED_ERROR, Step, Subagent, Tool, TurnScript};
-use crate::session::TurnControl;
+use crate::session::{Answer, TurnControl};
 
 /// The tool name of a subagent's spawning call, as Claude Code names it.
 pub const SUBAGENT_TOOL_NAME: &str = "Task";
@@ -322,6 +323,11 @@ impl TurnRun {
             .display_name
             .clone()
             .unwrap_or_else(|| tool.name.clone());
+        let contributor = tool.client.as_ref().map(|client_id| {
+            ToolCallContributor::Client(ToolCallClientContributor {
+                client_id: client_id.clone(),
+            })
+        });
         let start = StateAction::ChatToolCallStart(ChatToolCallStartAction {
             turn_id: self.turn_id(),
             tool_call_id: tool_call_id.clone(),
@@ -329,13 +335,13 @@ impl TurnRun {
             tool_name: tool.name.clone(),
             display_name: display_name.clone(),
             intention: None,
-            contributor: None,
+            contributor: contributor.clone(),
         });
         self.emit(scope, start).await?;
         let texts = ToolTexts::new(tool, &display_name);
         let tool_input = tool_input(tool);
         if tool.confirm {
-            let Some(answer) = self.control.await_permission(&tool_call_id) else {
+            let Some(answer) = self.control.await_answer(&tool_call_id) else {
                 return Err(Stop::Gone);
             };
             let pending = PendingConfirmation {
@@ -346,7 +352,7 @@ impl TurnRun {
                     tool_name: tool.name.clone(),
                     display_name: display_name.clone(),
                     intention: None,
-                    contributor: None,
+                    contributor,
                     meta: None,
                     invocation_message: texts.invocation.clone().into(),
                     tool_input,
@@ -365,9 +371,22 @@ impl TurnRun {
             let answer = answer.await;
             self.control.set_waiting(false);
             match answer {
-                Ok(PermissionDecision::Approve) => {}
+                Ok(Answer::Permission(PermissionDecision::Approve)) => {}
                 // The client's denial already cancelled the call: nothing more to say about it.
-                Ok(PermissionDecision::Deny { .. }) => return Ok(()),
+                Ok(Answer::Permission(PermissionDecision::Deny { .. })) => return Ok(()),
+                // A client completed its own call from the pending confirmation.
+                Ok(Answer::ClientResult(_)) if tool.client.is_some() => return Ok(()),
+                Ok(Answer::ClientResult(_)) => {
+                    return Err(Stop::Failed {
+                        error: error_info(
+                            INTERNAL_ERROR,
+                            format!(
+                                "`{tool_call_id}` is not a client tool but got a client result"
+                            ),
+                        ),
+                        resumable: false,
+                    });
+                }
                 Err(_) => return Err(Stop::Gone),
             }
         } else {
@@ -379,6 +398,9 @@ impl TurnRun {
                 None,
             );
             self.emit(scope, ready).await?;
+        }
+        if tool.client.is_some() {
+            return self.await_client_result(&tool_call_id).await;
         }
         let result = match effects::perform(&self.working_directory, &tool.effect).await {
             Ok(output) => {
@@ -412,6 +434,30 @@ impl TurnRun {
         };
         self.emit(scope, complete(self.turn_id(), tool_call_id, result))
             .await
+    }
+
+    /// Waits until the client that owns `tool_call_id` (or the host, for a client gone away)
+    /// completed it: the completion is already in the chat, so nothing is emitted.
+    async fn await_client_result(&self, tool_call_id: &str) -> Result<(), Stop> {
+        let Some(answer) = self.control.await_answer(tool_call_id) else {
+            return Err(Stop::Gone);
+        };
+        self.control.set_waiting(true);
+        let answer = answer.await;
+        self.control.set_waiting(false);
+        match answer {
+            Ok(Answer::ClientResult(_)) => Ok(()),
+            Ok(Answer::Permission(_)) => Err(Stop::Failed {
+                error: error_info(
+                    INTERNAL_ERROR,
+                    format!(
+                        "the client tool call `{tool_call_id}` got a permission answer while running"
+                    ),
+                ),
+                resumable: false,
+            }),
+            Err(_) => Err(Stop::Gone),
+        }
     }
 
     async fn subagent(&mut self, subagent: &Subagent, scope: Option<&SafeId>) -> Result<(), Stop> {

@@ -149,6 +149,11 @@ pub struct Tool {
     /// other name); defaults from the effect (`write`, `read`, or the tool name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<String>,
+    /// The call is to a tool of the client with this id (contributor `{kind: client}`): the
+    /// client runs it and completes it (`chat/toolCallComplete`), and the script waits for
+    /// that result (or the host's failure for a client that went away). Has no `effect`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// What the call does when it runs.
     #[serde(default, skip_serializing_if = "Effect::is_none")]
     pub effect: Effect,
@@ -569,6 +574,12 @@ fn check(step: &Step) -> Result<(), String> {
                 .is_some_and(|path| path.trim().is_empty()) =>
         {
             Err("the effect's `path` must not be empty".into())
+        }
+        Step::Tool(tool) if tool.client.as_ref().is_some_and(|c| c.trim().is_empty()) => {
+            Err("`client` must not be empty".into())
+        }
+        Step::Tool(tool) if tool.client.is_some() && !tool.effect.is_none() => {
+            Err("a client tool (`client`) has no `effect`: the client runs it".into())
         }
         Step::Subagent(subagent) if subagent.agent.trim().is_empty() => {
             Err("`agent` must not be empty".into())

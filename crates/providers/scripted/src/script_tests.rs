@@ -50,6 +50,7 @@ fn every_step_kind_parses_with_its_defaults() {
                     input: None,
                     confirm: true,
                     permission: None,
+                    client: None,
                     effect: Effect::WriteFile(WriteFile {
                         path: "a.txt".into(),
                         content: "A".into(),
@@ -64,6 +65,7 @@ fn every_step_kind_parses_with_its_defaults() {
                     input: Some(json!({ "path": "a.txt" })),
                     confirm: false,
                     permission: Some("read".into()),
+                    client: None,
                     effect: Effect::ReadFile(ReadFile {
                         path: "a.txt".into(),
                     }),
@@ -77,6 +79,7 @@ fn every_step_kind_parses_with_its_defaults() {
                     input: None,
                     confirm: false,
                     permission: None,
+                    client: None,
                     effect: Effect::None,
                     result: None,
                     past_tense: None,
@@ -348,6 +351,7 @@ fn background_subagents_joins_and_appends_parse_and_round_trip() {
             input: None,
             confirm: true,
             permission: None,
+            client: None,
             effect: Effect::AppendFile(AppendFile {
                 path: "effects.log".into(),
                 content: "w\n".into(),
@@ -371,4 +375,29 @@ fn background_subagents_joins_and_appends_parse_and_round_trip() {
             "unknown variant `soon`, expected `done` or `waiting`".to_owned()
         )
     );
+}
+
+#[test]
+fn a_client_tool_names_its_client_and_has_no_effect() {
+    let script = Script::from_json(
+        r#"{ "turns": [{ "steps": [{ "kind": "tool", "name": "probe", "client": "vscode-1" }] }] }"#,
+    )
+    .unwrap();
+    let Step::Tool(tool) = &script.turns[0].steps[0] else {
+        panic!("a tool step");
+    };
+    assert_eq!(tool.client.as_deref(), Some("vscode-1"));
+    let (location, message) = invalid_at(
+        r#"{ "turns": [{ "steps": [{ "kind": "tool", "name": "probe", "client": "c",
+            "effect": { "kind": "readFile", "path": "a.txt" } }] }] }"#,
+    );
+    assert_eq!(location, "turns[0].steps[0] (tool)");
+    assert_eq!(
+        message,
+        "a client tool (`client`) has no `effect`: the client runs it"
+    );
+    let (_, message) = invalid_at(
+        r#"{ "turns": [{ "steps": [{ "kind": "tool", "name": "probe", "client": " " }] }] }"#,
+    );
+    assert_eq!(message, "`client` must not be empty");
 }

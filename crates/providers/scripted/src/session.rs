@@ -11,7 +11,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agenthost_protocol::ahp_types::state::Turn;
+use agenthost_protocol::ahp_types::state::{ToolCallResult, Turn};
 use agenthost_protocol::{SafeId, SessionUri, SubagentCompleted};
 use agenthost_provider_api::{
     PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
@@ -32,6 +32,9 @@ use crate::script::{JoinUntil, Script};
 /// - `respond_to_permission` answers a tool waiting for permission: approve runs the tool's
 ///   effect and completes it; deny emits nothing more for that tool (the client's
 ///   `chat/toolCallConfirmed` already cancelled it) and the script continues.
+/// - `complete_client_tool` hands a client tool (`"client": "<id>"`) its result: the call was
+///   completed in the chat by the client (or failed by the host for a departed client), so
+///   nothing more is emitted for it and the script continues.
 /// - `cancel` stops the running turn, closes its open subagents and sends `chat/turnCancelled`.
 /// - `fetch_turns` is unsupported: the agent keeps no history of its own (the script is its
 ///   whole memory), so the host's store is the only record of the conversation.
@@ -59,7 +62,13 @@ pub(crate) struct SessionState {
     background: HashMap<String, Background>,
     /// Spawn order of the next background subagent.
     next_background: u64,
+    /// Client results that arrived before their run parked for them (a client may complete
+    /// an approved call before the run woke from the approval), at most [`EARLY_RESULTS`].
+    early_results: HashMap<String, ToolCallResult>,
 }
+
+/// How many early client results a session holds at most.
+const EARLY_RESULTS: usize = 256;
 
 /// A background subagent in progress.
 #[derive(Debug)]
@@ -71,7 +80,7 @@ struct Background {
     task: Option<JoinHandle<()>>,
     /// Its confirmation was sent and is not answered yet.
     waiting: bool,
-    confirmations: HashMap<String, oneshot::Sender<PermissionDecision>>,
+    confirmations: HashMap<String, oneshot::Sender<Answer>>,
     /// Its own `Task` call id, then the subagents it started inline and has not completed,
     /// outermost first.
     open_subagents: Vec<SafeId>,
@@ -85,7 +94,7 @@ struct Running {
     started: Instant,
     phase: Phase,
     task: Option<JoinHandle<()>>,
-    confirmations: HashMap<String, oneshot::Sender<PermissionDecision>>,
+    confirmations: HashMap<String, oneshot::Sender<Answer>>,
     /// Subagents started and not yet completed, outermost first.
     open_subagents: Vec<SafeId>,
 }
@@ -97,6 +106,17 @@ pub(crate) enum Phase {
     Running,
     /// Someone is sending its terminal action; nothing else may end it.
     Ending,
+}
+
+/// What a parked tool call is waiting for: a permission answer, or (for a client tool) the
+/// client's result. A client tool still waiting for permission may get its result instead (a
+/// client completes a call it will not run straight from its pending confirmation).
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// `respond_to_permission`.
+    Permission(PermissionDecision),
+    /// `complete_client_tool`.
+    ClientResult(ToolCallResult),
 }
 
 fn lock(state: &Mutex<SessionState>) -> MutexGuard<'_, SessionState> {
@@ -146,12 +166,16 @@ impl TurnControl {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// Parks a permission answer for `tool_call_id`; `None` once the run is being ended.
-    pub(crate) fn await_permission(
-        &self,
-        tool_call_id: &str,
-    ) -> Option<oneshot::Receiver<PermissionDecision>> {
+    /// Parks an answer (a permission decision or a client tool's result) for `tool_call_id`;
+    /// `None` once the run is being ended.
+    pub(crate) fn await_answer(&self, tool_call_id: &str) -> Option<oneshot::Receiver<Answer>> {
         let (tx, rx) = oneshot::channel();
+        let early = lock(&self.state).early_results.remove(tool_call_id);
+        if let Some(result) = early {
+            // The receiver is still here: the send cannot fail.
+            let _ = tx.send(Answer::ClientResult(result));
+            return Some(rx);
+        }
         let parked = match self.slot {
             Slot::Turn => self
                 .with_running(|running| {
@@ -438,11 +462,7 @@ impl ScriptedSession {
         Ok(())
     }
 
-    fn answer(
-        &self,
-        tool_call_id: &str,
-        decision: PermissionDecision,
-    ) -> Result<(), ProviderError> {
+    fn answer(&self, tool_call_id: &str, answer: Answer) -> Result<(), ProviderError> {
         let waiting = {
             let mut state = lock(&self.state);
             let of_turn = state
@@ -450,20 +470,32 @@ impl ScriptedSession {
                 .as_mut()
                 .filter(|running| running.phase == Phase::Running)
                 .and_then(|running| running.confirmations.remove(tool_call_id));
-            of_turn.or_else(|| {
+            let waiting = of_turn.or_else(|| {
                 state
                     .background
                     .values_mut()
                     .find_map(|background| background.confirmations.remove(tool_call_id))
-            })
+            });
+            let live = state
+                .running
+                .as_ref()
+                .is_some_and(|running| running.phase == Phase::Running)
+                || !state.background.is_empty();
+            match (waiting, answer) {
+                (Some(waiting), answer) => (waiting, answer),
+                // A client result ahead of its run: kept until the run parks for it.
+                (None, Answer::ClientResult(result))
+                    if live && state.early_results.len() < EARLY_RESULTS =>
+                {
+                    state.early_results.insert(tool_call_id.to_owned(), result);
+                    return Ok(());
+                }
+                (None, answer) => return Err(not_waiting(tool_call_id, &answer)),
+            }
         };
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
-        };
-        waiting
-            .ok_or_else(not_waiting)?
-            .send(decision)
-            .map_err(|_| not_waiting())
+        let (waiting, answer) = waiting;
+        let error = not_waiting(tool_call_id, &answer);
+        waiting.send(answer).map_err(|_| error)
     }
 
     async fn cancel_turn(&self, turn_id: &str) -> Result<(), ProviderError> {
@@ -559,7 +591,15 @@ impl ProviderSession for ScriptedSession {
         tool_call_id: &'a str,
         decision: PermissionDecision,
     ) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(async move { self.answer(tool_call_id, decision) })
+        Box::pin(async move { self.answer(tool_call_id, Answer::Permission(decision)) })
+    }
+
+    fn complete_client_tool<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        result: ToolCallResult,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move { self.answer(tool_call_id, Answer::ClientResult(result)) })
     }
 
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
@@ -578,6 +618,16 @@ impl ProviderSession for ScriptedSession {
 
     fn dispose(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.dispose_session())
+    }
+}
+
+fn not_waiting(tool_call_id: &str, answer: &Answer) -> ProviderError {
+    let what = match answer {
+        Answer::Permission(_) => "permission",
+        Answer::ClientResult(_) => "a client's result",
+    };
+    ProviderError::NotRunning {
+        message: format!("no tool call `{tool_call_id}` is waiting for {what}"),
     }
 }
 

@@ -320,3 +320,140 @@ async fn a_host_that_stops_listening_does_not_wedge_the_session() {
         .unwrap();
     assert_eq!(provider.id(), "scripted");
 }
+
+fn client_result(text: &str) -> ToolCallResult {
+    serde_json::from_value(json!({
+        "success": true, "pastTenseMessage": text,
+        "content": [{ "type": "text", "text": text }]
+    }))
+    .unwrap()
+}
+
+const CLIENT_TOOL: &str = r#"{ "turns": [{ "steps": [
+    { "kind": "tool", "name": "probe", "displayName": "Probe", "client": "vscode-1" },
+    { "kind": "say", "text": "after" }
+] }] }"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_client_tool_waits_for_its_clients_result_and_completes_nothing_itself() {
+    let mut harness = Harness::new(CLIENT_TOOL).await;
+    harness.send("t1", "go").await;
+    let started = harness
+        .until(|signal| describe(signal).starts_with("toolCallReady"))
+        .await;
+    assert_eq!(
+        describe_all(&started),
+        strings(&[
+            r#"toolCallStart tool-1-1 probe "Probe" client=vscode-1"#,
+            r#"toolCallReady tool-1-1 not-needed "Run Probe""#,
+        ])
+    );
+    // Nothing happens until the client's result comes: the host completed the call already.
+    harness.assert_quiet().await;
+    harness
+        .session
+        .complete_client_tool("tool-1-1", client_result("probed"))
+        .await
+        .unwrap();
+    assert_eq!(
+        describe_all(&harness.until_terminal().await),
+        strings(&[
+            r#"markdown md-1-1 """#,
+            r#"delta md-1-1 "after""#,
+            "turnComplete 86400000ms",
+        ])
+    );
+    // Once it is in, a second result for the call is an error.
+    assert_eq!(
+        not_running(
+            harness
+                .session
+                .complete_client_tool("tool-1-1", client_result("again"))
+                .await
+        ),
+        "no tool call `tool-1-1` is waiting for a client's result"
+    );
+}
+
+const CONFIRMED_CLIENT_TOOL: &str = r#"{ "turns": [{ "steps": [
+    { "kind": "tool", "name": "probe", "client": "vscode-1", "confirm": true },
+    { "kind": "say", "text": "after" }
+] }] }"#;
+
+/// The rest of a client tool turn once the call is done, with no time passed.
+const AFTER_AT_ONCE: [&str; 3] = [
+    r#"markdown md-1-1 """#,
+    r#"delta md-1-1 "after""#,
+    "turnComplete 0ms",
+];
+
+#[tokio::test(start_paused = true)]
+async fn a_client_result_that_overtakes_the_approval_is_kept_for_the_run() {
+    let mut harness = Harness::new(CONFIRMED_CLIENT_TOOL).await;
+    harness.send("t1", "go").await;
+    let pending = harness.until_pending().await;
+    assert_eq!(
+        describe_all(&pending)[0],
+        r#"toolCallStart tool-1-1 probe "probe" client=vscode-1"#
+    );
+    // The client answers the approval and completes the call before the run woke up.
+    harness
+        .session
+        .respond_to_permission("tool-1-1", PermissionDecision::Approve)
+        .await
+        .unwrap();
+    harness
+        .session
+        .complete_client_tool("tool-1-1", client_result("probed"))
+        .await
+        .unwrap();
+    assert_eq!(describe_all(&harness.until_terminal().await), AFTER_AT_ONCE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_may_complete_its_call_straight_from_the_pending_confirmation() {
+    let mut harness = Harness::new(CONFIRMED_CLIENT_TOOL).await;
+    harness.send("t1", "go").await;
+    harness.until_pending().await;
+    harness
+        .session
+        .complete_client_tool("tool-1-1", client_result("unavailable"))
+        .await
+        .unwrap();
+    assert_eq!(describe_all(&harness.until_terminal().await), AFTER_AT_ONCE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn client_results_without_a_turn_or_for_host_tools_are_refused() {
+    let mut harness = Harness::new(
+        r#"{ "turns": [{ "steps": [
+            { "kind": "tool", "name": "w", "confirm": true,
+              "effect": { "kind": "writeFile", "path": "a.txt", "content": "A" } }
+        ] }] }"#,
+    )
+    .await;
+    assert_eq!(
+        not_running(
+            harness
+                .session
+                .complete_client_tool("tool-1-1", client_result("x"))
+                .await
+        ),
+        "no tool call `tool-1-1` is waiting for a client's result"
+    );
+    harness.send("t1", "go").await;
+    harness.until_pending().await;
+    // A host tool waiting for permission does not take a client's result: the turn fails
+    // loudly rather than skipping the effect.
+    harness
+        .session
+        .complete_client_tool("tool-1-1", client_result("x"))
+        .await
+        .unwrap();
+    let end = describe_all(&harness.until_terminal().await);
+    assert!(
+        end.last().unwrap().starts_with("error internalError"),
+        "{end:?}"
+    );
+    assert_eq!(harness.file("a.txt"), None);
+}

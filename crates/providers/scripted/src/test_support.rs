@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agenthost_protocol::StringOrMarkdown;
-use agenthost_protocol::state::{ResponsePart, ToolCallConfirmationReason};
+use agenthost_protocol::state::{ResponsePart, ToolCallConfirmationReason, ToolCallContributor};
 use agenthost_protocol::{AgentSignal, ChatUri, SafeId, SessionUri, StateAction};
 use agenthost_provider_api::{
     Provider, ProviderSession, RestoreSession, RoutedSignal, SignalSink, StartSession, TurnRequest,
@@ -246,8 +246,16 @@ fn describe_action(action: &StateAction) -> String {
         StateAction::ChatDelta(a) => format!("delta {} {:?}", a.part_id, a.content),
         StateAction::ChatReasoning(a) => format!("reasoningDelta {} {:?}", a.part_id, a.content),
         StateAction::ChatToolCallStart(a) => format!(
-            "toolCallStart {} {} {:?}",
-            a.tool_call_id, a.tool_name, a.display_name
+            "toolCallStart {} {} {:?}{}",
+            a.tool_call_id,
+            a.tool_name,
+            a.display_name,
+            match &a.contributor {
+                Some(ToolCallContributor::Client(client)) =>
+                    format!(" client={}", client.client_id),
+                Some(other) => format!(" contributor={other:?}"),
+                None => String::new(),
+            }
         ),
         StateAction::ChatToolCallReady(a) => format!(
             "toolCallReady {} {} {:?}",

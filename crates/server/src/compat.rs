@@ -1,0 +1,231 @@
+//! Client compatibility: every allowance the host makes for a client's dialect, in one place.
+//!
+//! The host speaks AHP 1.0. VS Code's Agents window speaks a dialect of it (`vscode-interop.md`
+//! §6–§7); everything the transport or the [`Host`](crate::Host) does differently because of
+//! that lives here and is called from exactly one site each. Nothing below `server` knows about
+//! VS Code.
+//!
+//! **Tolerances, for every connection.** They are harmless for a client that follows the
+//! specification, so they are applied without looking at who the client is:
+//!
+//! | Quirk (`vscode-interop.md` §7) | Where it is met |
+//! |---|---|
+//! | `reconnect` (and `initialize`) without `channel` | [`fill_missing_channel`], called by the connection's parameter decoder |
+//! | VS Code derives the default chat `ahp-chat://default/<base64url(session)>` itself, padded or not | [`chat_spelling`]: any spelling of a derived chat URI becomes the one the host publishes, before the chat is resolved |
+//! | `completions` on the session URI | [`completions_channel`]: a session URI means its default chat |
+//! | a `session/titleChanged` on the chat channel (a rename) | the reducers accept that one pairing (`agenthost-reducers` validation), the `sessionTitle` contribution applies it to the session (`session/titleChanged`, `session/chatUpdated`) and the host's `summaries` observer announces `root/sessionSummaryChanged`; nothing here |
+//! | the `root/configChanged` burst, every one with `clientSeq` 0 | nothing to do: the host never deduplicates by `(clientId, clientSeq)` nor requires it to grow; each is echoed (merged into root `config`) or rejected once |
+//! | client tools and synced customizations in `createSession.activeClient` | [`create_session_params`]: entries the 1.0 wire types cannot read are left out, the session is created |
+//! | `ping` at any time, before `initialize` too | the connection's reader answers it ahead of queued work (`connection` module) |
+//! | `disposeSession` of a session it still shows | `disposeSession` frees live state only (`agenthost-service`): history, listing and restore stay; no `root/sessionRemoved` |
+//!
+//! **URIs: published, not translated.** The host publishes VS Code's shapes to every client:
+//! a client-named `<provider>:/<id>` session keeps that URI (and `createSession` takes the
+//! provider from the scheme when `provider` is absent), and every session's default chat *is*
+//! `ahp-chat://default/<base64url(session URI)>` (`ChatUri::default_for`). So no per-connection
+//! URI rewriting exists; a session another client creates as `ahp-session:/…` is listed for
+//! VS Code under that URI.
+//!
+//! **Per connection: the dialect and the wire surface.** [`ClientDialect::detect`] recognises
+//! VS Code by `clientInfo.name` (`vscode-…`) or a `vscode.*` `_meta` key; it is remembered per
+//! `clientId` (a `reconnect` carries neither) and only reported as the client kind to
+//! contributions — no behaviour depends on it. The negotiated version does: a `0.9.x`/`0.10.x`
+//! peer gets the 0.9 surface, so [`allowed_on`] holds back the actions AHP 1.0 introduced
+//! ([`INTRODUCED_IN_1_0`]) from its frames and replays; `x-` actions pass.
+
+use std::borrow::Cow;
+
+use agenthost_protocol::commands::{CreateSessionParams, InitializeParams};
+use agenthost_protocol::state::{ClientPluginCustomization, ToolDefinition};
+use agenthost_protocol::{ActionEnvelope, ChatUri};
+use serde_json::{Map, Value};
+
+use crate::version::WireSurface;
+
+/// The client kind reported for VS Code (`ClientContext::client_kind`).
+pub const VSCODE_CLIENT_KIND: &str = "vscode";
+
+/// Which dialect of AHP a client speaks, as far as the host can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientDialect {
+    /// VS Code's Agents window (or an editor window): `clientInfo.name` `vscode-…`, or a
+    /// `vscode.*` key in `initialize._meta`.
+    VsCode,
+    /// Anything else: the specification.
+    Spec,
+}
+
+impl ClientDialect {
+    /// The dialect an `initialize` announces.
+    pub fn detect(params: &InitializeParams) -> Self {
+        let named = params
+            .client_info
+            .as_ref()
+            .is_some_and(|info| info.name.starts_with("vscode-"));
+        let meta = params
+            .meta
+            .as_ref()
+            .is_some_and(|meta| meta.keys().any(|key| key.starts_with("vscode.")));
+        if named || meta {
+            Self::VsCode
+        } else {
+            Self::Spec
+        }
+    }
+
+    /// The client kind contributions see (`ClientContext::client_kind`).
+    pub fn client_kind(self) -> Option<String> {
+        match self {
+            Self::VsCode => Some(VSCODE_CLIENT_KIND.to_owned()),
+            Self::Spec => None,
+        }
+    }
+}
+
+/// Fills a missing `channel` of `initialize`/`reconnect` params with the root URI: VS Code sends
+/// `reconnect` as `{clientId, lastSeenServerSeq, subscriptions}` only.
+pub fn fill_missing_channel(params: &mut Map<String, Value>) {
+    params
+        .entry("channel")
+        .or_insert_with(|| Value::from(agenthost_protocol::ROOT_RESOURCE_URI));
+}
+
+/// The spelling the host publishes for a chat URI a client names: a derived default chat
+/// (`ahp-chat://default/<x>`, with or without base64 padding, `=` or `%3D`) becomes
+/// `ChatUri::default_for` of the session it encodes; anything else is unchanged. VS Code computes
+/// these URIs itself instead of reading the published catalog.
+pub fn chat_spelling(uri: &str) -> Cow<'_, str> {
+    let Ok(chat) = ChatUri::parse(uri) else {
+        return Cow::Borrowed(uri);
+    };
+    match chat.default_chat_session() {
+        Ok(Some(session)) => {
+            let published = ChatUri::default_for(&session);
+            if published.as_str() == uri {
+                Cow::Borrowed(uri)
+            } else {
+                Cow::Owned(published.into_string())
+            }
+        }
+        _ => Cow::Borrowed(uri),
+    }
+}
+
+/// The chat a `completions` request is for: VS Code sends it on the **session** URI, meaning the
+/// session's default chat (`default_chat_of` looks it up). A chat URI, or a session without a
+/// default chat, is returned unchanged.
+pub fn completions_channel(
+    channel: &str,
+    default_chat_of: impl FnOnce(&str) -> Option<String>,
+) -> String {
+    default_chat_of(channel).unwrap_or_else(|| channel.to_owned())
+}
+
+/// Decodes `createSession` params, tolerating what a client sends about itself: an
+/// `activeClient.tools` or `activeClient.customizations` entry the 1.0 wire types cannot read (a
+/// shape of an older protocol version, a field missing) is dropped — logged at `debug` — instead
+/// of failing the whole request, since VS Code sends its tools and synced customizations with
+/// every session and no agent of this host depends on them. Anything else malformed is still
+/// "invalid params".
+pub fn create_session_params(raw: Option<Value>) -> Result<CreateSessionParams, String> {
+    let raw = raw.unwrap_or(Value::Null);
+    let strict = match serde_json::from_value::<CreateSessionParams>(raw.clone()) {
+        Ok(params) => return Ok(params),
+        Err(error) => error.to_string(),
+    };
+    let mut lenient = raw;
+    let Some(client) = lenient
+        .get_mut("activeClient")
+        .and_then(Value::as_object_mut)
+    else {
+        return Err(strict);
+    };
+    let mut dropped = 0;
+    if let Some(Value::Array(tools)) = client.get_mut("tools") {
+        let before = tools.len();
+        tools.retain(|tool| serde_json::from_value::<ToolDefinition>(tool.clone()).is_ok());
+        dropped += before - tools.len();
+    }
+    if let Some(Value::Array(customizations)) = client.get_mut("customizations") {
+        let before = customizations.len();
+        customizations.retain(|entry| {
+            serde_json::from_value::<ClientPluginCustomization>(entry.clone()).is_ok()
+        });
+        dropped += before - customizations.len();
+    }
+    if dropped == 0 {
+        return Err(strict);
+    }
+    let params = serde_json::from_value::<CreateSessionParams>(lenient).map_err(|_| strict)?;
+    tracing::debug!(
+        session = params.channel,
+        dropped,
+        "createSession: left out client tools or customizations this host cannot read"
+    );
+    Ok(params)
+}
+
+/// Action types AHP 1.0 introduced (`ahp-protocol.md` §5): a peer served the 0.9 surface
+/// (VS Code's `0.9.0` and `0.10.0`) is never sent them. `ahp-types` has no such table; extend
+/// this one with every action a later version adds.
+pub const INTRODUCED_IN_1_0: [&str; 7] = [
+    "session/chatsReordered",
+    "session/mcpServerBackgroundRequested",
+    "chat/backgroundWorkSet",
+    "chat/backgroundWorkRemoved",
+    "chat/movableChanged",
+    "chat/changesetsChanged",
+    "chat/canvasesChanged",
+];
+
+/// Whether an action of `action_type` may be sent to a peer served `surface`.
+pub fn allowed_on(surface: WireSurface, action_type: &str) -> bool {
+    match surface {
+        WireSurface::V1_0 => true,
+        WireSurface::V0_9 => !INTRODUCED_IN_1_0.contains(&action_type),
+    }
+}
+
+/// Whether the pre-encoded frame may be sent to a peer served `surface` (`None`: not yet
+/// negotiated, so everything passes). Cheap on every frame: one substring search finds the
+/// envelope's action type (the envelope's `channel` is a string and its `action` comes next, tag
+/// first, so the first match is the envelope's own); the surface is looked up only for a gated
+/// type.
+pub fn frame_allowed(surface: impl FnOnce() -> Option<WireSurface>, frame: &str) -> bool {
+    let Some(action_type) = frame_action_type(frame) else {
+        return true;
+    };
+    if !INTRODUCED_IN_1_0.contains(&action_type) {
+        return true;
+    }
+    surface().is_none_or(|surface| allowed_on(surface, action_type))
+}
+
+/// The `action.type` of an `action` notification frame as `notification_frame` encodes it.
+fn frame_action_type(frame: &str) -> Option<&str> {
+    const ACTION_TYPE: &str = "\"action\":{\"type\":\"";
+    let start = frame.find(ACTION_TYPE)? + ACTION_TYPE.len();
+    let rest = frame.get(start..)?;
+    rest.find('"').and_then(|end| rest.get(..end))
+}
+
+/// Whether a replayed envelope may be sent to a peer served `surface` (the `reconnect` answer's
+/// `actions`, gated like live frames).
+pub fn envelope_allowed(surface: WireSurface, envelope: &ActionEnvelope) -> bool {
+    if surface == WireSurface::V1_0 {
+        return true;
+    }
+    let action = serde_json::to_value(&envelope.action).ok();
+    match action
+        .as_ref()
+        .and_then(|a| a.get("type"))
+        .and_then(Value::as_str)
+    {
+        Some(action_type) => allowed_on(surface, action_type),
+        None => true,
+    }
+}
+
+#[cfg(test)]
+#[path = "compat_tests.rs"]
+mod tests;

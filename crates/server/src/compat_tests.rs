@@ -1,0 +1,159 @@
+use agenthost_protocol::{ChatUri, SessionUri};
+use serde_json::json;
+
+use super::*;
+
+fn initialize(value: serde_json::Value) -> InitializeParams {
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn vs_code_is_recognised_by_its_client_name_or_its_meta_keys() {
+    let by_name = initialize(json!({
+        "channel": "ahp-root://", "protocolVersions": ["0.10.0"], "clientId": "c",
+        "clientInfo": { "name": "vscode-agents-window", "title": "VS Code Agents Window" }
+    }));
+    let by_meta = initialize(json!({
+        "channel": "ahp-root://", "protocolVersions": ["0.10.0"], "clientId": "c",
+        "_meta": { "vscode.clientConnectionKind": "direct_websocket" }
+    }));
+    let spec = initialize(json!({
+        "channel": "ahp-root://", "protocolVersions": ["1.0.0"], "clientId": "c",
+        "clientInfo": { "name": "ahp-rust" }, "_meta": { "other": 1 }
+    }));
+    assert_eq!(ClientDialect::detect(&by_name), ClientDialect::VsCode);
+    assert_eq!(ClientDialect::detect(&by_meta), ClientDialect::VsCode);
+    assert_eq!(ClientDialect::detect(&spec), ClientDialect::Spec);
+    assert_eq!(
+        ClientDialect::VsCode.client_kind().as_deref(),
+        Some(VSCODE_CLIENT_KIND)
+    );
+    assert_eq!(ClientDialect::Spec.client_kind(), None);
+}
+
+#[test]
+fn a_missing_channel_becomes_the_root_and_a_present_one_stays() {
+    let mut missing = json!({ "clientId": "c" }).as_object().unwrap().clone();
+    fill_missing_channel(&mut missing);
+    assert_eq!(missing["channel"], "ahp-root://");
+    let mut present = json!({ "channel": "x:/y" }).as_object().unwrap().clone();
+    fill_missing_channel(&mut present);
+    assert_eq!(present["channel"], "x:/y");
+}
+
+#[test]
+fn every_spelling_of_a_derived_chat_becomes_the_published_one() {
+    // 13 bytes: base64 pads them with two `=`.
+    let session = SessionUri::parse("scripted:/abc").unwrap();
+    let published = ChatUri::default_for(&session).into_string();
+    let payload = published.strip_prefix("ahp-chat://default/").unwrap();
+    assert_eq!(payload.len() % 4, 2, "the test needs a padded encoding");
+    for spelling in [
+        published.clone(),
+        format!("ahp-chat://default/{payload}=="),
+        format!("ahp-chat://default/{payload}%3D%3D"),
+    ] {
+        assert_eq!(chat_spelling(&spelling), published.as_str(), "{spelling}");
+    }
+    // Other chats, and a derived chat that does not decode, are left alone.
+    for other in [
+        "ahp-chat:/c1",
+        "ahp-chat://default/!!notbase64",
+        "scripted:/ab",
+    ] {
+        assert_eq!(chat_spelling(other), other);
+    }
+}
+
+#[test]
+fn completions_on_a_session_go_to_its_default_chat() {
+    let chat = completions_channel("scripted:/s", |s| {
+        (s == "scripted:/s").then(|| "ahp-chat://default/x".to_owned())
+    });
+    assert_eq!(chat, "ahp-chat://default/x");
+    let unchanged = completions_channel("ahp-chat:/c", |_| None);
+    assert_eq!(unchanged, "ahp-chat:/c");
+}
+
+#[test]
+fn a_0_9_peer_is_never_sent_an_action_1_0_introduced() {
+    let gated = r#"{"jsonrpc":"2.0","method":"action","params":{"serverSeq":4,"channel":"ahp-chat:/c","action":{"type":"chat/movableChanged","movable":true}}}"#;
+    let ordinary = r#"{"jsonrpc":"2.0","method":"action","params":{"serverSeq":5,"channel":"ahp-chat:/c","action":{"type":"chat/delta","turnId":"t","partId":"p","content":"chat/movableChanged"}}}"#;
+    let extension = r#"{"jsonrpc":"2.0","method":"action","params":{"serverSeq":6,"channel":"ahp-chat:/c","action":{"type":"x-agenthost/note"}}}"#;
+    assert!(!frame_allowed(|| Some(WireSurface::V0_9), gated));
+    assert!(frame_allowed(|| Some(WireSurface::V1_0), gated));
+    assert!(frame_allowed(|| None, gated), "not negotiated yet");
+    // Mentioning a gated name in content is not sending that action.
+    assert!(frame_allowed(|| Some(WireSurface::V0_9), ordinary));
+    assert!(frame_allowed(|| Some(WireSurface::V0_9), extension));
+    for action in INTRODUCED_IN_1_0 {
+        assert!(!allowed_on(WireSurface::V0_9, action), "{action}");
+        assert!(allowed_on(WireSurface::V1_0, action), "{action}");
+    }
+    assert!(allowed_on(WireSurface::V0_9, "chat/turnStarted"));
+}
+
+#[test]
+fn the_surface_check_decodes_only_frames_that_mention_a_gated_action() {
+    let mut asked = false;
+    assert!(frame_allowed(
+        || {
+            asked = true;
+            Some(WireSurface::V0_9)
+        },
+        r#"{"jsonrpc":"2.0","method":"action","params":{"action":{"type":"chat/delta"}}}"#,
+    ));
+    assert!(!asked, "an ordinary frame needs no version lookup");
+}
+
+#[test]
+fn a_replayed_action_1_0_introduced_is_held_back_from_a_0_9_peer() {
+    let envelope = |action: serde_json::Value| -> ActionEnvelope {
+        serde_json::from_value(
+            json!({ "serverSeq": 3, "channel": "ahp-chat:/c", "action": action }),
+        )
+        .unwrap()
+    };
+    let gated = envelope(json!({ "type": "chat/movableChanged", "movable": true }));
+    let title = envelope(json!({ "type": "session/titleChanged", "title": "t" }));
+    assert!(!envelope_allowed(WireSurface::V0_9, &gated));
+    assert!(envelope_allowed(WireSurface::V1_0, &gated));
+    assert!(envelope_allowed(WireSurface::V0_9, &title));
+}
+
+#[test]
+fn create_session_leaves_out_client_entries_it_cannot_read_and_keeps_the_rest() {
+    let raw = json!({
+        "channel": "scripted:/s",
+        "activeClient": {
+            "clientId": "c",
+            "tools": [
+                { "name": "vscode_runTests", "inputSchema": { "type": "object" } },
+                { "title": "a tool without a name" }
+            ],
+            "customizations": [
+                { "id": "p1", "name": "Review", "uri": "file:///p", "type": "plugin" },
+                { "id": "old", "name": "An older shape", "uri": "file:///o" }
+            ]
+        }
+    });
+    let params = create_session_params(Some(raw)).unwrap();
+    let client = params.active_client.unwrap();
+    assert_eq!(client.tools.len(), 1);
+    assert_eq!(client.tools[0].name, "vscode_runTests");
+    let customizations = client.customizations.unwrap();
+    assert_eq!(customizations.len(), 1);
+    assert_eq!(customizations[0].id, "p1");
+}
+
+#[test]
+fn create_session_is_still_refused_when_something_else_is_malformed() {
+    for raw in [
+        json!({ "workingDirectories": [] }),
+        json!({ "channel": 7, "activeClient": { "clientId": "c", "tools": [{}] } }),
+        json!({ "channel": "scripted:/s", "activeClient": { "tools": [] } }),
+    ] {
+        assert!(create_session_params(Some(raw.clone())).is_err(), "{raw}");
+    }
+    assert!(create_session_params(None).is_err());
+}

@@ -1,0 +1,95 @@
+//! The requests a client makes around a session rather than in it: `resolveSessionConfig`
+//! (before `createSession`), `completions` (while a message is typed) and `authenticate`
+//! (tokens for advertised protected resources). VS Code sends all three on its normal path.
+//!
+//! What each answers, and how much of it is deliberately minimal:
+//!
+//! - `resolveSessionConfig`: the host's session configuration schema (the properties every
+//!   session gets, e.g. `unattended`) with the defaults and the client's values for the schema's
+//!   properties over them — the values a `createSession` with that `config` would start with.
+//!   Without a configured schema it is an empty object schema and no values. The schema does not
+//!   depend on the provider or the working directory; an unknown provider is still an error.
+//! - `completions`: the host completes nothing yet and advertises no
+//!   `completionTriggerCharacters`, so the answer is an empty `items` list — for a channel that
+//!   exists (a session URI means its default chat, see [`crate::compat`]); an unknown one is
+//!   `-32008`.
+//! - `authenticate`: no agent of this host advertises `protectedResources` (the agents use
+//!   their CLIs' own logins), so VS Code pushes no token; one sent anyway is refused with
+//!   "invalid params" naming the resource, and never stored or logged.
+
+use agenthost_protocol::commands::{
+    AuthenticateParams, CompletionsParams, CompletionsResult, ResolveSessionConfigParams,
+    ResolveSessionConfigResult,
+};
+use agenthost_protocol::state::{AgentInfo, SessionConfigSchema, SessionConfigState};
+
+use crate::rpc::RpcError;
+
+/// `resolveSessionConfig` over the host's session configuration (`None`: none configured) and
+/// the advertised agents.
+pub(crate) fn resolve_session_config(
+    params: ResolveSessionConfigParams,
+    config: Option<&SessionConfigState>,
+    agents: &[AgentInfo],
+) -> Result<ResolveSessionConfigResult, RpcError> {
+    if let Some(provider) = &params.provider
+        && !agents.iter().any(|agent| &agent.provider == provider)
+    {
+        return Err(RpcError::provider_not_found(provider));
+    }
+    let Some(config) = config else {
+        return Ok(ResolveSessionConfigResult {
+            schema: SessionConfigSchema {
+                r#type: "object".to_owned(),
+                properties: Default::default(),
+                required: None,
+            },
+            values: Default::default(),
+        });
+    };
+    let mut values = config.values.clone();
+    for (key, value) in params.config.into_iter().flatten() {
+        if config.schema.properties.contains_key(&key) {
+            values.insert(key, value);
+        }
+    }
+    Ok(ResolveSessionConfigResult {
+        schema: config.schema.clone(),
+        values,
+    })
+}
+
+/// `completions` on `chat` (already resolved), which `exists` says is a live or stored channel.
+pub(crate) fn completions(
+    params: &CompletionsParams,
+    chat: &str,
+    exists: bool,
+) -> Result<CompletionsResult, RpcError> {
+    if !exists {
+        return Err(RpcError::not_found(format!(
+            "completions: {chat} is neither a session nor a chat of this host"
+        )));
+    }
+    let length = params.text.encode_utf16().count();
+    if params.offset < 0 || usize::try_from(params.offset).is_ok_and(|offset| offset > length) {
+        return Err(RpcError::invalid_params(format!(
+            "completions: offset {} is outside the text (0..={length} UTF-16 code units)",
+            params.offset
+        )));
+    }
+    Ok(CompletionsResult { items: Vec::new() })
+}
+
+/// `authenticate`: refused — no agent of this host takes tokens, so none advertises a
+/// protected resource a token could be for. The token is neither kept nor logged.
+pub(crate) fn authenticate(params: &AuthenticateParams) -> RpcError {
+    RpcError::invalid_params(format!(
+        "authenticate: this host advertises no protected resources (its agents use their own \
+         logins), so it takes no token for {:?}",
+        params.resource
+    ))
+}
+
+#[cfg(test)]
+#[path = "requests_tests.rs"]
+mod tests;
