@@ -29,7 +29,8 @@ pub struct ServerConfig {
     pub token: Token,
     /// Largest inbound WebSocket frame *and* message, in bytes. A larger one is refused as soon
     /// as its header is read (it is never buffered whole): the client gets an error response
-    /// and the connection is closed with code 1009. Default 16 MiB.
+    /// and the connection is closed with code 1009. Default 64 MiB (VS Code sends its tool
+    /// definitions and customizations in `createSession`; peers accept "tens of MiB").
     pub max_frame_bytes: usize,
     /// Per-connection bound on frames waiting to be written. When a send finds it full the
     /// connection is closed as lagged (see [`Connection::send_frame`]). Default 4096.
@@ -75,8 +76,8 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// Default [`ServerConfig::max_frame_bytes`]: 16 MiB.
-    pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+    /// Default [`ServerConfig::max_frame_bytes`]: 64 MiB.
+    pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
     /// Default [`ServerConfig::outbound_queue`].
     pub const DEFAULT_OUTBOUND_QUEUE: usize = 4096;
     /// Default [`ServerConfig::inbound_queue`].

@@ -16,7 +16,7 @@
 //!
 //! | Limit | Default | Flag | Beyond it |
 //! |---|---|---|---|
-//! | [`max_frame_bytes`](ServerConfig::max_frame_bytes) | 16 MiB | `--max-frame-bytes` | `-32600`, then close 1009 |
+//! | [`max_frame_bytes`](ServerConfig::max_frame_bytes) | 64 MiB | `--max-frame-bytes` | `-32600`, then close 1009 |
 //! | [`max_subscriptions`](ServerConfig::max_subscriptions) | 4096 per connection | `--max-subscriptions` | `subscribe` → `-32009`; extra `reconnect` subscriptions in `missing` |
 //! | [`dispatch_rate`](ServerConfig::dispatch_rate) / [`dispatch_burst`](ServerConfig::dispatch_burst) | 200/s, bursts of 1000, per connection | `--dispatch-rate` (0: off), `--dispatch-burst` | the action echoed to its dispatcher with a `rejectionReason` ([`RATE_LIMITED_REASON`]), state unchanged |
 //! | [`outbound_queue`](ServerConfig::outbound_queue) | 4096 frames per connection | `--outbound-queue` | closed as lagged (1013) |

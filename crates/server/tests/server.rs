@@ -260,6 +260,22 @@ async fn a_binary_frame_gets_an_error_and_the_connection_stays_open() {
     server.shutdown().await;
 }
 
+/// VS Code sends its tool definitions and customizations in one `createSession`: by default a
+/// message of tens of MiB is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_frame_limit_takes_tens_of_mib() {
+    let server = TestServer::start_with(|_| {}).await;
+    let mut client = connect(&server.url).await;
+    initialize(&mut client, "vscode", &["1.0.0"]).await;
+    // A method the handler does not know, so the answer stays small: it was read and
+    // dispatched (`-32601`), not refused as too large (`-32600`).
+    let blob = "a".repeat(24 * 1024 * 1024);
+    let answer = call(&mut client, 2, "createSession", json!({"blob": blob})).await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    ping(&mut client, 3).await;
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_frame_is_refused_and_the_connection_closed() {
     let server = TestServer::start_with(|c| c.max_frame_bytes = 64 * 1024).await;
