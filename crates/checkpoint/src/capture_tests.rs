@@ -257,3 +257,40 @@ fn index_lock_held_by_another_process_does_not_matter() {
     std::fs::remove_file(repo.abs(".git/index.lock")).unwrap();
     assert_eq!(capture.tree, repo.oracle_tree());
 }
+
+/// Another writer rewrites a file while captures read it (two sessions sharing one folder):
+/// a file that shrinks under the reader must not fail the capture.
+#[test]
+fn a_file_rewritten_during_the_capture_does_not_fail_it() {
+    let repo = seeded();
+    let path = repo.abs("churn.bin");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = std::sync::Arc::clone(&stop);
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                // Alternately long and short: a read sized for the long one hits the end early.
+                let len = if n % 2 == 0 { 256 << 10 } else { 1 };
+                let _ = std::fs::write(&path, vec![b'x'; len]);
+            }
+        })
+    };
+    let opened = repo.open(false);
+    let mut failures = Vec::new();
+    for _ in 0..200 {
+        if let Err(error) = opened.capture_tree() {
+            failures.push(error.to_string());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} failures: {:?}",
+        failures.len(),
+        failures.first()
+    );
+}
