@@ -975,6 +975,29 @@ async fn dispose_keeps_history(vscode: &mut VsCode, session: &str, chat: &str) {
             .any(|i| i["resource"] == session),
         "{listed}"
     );
+    // VS Code keeps showing it and sends the next turn without subscribing again: it sees the
+    // echo and the whole turn on its existing subscription.
+    vscode
+        .dispatch(
+            chat,
+            100,
+            json!({
+                "type": "chat/turnStarted", "turnId": "turn-2", "startedAt": STARTED_AT,
+                "message": { "text": "still here?", "origin": { "kind": "user" } }
+            }),
+        )
+        .await;
+    let echo = vscode
+        .action(chat, "chat/turnStarted", |e| {
+            e["origin"]["clientSeq"] == 100
+        })
+        .await;
+    assert!(echo.get("rejectionReason").is_none(), "{echo}");
+    vscode
+        .action(chat, "chat/turnComplete", |e| {
+            e["action"]["turnId"] == "turn-2"
+        })
+        .await;
     vscode
         .request("fetchTurns", json!({ "channel": chat }))
         .await
@@ -984,8 +1007,9 @@ async fn dispose_keeps_history(vscode: &mut VsCode, session: &str, chat: &str) {
         .await
         .unwrap();
     let turns = snapshot["snapshot"]["state"]["turns"].as_array().unwrap();
-    assert_eq!(turns.len(), 1, "{snapshot}");
+    assert_eq!(turns.len(), 2, "{snapshot}");
     assert_eq!(turns[0]["id"], "turn-1");
+    assert_eq!(turns[1]["id"], "turn-2");
     assert_eq!(turns[0]["message"]["text"], "Write the notes file");
     // Nothing of the turn was lost: both texts whole, the tool call completed.
     let turn = turns[0].to_string();

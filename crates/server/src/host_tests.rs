@@ -155,7 +155,8 @@ async fn a_connection_holds_at_most_max_subscriptions() {
     .await;
     assert_eq!(subscribe(&host, &conn, "scripted:/b").await, Ok(()));
     assert_eq!(subscribe(&host, &conn, "scripted:/c").await, Err(-32009));
-    // So does a disposed channel (its subscription ended with it).
+    // A session disposed while this connection watches it stays live and subscribed (VS Code
+    // disposes sessions it still shows): no place is freed.
     host.request(
         conn.clone(),
         "disposeSession".to_owned(),
@@ -163,6 +164,14 @@ async fn a_connection_holds_at_most_max_subscriptions() {
     )
     .await
     .unwrap();
+    assert_eq!(state.subscriber_count("scripted:/b"), 1);
+    assert_eq!(subscribe(&host, &conn, "scripted:/c").await, Err(-32009));
+    host.notification(
+        conn.clone(),
+        "unsubscribe".to_owned(),
+        Some(json!({ "channel": "scripted:/b" })),
+    )
+    .await;
     assert_eq!(subscribe(&host, &conn, "scripted:/c").await, Ok(()));
     // Another connection has its own places.
     let (other, _other_queues) = limited(2, |c| c.max_subscriptions = 2);

@@ -571,8 +571,15 @@ impl SessionService {
     /// `disposeSession`: frees the session's live state and never its history — VS Code disposes
     /// sessions it still shows. The session stays listed and is restored on its next use.
     /// Returns the chats whose provider conversations and mementos the caller disposes.
+    ///
+    /// A session some connection still watches (subscribed to it or to one of its chats) stays
+    /// live as it is: dropping it would silently end those subscriptions, and the watcher's next
+    /// turn would run unseen. Idle eviction frees it once nobody watches.
     pub fn dispose_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
         let uri = SessionUri::parse(session)?;
+        if self.is_watched(session) {
+            return Ok(Vec::new());
+        }
         if let Some(changesets) = self.changesets.get() {
             changesets.forget_session(session);
         }
@@ -587,29 +594,34 @@ impl SessionService {
     /// its chats, no active turn. Evicting them ([`dispose_session`](Self::dispose_session))
     /// keeps them restorable.
     pub fn idle_sessions(&self) -> Vec<String> {
-        let sessions: Vec<(String, Vec<String>, bool)> = self.state.read(|h| {
+        let sessions: Vec<(String, bool)> = self.state.read(|h| {
             h.session_uris()
                 .map(|session| {
-                    let chats: Vec<String> = h
-                        .session_chats(session)
-                        .map(|(c, _)| c.to_owned())
-                        .collect();
                     let busy = h
                         .session_chats(session)
                         .any(|(_, c)| c.active_turn.is_some());
-                    (session.to_owned(), chats, busy)
+                    (session.to_owned(), busy)
                 })
                 .collect()
         });
         sessions
             .into_iter()
-            .filter(|(session, chats, busy)| {
-                !busy
-                    && self.state.subscriber_count(session) == 0
-                    && chats.iter().all(|c| self.state.subscriber_count(c) == 0)
-            })
-            .map(|(session, _, _)| session)
+            .filter(|(session, busy)| !busy && !self.is_watched(session))
+            .map(|(session, _)| session)
             .collect()
+    }
+
+    /// Whether a connection is subscribed to the live session `session` or to one of its chats.
+    pub fn is_watched(&self, session: &str) -> bool {
+        let chats: Vec<String> = self.state.read(|h| {
+            h.session_chats(session)
+                .map(|(c, _)| c.to_owned())
+                .collect()
+        });
+        self.state.subscriber_count(session) > 0
+            || chats
+                .iter()
+                .any(|chat| self.state.subscriber_count(chat) > 0)
     }
 
     /// `x-deleteSession`: removes the session, its chats, its history and its checkpoint refs
