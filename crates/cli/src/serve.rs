@@ -147,11 +147,40 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
     tracing::info!(address = %server.local_addr(), "serving AHP");
     server
         .serve(async {
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("shutting down");
+            let signal = shutdown_signal().await;
+            tracing::info!(signal, "shutting down");
         })
         .await;
     Ok(())
+}
+
+/// Resolves on the first request to stop: Ctrl-C (SIGINT) everywhere, and on Unix also SIGTERM
+/// (a service manager, `kill`) and SIGHUP (the terminal or SSH session went away) — each one a
+/// clean shutdown: agents stopped, the discovery entry removed. Returns the signal's name.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let wait = |kind: SignalKind| async move {
+            match signal(kind) {
+                Ok(mut stream) => {
+                    stream.recv().await;
+                }
+                // Not installable: only the other signals stop the host.
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            () = wait(SignalKind::terminate()) => "SIGTERM",
+            () = wait(SignalKind::hangup()) => "SIGHUP",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
 }
 
 #[cfg(test)]

@@ -117,6 +117,17 @@ fn vscode_discovery_announces_the_served_url_in_the_given_user_data_dir() {
         "{entry} vs {url}"
     );
 
+    // A plain `kill` (SIGTERM) is a clean shutdown: the entry, which holds the token, goes.
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut server = server;
+    let (status, _, stderr) = server.wait();
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert_eq!(std::fs::read_dir(&entries).unwrap().count(), 0);
+
     // The directory alone is not the switch.
     let mut refused = serve(root.path(), &["--vscode-user-data-dir", user_data_arg]);
     let (status, _, stderr) = refused.wait();

@@ -382,7 +382,7 @@ impl Connection {
         );
     }
 
-    fn set_peer(&self, version: Option<NegotiatedVersion>, client_id: Option<String>) {
+    pub(crate) fn set_peer(&self, version: Option<NegotiatedVersion>, client_id: Option<String>) {
         let mut state = self.peer_state();
         state.version = version;
         state.client_id = client_id;

@@ -592,6 +592,13 @@ impl ProtocolHandler for Host {
         p: ReconnectParams,
     ) -> BoxFuture<'_, Result<Reconnected, RpcError>> {
         Box::pin(async move {
+            // The surface is known before any subscription is attached again, so no live
+            // action the peer's version lacks slips out in between.
+            let remembered = self.peers().versions.get(&p.client_id).cloned();
+            let protocol_version = remembered
+                .or_else(|| NegotiatedVersion::from_version("0.9.0"))
+                .ok_or_else(|| RpcError::internal("no protocol version to serve"))?;
+            conn.set_peer(Some(protocol_version.clone()), Some(p.client_id.clone()));
             let subscriber = self.subscriber(&conn);
             let mut channels: Vec<String> = Vec::new();
             let mut refused: Vec<String> = Vec::new();
@@ -653,10 +660,6 @@ impl ProtocolHandler for Host {
                     ReconnectResult::Snapshot(ReconnectSnapshotResult { snapshots })
                 }
             };
-            let remembered = self.peers().versions.get(&p.client_id).cloned();
-            let protocol_version = remembered
-                .or_else(|| NegotiatedVersion::from_version("0.9.0"))
-                .ok_or_else(|| RpcError::internal("no protocol version to serve"))?;
             let mut result = result;
             if let ReconnectResult::Replay(replay) = &mut result {
                 let surface = protocol_version.surface();

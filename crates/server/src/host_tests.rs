@@ -448,3 +448,90 @@ async fn a_changed_session_summary_reaches_root_subscribers_with_the_changed_fie
     dispatch(&host, &conn, "scripted:/s", 2, "Renamed").await;
     assert!(root.take("root/sessionSummaryChanged").is_empty());
 }
+
+/// `reconnect` carries no version list: the version a client negotiated is remembered by its
+/// client id (an unknown one gets the 0.9 surface), and a replay for a 0.9/0.10 peer leaves out
+/// the actions AHP 1.0 introduced.
+#[tokio::test(start_paused = true)]
+async fn reconnect_serves_the_version_the_client_negotiated() {
+    use crate::version::NegotiatedVersion;
+    let dir = tempfile_dir();
+    let (host, state, service) = host(dir.path());
+    create(&service, "scripted:/a").await;
+    let chat = state
+        .read(|h| {
+            h.session("scripted:/a")
+                .and_then(|s| s.default_chat.clone())
+        })
+        .unwrap();
+    for (client, version) in [("modern", "1.0.0"), ("vscode", "0.10.0")] {
+        let (conn, _queues) = limited(1, |_| {});
+        let params = serde_json::from_value(json!({
+            "channel": "ahp-root://", "clientId": client, "protocolVersions": [version],
+        }))
+        .unwrap();
+        host.initialize(
+            conn,
+            params,
+            NegotiatedVersion::from_version(version).unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+    let seen = state.server_seq();
+    state
+        .dispatch_server(
+            &chat,
+            agenthost_protocol::StateAction::ChatMovableChanged(
+                agenthost_protocol::ahp_types::actions::ChatMovableChangedAction { movable: true },
+            ),
+        )
+        .unwrap();
+    dispatch(&host, &limited(9, |_| {}).0, "scripted:/a", 1, "Renamed").await;
+    let replayed = |client: &'static str| {
+        let host = Arc::clone(&host);
+        let chat = chat.clone();
+        async move {
+            let (conn, _queues) = limited(2, |_| {});
+            let params = serde_json::from_value(json!({
+                "channel": "ahp-root://", "clientId": client, "lastSeenServerSeq": seen,
+                "subscriptions": ["scripted:/a", chat],
+            }))
+            .unwrap();
+            let reconnected = host.reconnect(conn, params).await.unwrap();
+            let result = serde_json::to_value(&reconnected.result).unwrap();
+            let types: Vec<String> = result["actions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["action"]["type"].as_str().unwrap().to_owned())
+                .collect();
+            (reconnected.protocol_version.as_str().to_owned(), types)
+        }
+    };
+    let (version, types) = replayed("modern").await;
+    assert_eq!(version, "1.0.0");
+    assert!(
+        types.contains(&"chat/movableChanged".to_owned()),
+        "{types:?}"
+    );
+    for client in ["vscode", "never-seen"] {
+        let (version, types) = replayed(client).await;
+        assert_eq!(
+            version,
+            if client == "vscode" {
+                "0.10.0"
+            } else {
+                "0.9.0"
+            }
+        );
+        assert!(
+            !types.contains(&"chat/movableChanged".to_owned()),
+            "{client}: {types:?}"
+        );
+        assert!(
+            types.contains(&"session/titleChanged".to_owned()),
+            "{client}: {types:?}"
+        );
+    }
+}
