@@ -155,8 +155,9 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
 }
 
 /// Resolves on the first request to stop: Ctrl-C (SIGINT) everywhere, and on Unix also SIGTERM
-/// (a service manager, `kill`) and SIGHUP (the terminal or SSH session went away) — each one a
-/// clean shutdown: agents stopped, the discovery entry removed. Returns the signal's name.
+/// (a service manager, `kill`) — each one a clean shutdown: agents stopped, the discovery entry
+/// removed. Returns the signal's name. SIGHUP keeps its default: handling it would defeat
+/// `nohup agent-host serve`.
 async fn shutdown_signal() -> &'static str {
     #[cfg(unix)]
     {
@@ -173,7 +174,6 @@ async fn shutdown_signal() -> &'static str {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => "SIGINT",
             () = wait(SignalKind::terminate()) => "SIGTERM",
-            () = wait(SignalKind::hangup()) => "SIGHUP",
         }
     }
     #[cfg(not(unix))]
