@@ -292,6 +292,8 @@ struct VsCode {
     backlog: Vec<Value>,
     /// The highest `serverSeq` seen in an action envelope.
     last_seen: i64,
+    /// Every action envelope received, in order (consumed or not).
+    received: Vec<Value>,
 }
 
 impl VsCode {
@@ -310,6 +312,7 @@ impl VsCode {
             next_id: 1,
             backlog: Vec::new(),
             last_seen: 0,
+            received: Vec::new(),
         }
     }
 
@@ -334,6 +337,7 @@ impl VsCode {
                 && let Some(seq) = value["params"]["serverSeq"].as_i64()
             {
                 self.last_seen = self.last_seen.max(seq);
+                self.received.push(value["params"].clone());
             }
             return value;
         }
@@ -693,7 +697,8 @@ async fn folder_pick(vscode: &mut VsCode, host: &Host, default_directory: &str) 
 }
 
 /// §11.1 step 6: a new session as VS Code makes one; returns its URI and the derived chat.
-async fn new_session(vscode: &mut VsCode, project: &str) -> (String, String) {
+/// Returns the session, its derived chat, and the chat snapshot VS Code subscribed with.
+async fn new_session(vscode: &mut VsCode, project: &str) -> (String, String, Value) {
     let config = vscode
         .request(
             "resolveSessionConfig",
@@ -758,7 +763,49 @@ async fn new_session(vscode: &mut VsCode, project: &str) -> (String, String) {
             .is_some_and(Vec::is_empty),
         "{chat_snapshot}"
     );
-    (session, chat)
+    (session, chat, chat_snapshot["snapshot"].clone())
+}
+
+/// Nothing VS Code was sent on `chat` was lost: its first snapshot with every action envelope
+/// it received since, reduced with the canonical reducers, equals a fresh snapshot.
+async fn assert_converged(vscode: &mut VsCode, chat: &str, first: &Value) {
+    let fresh = vscode
+        .request("subscribe", json!({ "channel": chat }))
+        .await
+        .unwrap();
+    let from = first["fromSeq"].as_i64().unwrap();
+    let to = fresh["snapshot"]["fromSeq"].as_i64().unwrap();
+    let mut state: agenthost_protocol::ahp_types::state::ChatState =
+        serde_json::from_value(first["state"].clone()).unwrap();
+    let mut applied = 0;
+    for envelope in &vscode.received {
+        let seq = envelope["serverSeq"].as_i64().unwrap();
+        if envelope["channel"] != chat
+            || seq <= from
+            || seq > to
+            || envelope.get("rejectionReason").is_some()
+        {
+            continue;
+        }
+        let action = serde_json::from_value(envelope["action"].clone()).unwrap();
+        match &action {
+            // The one host-defined pairing (AHP §6.3): VS Code's own rename on the chat
+            // channel renames the chat; the canonical chat reducer has no chat-title action.
+            agenthost_protocol::StateAction::SessionTitleChanged(rename) => {
+                state.title = rename.title.clone();
+            }
+            _ => {
+                ahp::reducers::apply_action_to_chat(&mut state, &action);
+            }
+        }
+        applied += 1;
+    }
+    assert!(applied > 10, "only {applied} actions on {chat}");
+    assert_eq!(
+        serde_json::to_value(&state).unwrap(),
+        fresh["snapshot"]["state"],
+        "what VS Code received does not add up to the host's chat"
+    );
 }
 
 /// §11.1 step 7: a turn with a confirmation on the derived chat; then a rename on the chat
@@ -845,6 +892,11 @@ async fn turn_rename_complete(vscode: &mut VsCode, host: &Host, session: &str, c
     vscode
         .action(session, "session/titleChanged", |e| {
             e["action"]["title"] == "Notes for the team"
+        })
+        .await;
+    vscode
+        .action(session, "session/chatUpdated", |e| {
+            e["action"]["chat"] == chat && e["action"]["changes"]["title"] == "Notes for the team"
         })
         .await;
     // VS Code's session list (root) hears of it without subscribing to the session.
@@ -1038,8 +1090,9 @@ async fn vs_code_agents_window_opening_sequence_replayed() {
     list_and_ping(&mut vscode, &host).await;
     folder_pick(&mut vscode, &host, &default_directory).await;
     let project = file_uri(&host.work.join("project"));
-    let (session, chat) = new_session(&mut vscode, &project).await;
+    let (session, chat, first) = new_session(&mut vscode, &project).await;
     turn_rename_complete(&mut vscode, &host, &session, &chat).await;
+    assert_converged(&mut vscode, &chat, &first).await;
     let mut vscode = reconnects(vscode, &mut host, &session, &chat).await;
     dispose_keeps_history(&mut vscode, &session, &chat).await;
 }

@@ -905,6 +905,9 @@ async fn initialize(
         Ok(params) => params,
         Err(rpc_error) => return error(rpc_error),
     };
+    if let Err(rpc_error) = check_client_id(&params.client_id) {
+        return error(rpc_error);
+    }
     let version = match version::negotiate(&params.protocol_versions) {
         Ok(Some(version)) => version,
         Ok(None) => {
@@ -959,6 +962,9 @@ async fn reconnect(
         Ok(params) => params,
         Err(rpc_error) => return error(rpc_error),
     };
+    if let Err(rpc_error) = check_client_id(&params.client_id) {
+        return error(rpc_error);
+    }
     tracing::info!(conn = %conn.id(), client_id = params.client_id, "reconnect");
     conn.set_peer(None, Some(params.client_id.clone()));
     match handler.reconnect(conn.clone(), params).await {
@@ -975,6 +981,21 @@ async fn reconnect(
             error(rpc_error)
         }
     }
+}
+
+/// The longest `clientId` taken, in bytes (VS Code sends a UUID): the host remembers client
+/// ids, so a megabyte-long one is refused rather than kept.
+pub const MAX_CLIENT_ID_BYTES: usize = 256;
+
+/// `clientId` must be 1 to [`MAX_CLIENT_ID_BYTES`] bytes.
+fn check_client_id(client_id: &str) -> Result<(), RpcError> {
+    if client_id.is_empty() || client_id.len() > MAX_CLIENT_ID_BYTES {
+        return Err(RpcError::invalid_params(format!(
+            "clientId must be 1 to {MAX_CLIENT_ID_BYTES} bytes, got {}",
+            client_id.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Decodes the params of `initialize`/`reconnect`, filling a missing `channel` with the root

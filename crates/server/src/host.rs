@@ -16,6 +16,7 @@ use agenthost_protocol::state::SessionConfigState;
 use agenthost_protocol::{ActionOrigin, StateAction};
 use agenthost_service::{ServiceError, SessionService};
 use agenthost_services::SubscriptionTracker;
+use agenthost_services::bounded::BoundedMap;
 use agenthost_side_effects::Orchestrator;
 use agenthost_state::{
     ClientDispatch, Outbox, ReconnectOutcome, StateManager, SubscriberId, action_frame,
@@ -52,7 +53,6 @@ impl Outbox for ConnectionOutbox {
     }
 }
 
-#[derive(Default)]
 struct Peers {
     /// Sessions found idle by the previous eviction sweep.
     idle: std::collections::HashSet<String>,
@@ -61,11 +61,29 @@ struct Peers {
     /// channel removed since (a disposed session) may linger here; it is pruned when the
     /// connection reaches its limit.
     subscriptions: HashMap<ConnectionId, HashSet<String>>,
-    /// The version negotiated per client id, for `reconnect` (which carries none).
-    versions: HashMap<String, NegotiatedVersion>,
-    /// The dialect each client id announced at `initialize` (see [`compat::ClientDialect`]).
-    dialects: HashMap<String, ClientDialect>,
+    /// The version negotiated per client id, for `reconnect` (which carries none). Bounded:
+    /// past [`REMEMBERED_CLIENTS`] the oldest goes (its `reconnect` gets the 0.9 surface).
+    versions: BoundedMap<String, NegotiatedVersion>,
+    /// The dialect each client id announced at `initialize` (see [`compat::ClientDialect`]),
+    /// bounded the same way.
+    dialects: BoundedMap<String, ClientDialect>,
 }
+
+impl Default for Peers {
+    fn default() -> Self {
+        Self {
+            idle: Default::default(),
+            subscribers: Default::default(),
+            subscriptions: Default::default(),
+            versions: BoundedMap::new(REMEMBERED_CLIENTS),
+            dialects: BoundedMap::new(REMEMBERED_CLIENTS),
+        }
+    }
+}
+
+/// How many client ids the host remembers a negotiated version and dialect for: every
+/// `initialize` with a new client id adds one, so the memory is capped.
+pub const REMEMBERED_CLIENTS: usize = 4096;
 
 /// The `rejectionReason` of a `dispatchAction` over `ServerConfig::dispatch_rate`.
 pub const RATE_LIMITED_REASON: &str =

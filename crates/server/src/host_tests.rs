@@ -535,3 +535,43 @@ async fn reconnect_serves_the_version_the_client_negotiated() {
         );
     }
 }
+
+/// Every `initialize` with a new client id is remembered, but only the newest
+/// [`super::REMEMBERED_CLIENTS`]: the oldest one's `reconnect` falls back to the 0.9 surface.
+#[tokio::test(start_paused = true)]
+async fn the_remembered_client_versions_are_bounded() {
+    use crate::version::NegotiatedVersion;
+    let dir = tempfile_dir();
+    let (host, _state, _service) = host(dir.path());
+    let version = NegotiatedVersion::from_version("1.0.0").unwrap();
+    for n in 0..=super::REMEMBERED_CLIENTS {
+        let (conn, _queues) = limited(1, |_| {});
+        let params = serde_json::from_value(json!({
+            "channel": "ahp-root://", "clientId": format!("client-{n}"),
+            "protocolVersions": ["1.0.0"],
+        }))
+        .unwrap();
+        host.initialize(conn, params, version.clone())
+            .await
+            .unwrap();
+    }
+    let reconnect = |client: String| {
+        let host = Arc::clone(&host);
+        async move {
+            let (conn, _queues) = limited(2, |_| {});
+            let params = serde_json::from_value(json!({
+                "channel": "ahp-root://", "clientId": client, "lastSeenServerSeq": 0,
+                "subscriptions": [],
+            }))
+            .unwrap();
+            let reconnected = host.reconnect(conn, params).await.unwrap();
+            reconnected.protocol_version.as_str().to_owned()
+        }
+    };
+    assert_eq!(reconnect("client-0".to_owned()).await, "0.9.0");
+    assert_eq!(reconnect("client-1".to_owned()).await, "1.0.0");
+    assert_eq!(
+        reconnect(format!("client-{}", super::REMEMBERED_CLIENTS)).await,
+        "1.0.0"
+    );
+}

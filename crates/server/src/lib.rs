@@ -21,6 +21,8 @@
 //! | [`dispatch_rate`](ServerConfig::dispatch_rate) / [`dispatch_burst`](ServerConfig::dispatch_burst) | 200/s, bursts of 1000, per connection | `--dispatch-rate` (0: off), `--dispatch-burst` | the action echoed to its dispatcher with a `rejectionReason` ([`RATE_LIMITED_REASON`]), state unchanged |
 //! | [`outbound_queue`](ServerConfig::outbound_queue) | 4096 frames per connection | `--outbound-queue` | closed as lagged (1013) |
 //! | [`max_connections`](ServerConfig::max_connections) | 256 | `--max-connections` | HTTP 503 with `Retry-After: 1` |
+//! | `clientId` length ([`MAX_CLIENT_ID_BYTES`]) | 1–256 bytes | — | `initialize` / `reconnect` → `-32602` |
+//! | client ids remembered for `reconnect` ([`REMEMBERED_CLIENTS`]) | 4096 | — | the oldest forgotten (its `reconnect` gets the 0.9 surface) |
 //!
 //! Malformed input never closes a connection: a frame that is not JSON gets `-32700`, JSON
 //! that is not JSON-RPC or a binary frame `-32600`, an unknown method `-32601`, a request
@@ -85,9 +87,9 @@ mod token;
 pub mod version;
 
 pub use config::ServerConfig;
-pub use connection::{Connection, ConnectionId, Lagged, NotifyError};
+pub use connection::{Connection, ConnectionId, Lagged, MAX_CLIENT_ID_BYTES, NotifyError};
 pub use handler::{ProtocolHandler, Reconnected};
-pub use host::{DEFAULT_SHUTDOWN_WRITE_TIMEOUT, Host, RATE_LIMITED_REASON};
+pub use host::{DEFAULT_SHUTDOWN_WRITE_TIMEOUT, Host, RATE_LIMITED_REASON, REMEMBERED_CLIENTS};
 pub use rpc::{RpcError, notification_frame};
 pub use server::{BoundServer, Server, ServerError};
 pub use token::{Token, TokenError};

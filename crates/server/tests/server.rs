@@ -208,6 +208,18 @@ async fn a_malformed_version_is_invalid_params_and_a_second_initialize_is_refuse
     let mut client = connect(&server.url).await;
     let answer = initialize(&mut client, "c", &["1.0"]).await;
     assert_eq!(answer["error"]["code"], -32602);
+    // A client id the host would have to remember must be short (and present).
+    for bad in [String::new(), "x".repeat(257)] {
+        let answer = initialize(&mut client, &bad, &["1.0.0"]).await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("clientId must be 1 to 256 bytes"),
+            "{answer}"
+        );
+    }
     let answer = initialize(&mut client, "c", &["1.0.0"]).await;
     assert_eq!(answer["result"]["protocolVersion"], "1.0.0");
     let answer = initialize(&mut client, "c", &["1.0.0"]).await;

@@ -6,7 +6,7 @@ use std::hash::Hash;
 /// Insertion-ordered, capacity-bounded map. Removal is O(1); the order queue is compacted
 /// when stale keys pile up, so it stays within a constant factor of the capacity.
 #[derive(Debug)]
-pub(crate) struct BoundedMap<K, V> {
+pub struct BoundedMap<K, V> {
     entries: HashMap<K, (u64, V)>,
     order: VecDeque<(K, u64)>,
     capacity: usize,
@@ -15,7 +15,7 @@ pub(crate) struct BoundedMap<K, V> {
 
 impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
     /// An empty map holding at most `capacity` entries (at least one).
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         Self {
             entries: HashMap::new(),
             order: VecDeque::new(),
@@ -25,7 +25,7 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
     }
 
     /// Inserts or replaces `key`; returns the entry evicted to make room, if any.
-    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
+    pub fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
         let seq = self.next;
         self.next += 1;
         self.order.push_back((key.clone(), seq));
@@ -47,27 +47,36 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
         evicted
     }
 
-    pub(crate) fn get(&self, key: &K) -> Option<&V> {
+    /// The value of `key`, if present.
+    pub fn get(&self, key: &K) -> Option<&V> {
         self.entries.get(key).map(|(_, v)| v)
     }
 
-    pub(crate) fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+    /// The value of `key` for changing, if present (its age is unchanged).
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         self.entries.get_mut(key).map(|(_, v)| v)
     }
 
-    pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
+    /// Removes `key`; returns its value, if it was present.
+    pub fn remove(&mut self, key: &K) -> Option<V> {
         self.entries.remove(key).map(|(_, v)| v)
     }
 
     /// Removes every entry `keep` refuses; returns how many went.
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&K, &V) -> bool) -> usize {
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &V) -> bool) -> usize {
         let before = self.entries.len();
         self.entries.retain(|k, (_, v)| keep(k, v));
         before - self.entries.len()
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many entries the map holds.
+    pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Whether the map holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// The length of the order queue (tests check it stays bounded).

@@ -51,7 +51,7 @@
 //! ```
 #![deny(missing_docs)]
 
-mod bounded;
+pub mod bounded;
 mod changesets;
 #[cfg(feature = "fakes")]
 mod checkpoint_fake;
