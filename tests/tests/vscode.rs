@@ -696,8 +696,8 @@ async fn folder_pick(vscode: &mut VsCode, host: &Host, default_directory: &str) 
     assert_eq!(missing["code"], -32008, "{missing}");
 }
 
-/// §11.1 step 6: a new session as VS Code makes one; returns its URI and the derived chat.
-/// Returns the session, its derived chat, and the chat snapshot VS Code subscribed with.
+/// §11.1 step 6: a new session as VS Code makes one. Returns the session, its derived chat,
+/// and the chat snapshot VS Code subscribed with.
 async fn new_session(vscode: &mut VsCode, project: &str) -> (String, String, Value) {
     let config = vscode
         .request(
@@ -1134,6 +1134,7 @@ async fn microsofts_client_offering_vs_codes_versions_runs_the_canonical_path() 
         { "kind": "say", "text": "Logged.", "chunk": 3 }
     ]}}))
     .await;
+    std::fs::create_dir_all(host.work.join("project")).unwrap();
     let offers: [(&[&str], &str); 2] = [
         (&vscode_1_141::OFFER, "0.10.0"),
         (&vscode_1_140::OFFER, "0.9.0"),
@@ -1157,6 +1158,35 @@ async fn microsofts_client_offering_vs_codes_versions_runs_the_canonical_path() 
             .unwrap();
         assert_eq!(init.protocol_version, expected);
         client.ping().await.unwrap();
+        // The settings burst: accepted and echoed.
+        for action in vscode_1_141::config_burst() {
+            support::dispatch(&client, ROOT_RESOURCE_URI, action).await;
+        }
+        let mut received = Vec::new();
+        let mut burst = 0;
+        collect_until(&mut events, &mut received, |e, action| {
+            if e.channel == ROOT_RESOURCE_URI && action["type"] == "root/configChanged" {
+                assert!(e.rejection_reason.is_none(), "{e:?}");
+                burst += 1;
+            }
+            burst == vscode_1_141::config_burst().len()
+        })
+        .await;
+        // The folder picker: the host's default directory, read-only.
+        let listed: Value = client
+            .request(
+                "resourceList",
+                json!({ "channel": ROOT_RESOURCE_URI, "uri": init.default_directory }),
+            )
+            .await
+            .unwrap();
+        assert!(
+            listed["entries"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({ "name": "project", "type": "directory" })),
+            "{listed}"
+        );
 
         let session = SessionUri::with_provider("scripted", SafeId::new(uuid()).unwrap()).unwrap();
         let chat = derived_chat(session.as_str());
@@ -1173,7 +1203,6 @@ async fn microsofts_client_offering_vs_codes_versions_runs_the_canonical_path() 
                     "message": { "text": "log it", "origin": { "kind": "user" } } }),
         )
         .await;
-        let mut received = Vec::new();
         let ready = collect_until(&mut events, &mut received, |e, action| {
             e.channel == chat
                 && action["type"] == "chat/toolCallReady"
@@ -1217,6 +1246,37 @@ async fn microsofts_client_offering_vs_codes_versions_runs_the_canonical_path() 
         );
         let log = std::fs::read_to_string(host.work.join("log.txt")).unwrap();
         assert_eq!(log.lines().count(), pass + 1, "the tool ran once per pass");
+
+        // A rename on the chat channel renames the session; completions on the session URI.
+        let title = format!("Pass {pass}");
+        support::dispatch(
+            &client,
+            &chat,
+            json!({ "type": "session/titleChanged", "title": title }),
+        )
+        .await;
+        collect_until(&mut events, &mut received, |e, action| {
+            e.channel == chat && action["type"] == "session/titleChanged"
+        })
+        .await;
+        let listed: Value = client.request("listSessions", json!({})).await.unwrap();
+        let item = listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["resource"] == session.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("{listed}"));
+        assert_eq!(item["title"], title.as_str(), "{item}");
+        let completions: Value = client
+            .request(
+                "completions",
+                json!({ "channel": session.as_str(), "kind": "userMessage", "text": "@",
+                        "offset": 1 }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(completions, json!({ "items": [] }));
 
         let _: Value = client
             .request("disposeSession", json!({ "channel": session.as_str() }))
