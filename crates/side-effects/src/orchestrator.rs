@@ -26,6 +26,16 @@ use tokio::time::Instant;
 
 use crate::routing::SubagentBuffer;
 
+/// A client's answer the agent is waiting for.
+enum AgentAnswer {
+    /// `chat/toolCallConfirmed`.
+    Permission(PermissionDecision),
+    /// `chat/inputCompleted`, with the request's final answers.
+    Input(InputResponse),
+    /// `chat/toolCallComplete` of a client tool.
+    ClientTool(ToolCallResult),
+}
+
 /// Tunables; every timeout is configurable so tests can make it short.
 #[derive(Debug, Clone)]
 pub struct OrchestratorConfig {
@@ -414,7 +424,11 @@ impl Orchestrator {
                             ),
                         }
                     };
-                self.answer_permission(chat, a.tool_call_id.clone(), decision);
+                self.answer_agent(
+                    chat,
+                    a.tool_call_id.clone(),
+                    AgentAnswer::Permission(decision),
+                );
             }
             StateAction::ChatInputCompleted(a) => {
                 // The reducer merged the completion's answers into the part's drafts: the part
@@ -440,12 +454,16 @@ impl Orchestrator {
                     response: a.response,
                     answers,
                 };
-                self.answer_input(chat, a.request_id.clone(), response);
+                self.answer_agent(chat, a.request_id.clone(), AgentAnswer::Input(response));
             }
             // Validation let only the owning client complete the call: the agent learns the
             // result of its client tool.
             StateAction::ChatToolCallComplete(a) => {
-                self.complete_client_tool(chat, a.tool_call_id.clone(), a.result.clone());
+                self.answer_agent(
+                    chat,
+                    a.tool_call_id.clone(),
+                    AgentAnswer::ClientTool(a.result.clone()),
+                );
             }
             StateAction::ChatTurnCancelled(a) => {
                 shared
@@ -476,50 +494,24 @@ impl Orchestrator {
             });
     }
 
-    fn answer_permission(&self, chat: &str, tool_call_id: String, decision: PermissionDecision) {
+    /// Hands the chat's agent a client's answer (`id`: the tool call or input request), on a
+    /// spawned task; a refusal is logged.
+    fn answer_agent(&self, chat: &str, id: String, answer: AgentAnswer) {
         let Some(runtime) = self.shared.runtime().chats.get(chat).cloned() else {
-            tracing::warn!(chat, "a confirmation for a chat without an agent");
+            tracing::warn!(chat, id, "an answer for a chat without an agent");
             return;
         };
         tokio::spawn(async move {
-            if let Err(error) = runtime
-                .provider
-                .respond_to_permission(&tool_call_id, decision)
-                .await
-            {
-                tracing::warn!(%error, tool_call_id, "the agent did not take the confirmation");
-            }
-        });
-    }
-
-    fn answer_input(&self, chat: &str, request_id: String, response: InputResponse) {
-        let Some(runtime) = self.shared.runtime().chats.get(chat).cloned() else {
-            tracing::warn!(chat, "an input answer for a chat without an agent");
-            return;
-        };
-        tokio::spawn(async move {
-            if let Err(error) = runtime
-                .provider
-                .respond_to_input(&request_id, response)
-                .await
-            {
-                tracing::warn!(%error, request_id, "the agent did not take the input answer");
-            }
-        });
-    }
-
-    fn complete_client_tool(&self, chat: &str, tool_call_id: String, result: ToolCallResult) {
-        let Some(runtime) = self.shared.runtime().chats.get(chat).cloned() else {
-            tracing::warn!(chat, "a client tool result for a chat without an agent");
-            return;
-        };
-        tokio::spawn(async move {
-            if let Err(error) = runtime
-                .provider
-                .complete_client_tool(&tool_call_id, result)
-                .await
-            {
-                tracing::warn!(%error, tool_call_id, "the agent did not take the client tool's result");
+            let provider = &runtime.provider;
+            let taken = match answer {
+                AgentAnswer::Permission(decision) => {
+                    provider.respond_to_permission(&id, decision).await
+                }
+                AgentAnswer::Input(response) => provider.respond_to_input(&id, response).await,
+                AgentAnswer::ClientTool(result) => provider.complete_client_tool(&id, result).await,
+            };
+            if let Err(error) = taken {
+                tracing::warn!(%error, id, "the agent did not take the answer");
             }
         });
     }
