@@ -273,7 +273,7 @@ fn a_file_rewritten_during_the_capture_does_not_fail_it() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 n += 1;
                 // Alternately long and short: a read sized for the long one hits the end early.
-                let len = if n % 2 == 0 { 256 << 10 } else { 1 };
+                let len = if n.is_multiple_of(2) { 256 << 10 } else { 1 };
                 let _ = std::fs::write(&path, vec![b'x'; len]);
             }
         })
