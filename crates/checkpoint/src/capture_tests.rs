@@ -294,3 +294,29 @@ fn a_file_rewritten_during_the_capture_does_not_fail_it() {
         failures.first()
     );
 }
+
+/// What a capture retries on: a file that shrank under the reader, and nothing else.
+#[test]
+fn a_file_changed_while_read_is_recognised_and_other_failures_are_not() {
+    let git = |kind: std::io::ErrorKind, message: &str| crate::CheckpointError::Git {
+        context: "compare the work tree with the previous capture",
+        source: Box::new(gix::Error::from_error(std::io::Error::new(
+            kind,
+            message.to_owned(),
+        ))),
+    };
+    let shrank = git(
+        std::io::ErrorKind::UnexpectedEof,
+        "failed to fill whole buffer",
+    );
+    assert!(shrank.is_file_changed_while_read(), "{shrank}");
+    let io = crate::CheckpointError::Io {
+        action: "read",
+        path: "a.txt".into(),
+        source: std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "short read"),
+    };
+    assert!(io.is_file_changed_while_read());
+    let denied = git(std::io::ErrorKind::PermissionDenied, "no");
+    assert!(!denied.is_file_changed_while_read(), "{denied}");
+    assert!(!crate::CheckpointError::EmptySessionId.is_file_changed_while_read());
+}

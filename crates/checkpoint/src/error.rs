@@ -116,6 +116,31 @@ pub enum CheckpointError {
     Worker(String),
 }
 
+impl CheckpointError {
+    /// Whether the operation failed because a work-tree file shrank while it was read (another
+    /// writer rewrote it): reading it again, later, can succeed.
+    pub fn is_file_changed_while_read(&self) -> bool {
+        let root: &(dyn std::error::Error + 'static) = match self {
+            Self::Git { source, .. } => source.as_ref(),
+            Self::Io { source, .. } => source,
+            _ => return false,
+        };
+        let mut current = Some(root);
+        while let Some(error) = current {
+            if error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+            {
+                return true;
+            }
+            current = error.source();
+        }
+        // gix may flatten its causes into text: recognise the kind by name then.
+        format!("{root:#}").contains("UnexpectedEof")
+            || format!("{root:?}").contains("UnexpectedEof")
+    }
+}
+
 /// Attaches a short description of the step to a gix error.
 pub(crate) trait GitContext<T> {
     /// Maps the error into [`CheckpointError::Git`] with `context`.

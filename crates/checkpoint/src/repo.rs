@@ -44,6 +44,9 @@ impl ObjectFormat {
     }
 }
 
+/// How many times a capture is taken again when a work-tree file changed while it was read.
+const CHANGED_WHILE_READ_RETRIES: usize = 4;
+
 /// One repository's work tree, opened once and kept: the handle, the private capture index
 /// and the work-tree watcher live as long as this value.
 ///
@@ -155,7 +158,23 @@ impl Repo {
     ) -> Result<Capture, CheckpointError> {
         let repo = self.gix();
         let mut slot = lock(&self.capture);
-        capture::capture(&repo, &mut slot, &self.config, scope, interrupt)
+        let mut retried = 0;
+        loop {
+            match capture::capture(&repo, &mut slot, &self.config, scope, interrupt) {
+                // Another writer (an agent, a second session in the same folder) shrank a file
+                // while it was read. The failed capture left nothing behind (its state is
+                // rebuilt by a full pass), so it is simply taken again.
+                Err(error)
+                    if retried < CHANGED_WHILE_READ_RETRIES
+                        && error.is_file_changed_while_read()
+                        && !interrupt.load(std::sync::atomic::Ordering::Relaxed) =>
+                {
+                    retried += 1;
+                    tracing::debug!(%error, retried, "a work-tree file changed while it was read; capturing again");
+                }
+                outcome => return outcome,
+            }
+        }
     }
 
     /// Writes a commit of `tree` with `parents` and `message` as the fixed identity. Moves no ref.
