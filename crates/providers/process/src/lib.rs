@@ -97,8 +97,34 @@ pub struct Spawned {
     pub stdout: ChildStdout,
 }
 
+/// How often, and how long apart, a start that met a busy executable is tried again.
+const BUSY_RETRIES: u32 = 10;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// `command.spawn()`, tried again (up to [`BUSY_RETRIES`] times, [`BUSY_PAUSE`] apart) while the
+/// executable is busy (`ETXTBSY`): someone still holds it open for writing — a package manager
+/// replacing the CLI, or another thread of this process whose fork inherited the descriptor of
+/// a file it just wrote. Blocks the calling thread for those pauses only.
+fn spawn_when_not_busy(command: &mut Command) -> std::io::Result<Child> {
+    let mut tries = 0;
+    loop {
+        match command.spawn() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && tries < BUSY_RETRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(BUSY_PAUSE);
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 impl AgentProcess {
-    /// Starts `launch` in a new process group, with piped stdin, stdout and stderr.
+    /// Starts `launch` in a new process group, with piped stdin, stdout and stderr. An
+    /// executable that is busy being written (`ETXTBSY`) is waited for briefly: up to ten tries,
+    /// 10 ms apart.
     pub fn spawn(launch: &Launch<'_>) -> std::io::Result<Spawned> {
         let mut command = Command::new(launch.binary);
         command
@@ -115,7 +141,7 @@ impl AgentProcess {
         for name in launch.env_remove {
             command.env_remove(name);
         }
-        let mut child = command.spawn()?;
+        let mut child = spawn_when_not_busy(&mut command)?;
         let pid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())

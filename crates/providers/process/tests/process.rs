@@ -193,3 +193,45 @@ async fn an_endless_stderr_line_is_drained_so_the_child_never_blocks_on_it() {
     let status = spawned.process.reap(Duration::from_secs(10)).await;
     assert!(status.contains('0'), "{status}");
 }
+
+/// An executable still open for writing (a package manager replacing the CLI, or a fork in
+/// another thread that inherited the descriptor of a file just written) is busy: the start
+/// waits for it briefly instead of failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_waits_for_an_executable_that_is_still_being_written() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("fake-cli");
+    let mut file = std::fs::File::create(&binary).unwrap();
+    file.write_all(b"#!/bin/sh\necho started\n").unwrap();
+    file.flush().unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Still open for writing: exec fails with ETXTBSY until the writer lets go.
+    let busy = std::process::Command::new(&binary).output().unwrap_err();
+    assert_eq!(
+        busy.kind(),
+        std::io::ErrorKind::ExecutableFileBusy,
+        "{busy}"
+    );
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        drop(file);
+    });
+    let spawned = AgentProcess::spawn(&Launch {
+        binary: &binary,
+        args: &[],
+        working_directory: dir.path(),
+        env: &[],
+        env_remove: &[],
+    })
+    .unwrap();
+    writer.join().unwrap();
+    let mut reader = BufReader::new(spawned.stdout);
+    let mut line = String::new();
+    tokio::io::AsyncBufReadExt::read_line(&mut reader, &mut line)
+        .await
+        .unwrap();
+    assert_eq!(line, "started\n");
+    spawned.process.reap(Duration::from_secs(10)).await;
+}
