@@ -202,6 +202,13 @@ struct DiffArgs {
     /// Everything from the start of this turn on.
     #[arg(long, value_name = "TURN")]
     since: Option<String>,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+/// Where a command finds its sessions: a running host, else the data directory.
+#[derive(Debug, clap::Args)]
+struct HostArgs {
     /// A running host: the URL `agent-host serve` printed, token included (default: the
     /// sessions stored in the data directory).
     #[arg(
@@ -216,6 +223,19 @@ struct DiffArgs {
     data_dir: Option<PathBuf>,
 }
 
+impl HostArgs {
+    /// Runs `command` against the running host, or against one started over the data
+    /// directory for the command's length (see [`agenthost::host::with_host`]).
+    async fn with_host<T, F, Fut>(self, what: &str, command: F) -> Result<T, String>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = Result<T, String>>,
+    {
+        let dir = self.data_dir;
+        agenthost::host::with_host(self.connect, || data_dir(dir), what, command).await
+    }
+}
+
 #[derive(Debug, clap::Args)]
 struct RollbackArgs {
     /// The session URI.
@@ -225,17 +245,8 @@ struct RollbackArgs {
     /// Do not ask.
     #[arg(long)]
     yes: bool,
-    /// A running host (default: the sessions stored in the data directory).
-    #[arg(
-        long,
-        env = "AGENT_HOST_URL",
-        hide_env_values = true,
-        value_name = "URL"
-    )]
-    connect: Option<String>,
-    /// Where the session database lives (as for `serve`).
-    #[arg(long, env = "AGENT_HOST_DATA_DIR")]
-    data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    host: HostArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -699,20 +710,15 @@ fn main() -> ExitCode {
         }
         Command::Diff(args) => {
             init_logging("warn");
-            let diff = runtime.block_on(agenthost::host::with_host(
-                args.connect,
-                || data_dir(args.data_dir),
-                "diff",
-                |url| async move {
-                    agenthost::checkpoints::diff(
-                        &url,
-                        &args.session,
-                        args.turn.as_deref(),
-                        args.since.as_deref(),
-                    )
-                    .await
-                },
-            ));
+            let diff = runtime.block_on(args.host.with_host("diff", |url| async move {
+                agenthost::checkpoints::diff(
+                    &url,
+                    &args.session,
+                    args.turn.as_deref(),
+                    args.since.as_deref(),
+                )
+                .await
+            }));
             diff.and_then(|diff| {
                 let stdout = std::io::stdout();
                 let style =
@@ -725,27 +731,22 @@ fn main() -> ExitCode {
             init_logging("warn");
             let turn = args.turn.clone();
             runtime
-                .block_on(agenthost::host::with_host(
-                    args.connect,
-                    || data_dir(args.data_dir),
-                    "rollback",
-                    |url| async move {
-                        agenthost::checkpoints::rollback(
-                            &url,
-                            &args.session,
-                            &args.turn,
-                            args.yes,
-                            &mut std::io::stdout(),
-                            |out| {
-                                agenthost::checkpoints::ask_stdin(
-                                    out,
-                                    &format!("Roll back to the start of turn {turn}?"),
-                                )
-                            },
-                        )
-                        .await
-                    },
-                ))
+                .block_on(args.host.with_host("rollback", |url| async move {
+                    agenthost::checkpoints::rollback(
+                        &url,
+                        &args.session,
+                        &args.turn,
+                        args.yes,
+                        &mut std::io::stdout(),
+                        |out| {
+                            agenthost::checkpoints::ask_stdin(
+                                out,
+                                &format!("Roll back to the start of turn {turn}?"),
+                            )
+                        },
+                    )
+                    .await
+                }))
                 .map(|_| ())
         }
         Command::Demo(args) => {

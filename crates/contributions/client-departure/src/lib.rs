@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -89,7 +90,7 @@ struct Shared {
     handle: Option<Handle>,
     /// Running grace windows: (session, client) → the window's generation.
     windows: Mutex<HashMap<(String, String), u64>>,
-    next_window: Mutex<u64>,
+    next_window: AtomicU64,
 }
 
 impl ClientDeparture {
@@ -107,7 +108,7 @@ impl ClientDeparture {
             intake,
             handle: Handle::try_current().ok(),
             windows: Mutex::new(HashMap::new()),
-            next_window: Mutex::new(0),
+            next_window: AtomicU64::new(0),
         });
         let listener = subscriptions.listen(Arc::new(Listener(Arc::downgrade(&shared))));
         Self { shared, listener }
@@ -206,10 +207,9 @@ impl Shared {
             if windows.contains_key(&key) {
                 return;
             }
-            let mut next = self.next_window.lock().unwrap_or_else(|e| e.into_inner());
-            *next += 1;
-            windows.insert(key, *next);
-            *next
+            let generation = self.next_window.fetch_add(1, Ordering::Relaxed) + 1;
+            windows.insert(key, generation);
+            generation
         };
         let grace = self.grace();
         tracing::debug!(
