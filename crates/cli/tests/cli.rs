@@ -308,10 +308,16 @@ fn a_malformed_script_fails_naming_the_problem() {
     assert!(stderr.contains("missing.json"), "{stderr}");
 }
 
+/// A healthy demo prints the conversation and nothing else: with `RUST_LOG=warn` (so a lower
+/// default level cannot hide anything) its stderr holds no `ERROR` or `WARN` line — the
+/// demo's subagent turns once logged twenty — and no colour codes, since stderr is a pipe.
 #[test]
-fn demo_runs_to_the_end() {
+fn demo_runs_to_the_end_and_logs_nothing() {
     let mut command = agent_host();
-    command.arg("demo");
+    command
+        .arg("demo")
+        .env("RUST_LOG", "warn")
+        .env_remove("NO_COLOR");
     let mut demo = Spawned::spawn(command);
     let (status, stdout, stderr) = demo.wait();
     assert!(
@@ -321,5 +327,37 @@ fn demo_runs_to_the_end() {
     assert!(
         stdout.contains("Hello from the scripted agent!"),
         "{stdout}"
+    );
+    assert!(
+        !stderr.contains("ERROR") && !stderr.contains("WARN"),
+        "a healthy demo logged:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes on a pipe:\n{stderr}"
+    );
+}
+
+/// Log lines carry no colour codes when stderr is not a terminal, whatever the level.
+#[test]
+fn logs_on_a_pipe_have_no_colour_codes() {
+    let root = tempfile::tempdir().unwrap();
+    let mut command = agent_host();
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root.path())
+        .arg("--data-dir")
+        .arg(root.path().join(".agenthost-data"))
+        .env("RUST_LOG", "info")
+        .env_remove("NO_COLOR");
+    let mut server = Spawned::spawn(command);
+    let _url = server.line();
+    server.terminate();
+    let (status, _, stderr) = server.wait();
+    assert!(status.success(), "{status}\n{stderr}");
+    assert!(stderr.contains("INFO"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes on a pipe:\n{stderr}"
     );
 }

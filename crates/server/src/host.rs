@@ -560,6 +560,8 @@ impl ProtocolHandler for Host {
                     "shutdown: queued store writes did not finish in time; some may be lost"
                 );
             }
+            // Last, the chat history the store refused so far: once more before exiting.
+            self.service.flush_history();
         })
     }
 

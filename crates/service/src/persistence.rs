@@ -11,8 +11,10 @@ use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_reducers::HostState;
 use agenthost_reducers::projection::chat_summary;
 use agenthost_reducers::states::empty_chat;
-use agenthost_state::{CommitHook, SeqReservation};
-use agenthost_store::{ChatRecord, SessionRecord, Store, TitleSource, TurnRecord};
+use agenthost_state::{CommitHook, SeqReservation, StateManager};
+use agenthost_store::{
+    ChatRecord, HistoryWrite, HistoryWriter, SessionRecord, Store, TitleSource, TurnRecord,
+};
 use serde_json::Value;
 
 /// Persists `serverSeq` reservations as the store's high-water mark.
@@ -32,111 +34,115 @@ pub trait ResumeHandles: Send + Sync {
     fn resume_handle(&self, chat: &str) -> Option<Value>;
 }
 
-/// Writes every completed turn (and truncations) to the store inside the state's commit, before
-/// any client sees the turn end: a turn a client saw complete survives any crash. The agent's
-/// resume handle goes in the same transaction, so history and conversation never disagree.
+/// Makes every chat's history durable inside the state's commit, before any client sees the
+/// action: a chat's record when it is added (subagent and side chats included — whoever adds
+/// them), an open-turn marker with the user's message when a turn starts, the finished turn
+/// (with the agent's resume handle, in the same transaction, which also deletes the marker)
+/// when it ends, and truncations. A turn a client saw complete survives any crash; a turn the
+/// host died during is found again by its marker.
 ///
-/// A write the store refuses (a full disk, a read-only data directory) is kept, in order, and
-/// tried again before the next commit's writes — so history is not lost while the host runs
-/// once the store takes writes again (a write still pending when the process dies is lost; the
-/// failure is logged as an error each time).
+/// The writes go through a [`HistoryWriter`]: in order per chat, a missing chat record is
+/// rebuilt from live state, and what the store refuses (a full disk, a read-only directory) is
+/// kept — bounded: at the limit new turns are refused ([`Self::refusal`]) — and tried again
+/// by [`Self::retry`] outside the state lock.
 pub(crate) struct TurnRecorder {
-    pub(crate) store: Store,
+    pub(crate) writer: HistoryWriter,
     pub(crate) handles: OnceLock<Arc<dyn ResumeHandles>>,
-    pub(crate) pending: std::sync::Mutex<std::collections::VecDeque<PendingTurn>>,
-}
-
-/// A completed turn the store has not taken yet.
-pub(crate) struct PendingTurn {
-    chat: ChatUri,
-    record: TurnRecord,
-    modified_at: String,
-    handle: Option<Value>,
 }
 
 impl CommitHook for TurnRecorder {
     fn before_broadcast(&self, host: &HostState, envelope: &ActionEnvelope) {
-        let Ok(chat) = ChatUri::parse(&envelope.channel) else {
-            self.flush();
-            return;
-        };
-        let result = match &envelope.action {
-            StateAction::ChatTurnComplete(a) => self.record(host, &chat, &a.turn_id),
-            StateAction::ChatTurnCancelled(a) => self.record(host, &chat, &a.turn_id),
-            StateAction::ChatError(a) => self.record(host, &chat, &a.turn_id),
-            StateAction::ChatTruncated(a) => self
-                .store
-                .truncate_turns(&chat, a.turn_id.as_deref())
-                .map(|_| ()),
-            _ => Ok(()),
-        };
-        if let Err(error) = result {
-            tracing::error!(chat = %chat, %error, "could not persist the chat's history");
+        let repair = |chat: &ChatUri| live_chat_record(host, chat);
+        if let Some((chat, write)) = self.write_for(host, envelope) {
+            self.writer.submit(&chat, write, &repair);
         }
-        self.flush();
     }
 }
 
 impl TurnRecorder {
-    /// Queues the turn's record behind any earlier one the store refused.
-    fn record(
+    /// A recorder writing to `store`, refusing new turns once `limit` writes are kept.
+    pub(crate) fn new(store: Store, limit: usize) -> Self {
+        Self {
+            writer: HistoryWriter::new(store, limit),
+            handles: OnceLock::new(),
+        }
+    }
+
+    /// The history write an accepted envelope calls for, if any.
+    fn write_for(
         &self,
         host: &HostState,
-        chat: &ChatUri,
-        turn_id: &str,
-    ) -> agenthost_store::Result<()> {
-        let Some(state) = host.chat(chat.as_str()) else {
-            return Ok(());
+        envelope: &ActionEnvelope,
+    ) -> Option<(ChatUri, HistoryWrite)> {
+        if let StateAction::SessionChatAdded(added) = &envelope.action {
+            let chat = ChatUri::parse(&added.summary.resource).ok()?;
+            let record = live_chat_record(host, &chat)?;
+            return Some((chat, HistoryWrite::Chat(Box::new(record))));
+        }
+        let chat = ChatUri::parse(&envelope.channel).ok()?;
+        let write = match &envelope.action {
+            StateAction::ChatTurnStarted(_) => {
+                let active = host.chat(chat.as_str())?.active_turn.clone()?;
+                HistoryWrite::Opened(Box::new(active))
+            }
+            StateAction::ChatTurnComplete(a) => self.finished(host, &chat, &a.turn_id)?,
+            StateAction::ChatTurnCancelled(a) => self.finished(host, &chat, &a.turn_id)?,
+            StateAction::ChatError(a) => self.finished(host, &chat, &a.turn_id)?,
+            StateAction::ChatTruncated(a) => HistoryWrite::Truncate {
+                keep_through: a.turn_id.clone(),
+            },
+            _ => return None,
         };
-        let Some(turn) = state.turns.iter().rev().find(|t| t.id == turn_id) else {
-            return Ok(());
-        };
+        Some((chat, write))
+    }
+
+    /// The record of a finished turn, with the agent's current resume handle.
+    fn finished(&self, host: &HostState, chat: &ChatUri, turn_id: &str) -> Option<HistoryWrite> {
+        let state = host.chat(chat.as_str())?;
+        let turn = state.turns.iter().rev().find(|t| t.id == turn_id)?;
         let mut record = TurnRecord::new(turn.clone());
         record.usage = record.turn.usage.clone();
-        let handle = self
+        let resume_handle = self
             .handles
             .get()
             .and_then(|h| h.resume_handle(chat.as_str()));
-        self.queue().push_back(PendingTurn {
-            chat: chat.clone(),
-            record,
+        Some(HistoryWrite::Turn {
+            record: Box::new(record),
             modified_at: state.modified_at.clone(),
-            handle,
-        });
-        Ok(())
+            resume_handle,
+        })
     }
 
-    fn queue(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<PendingTurn>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Writes the queued records in order, stopping at the first the store refuses.
-    fn flush(&self) {
-        let mut queue = self.queue();
-        while let Some(next) = queue.front() {
-            let written = match &next.handle {
-                Some(handle) => self.store.append_turn_with_resume_handle(
-                    &next.chat,
-                    &next.record,
-                    &next.modified_at,
-                    Some(handle),
-                ),
-                None => self
-                    .store
-                    .append_turn(&next.chat, &next.record, &next.modified_at),
-            };
-            match written {
-                Ok(()) => {
-                    queue.pop_front();
-                }
-                Err(error) => {
-                    tracing::error!(chat = %next.chat, %error, queued = queue.len(),
-                        "could not persist a completed turn; it is kept and tried again");
-                    return;
-                }
-            }
+    /// Tries the kept writes again, outside the state lock: the records a repair may need are
+    /// read from `state` first. Returns how many writes are still kept.
+    pub(crate) fn retry(&self, state: &StateManager) -> usize {
+        if self.writer.pending() == 0 {
+            return 0;
         }
+        let records: std::collections::HashMap<String, ChatRecord> = state.read(|host| {
+            self.writer
+                .kept_chats()
+                .iter()
+                .filter_map(|chat| Some((chat.to_string(), live_chat_record(host, chat)?)))
+                .collect()
+        });
+        self.writer
+            .flush(&|chat: &ChatUri| records.get(chat.as_str()).cloned())
     }
+}
+
+/// The store record of a chat in live state (its position in the session's catalog).
+fn live_chat_record(host: &HostState, chat: &ChatUri) -> Option<ChatRecord> {
+    let session = host.chat_session(chat.as_str())?;
+    let state = host.chat(chat.as_str())?;
+    let position = host
+        .session(session)?
+        .chats
+        .iter()
+        .position(|c| c.resource == chat.as_str())
+        .unwrap_or(usize::MAX);
+    let session = SessionUri::parse(session).ok()?;
+    chat_record(&session, state, i64::try_from(position).unwrap_or(i64::MAX))
 }
 
 /// The store record of a live session.

@@ -126,12 +126,12 @@ impl SessionService {
                 "at least one root is needed".into(),
             ));
         }
-        let recorder = Arc::new(TurnRecorder {
-            store: store.clone(),
-            handles: OnceLock::new(),
-            pending: std::sync::Mutex::default(),
-        });
+        let recorder = Arc::new(TurnRecorder::new(
+            store.clone(),
+            agenthost_store::DEFAULT_BACKLOG_LIMIT,
+        ));
         state.add_commit_hook(recorder.clone());
+        spawn_history_retries(&recorder, &state);
         Ok(Self {
             state,
             dispatcher,
@@ -914,15 +914,63 @@ impl SessionService {
         self.ensure_chat(chat).await
     }
 
-    /// Client-action intake (AHP §6.1): validate and reduce, or produce the rejection echo.
+    /// Client-action intake (AHP §6.1): validate and reduce, or produce the rejection echo. A
+    /// new turn is refused, with the cause, while the chat history the store refused has
+    /// reached its limit (more turns would only grow what is kept in memory).
     pub fn intake(
         &self,
         channel: &str,
         action: StateAction,
         origin: ActionOrigin,
     ) -> ClientDispatch {
+        if matches!(action, StateAction::ChatTurnStarted(_))
+            && let Some(reason) = self.recorder.writer.refusal()
+        {
+            return match self.state.reject_client(channel, action, origin, &reason) {
+                Some(echo) => ClientDispatch::Rejected(Box::new(echo)),
+                None => ClientDispatch::Ignored,
+            };
+        }
         self.state.dispatch_client(channel, action, origin)
     }
+
+    /// Writes the chat history the store refused so far (a graceful stop calls it last);
+    /// returns how many writes are still kept (logged when not zero).
+    pub fn flush_history(&self) -> usize {
+        let kept = self.recorder.retry(&self.state);
+        if kept > 0 {
+            tracing::error!(
+                kept,
+                "stopping with chat history the session database did not take; it is lost"
+            );
+        }
+        kept
+    }
+
+    /// How many chat-history writes are kept now, and the most ever kept at once.
+    pub fn history_backlog(&self) -> (usize, usize) {
+        (self.recorder.writer.pending(), self.recorder.writer.peak())
+    }
+}
+
+/// Tries kept chat-history writes again every half second, outside the state lock, for as
+/// long as the recorder lives (without a runtime, only a graceful stop's flush does).
+fn spawn_history_retries(recorder: &Arc<TurnRecorder>, state: &Arc<StateManager>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (recorder, state) = (Arc::downgrade(recorder), Arc::downgrade(state));
+    runtime.spawn(async move {
+        let mut ticks = tokio::time::interval(std::time::Duration::from_millis(500));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let (Some(recorder), Some(state)) = (recorder.upgrade(), state.upgrade()) else {
+                return;
+            };
+            recorder.retry(&state);
+        }
+    });
 }
 
 #[cfg(test)]

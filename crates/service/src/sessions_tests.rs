@@ -861,3 +861,100 @@ async fn a_session_that_cannot_be_isolated_is_not_created() {
         .await
         .unwrap();
 }
+
+/// A subagent chat as the orchestrator's router adds it: inserted into live state and
+/// announced, never stored by the router itself.
+fn add_subagent_chat(state: &StateManager, session: &str, parent: &str, chat: &str) {
+    let origin = ChatOrigin::Tool {
+        chat: parent.to_owned(),
+        tool_call_id: "task-1".to_owned(),
+    };
+    let sub = empty_chat(chat, "Explore", "2026-01-01T00:00:00.500Z", Some(origin));
+    let added = StateAction::SessionChatAdded(SessionChatAddedAction {
+        summary: chat_summary(&sub),
+    });
+    state.insert_chat(session, sub).unwrap();
+    state.dispatch_server(session, added).unwrap();
+}
+
+#[tokio::test]
+async fn subagent_chats_and_their_turns_are_stored_and_other_chats_keep_being_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agenthost.db");
+    let store = Store::open(&path).unwrap();
+    let parent = default_chat_of("scripted:/s1");
+    let session = SessionUri::parse("scripted:/s1").unwrap();
+    let sub = ChatUri::subagent(
+        &session,
+        &agenthost_protocol::SafeId::new("task-1").unwrap(),
+    )
+    .into_string();
+    {
+        let (state, service) = service_on(dir.path(), store.clone());
+        service
+            .create_session(create("scripted:/s1"), "c")
+            .await
+            .unwrap();
+        service
+            .create_session(create("scripted:/s2"), "c")
+            .await
+            .unwrap();
+        state
+            .dispatch_server(
+                &parent,
+                turn(json!({ "type": "chat/turnStarted", "turnId": "t1",
+                "startedAt": "2026-01-01T00:00:00.000Z",
+                "message": { "text": "explore", "origin": { "kind": "user" } } })),
+            )
+            .unwrap();
+        add_subagent_chat(&state, "scripted:/s1", &parent, &sub);
+        run_turns(&state, &sub);
+        state
+            .dispatch_server(
+                &parent,
+                turn(json!({ "type": "chat/turnComplete", "turnId": "t1", "duration": 10 })),
+            )
+            .unwrap();
+        // Another session's turns are stored after the subagent's too.
+        run_turns(&state, &default_chat_of("scripted:/s2"));
+        assert_eq!(service.history_backlog().0, 0, "nothing is kept");
+    }
+    let stored = store.chat(&ChatUri::parse(&sub).unwrap()).unwrap().unwrap();
+    assert!(stored.subagent);
+    assert_eq!(stored.interactivity, None);
+    assert!(
+        matches!(&stored.origin, Some(ChatOrigin::Tool { chat, tool_call_id })
+        if chat == &parent && tool_call_id == "task-1")
+    );
+    let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
+    service.ensure_channel(&sub).await.unwrap();
+    let restored = state.read(|h| h.chat(&sub).cloned()).unwrap();
+    assert_eq!(
+        restored.turns.len(),
+        1,
+        "the subagent's finished turn is back"
+    );
+    for chat in [parent, default_chat_of("scripted:/s2")] {
+        service.ensure_channel(&chat).await.unwrap();
+        assert_eq!(
+            state.read(|h| h.chat(&chat).unwrap().turns.len()),
+            1,
+            "{chat}"
+        );
+    }
+    // The turns still running at the stop left their open-turn markers.
+    let open = store
+        .open_turn_of(&ChatUri::parse(&sub).unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (open.id.as_str(), open.message.text.as_str()),
+        ("t2", "more")
+    );
+    assert!(
+        store
+            .open_turn_of(&ChatUri::parse(&default_chat_of("scripted:/s1")).unwrap())
+            .unwrap()
+            .is_none()
+    );
+}

@@ -83,42 +83,60 @@ impl Store {
     /// moves it, with its turns). Its session must be stored. Updating never touches the
     /// chat's turns, failed turns, delegations or metadata.
     pub fn put_chat(&self, chat: &ChatRecord) -> Result<()> {
+        self.insert_chat(chat, true).map(|_| ())
+    }
+
+    /// Inserts `chat` unless a chat with its URI is stored already (which is left exactly as
+    /// it is: a title or draft written since is kept). Its session must be stored. Returns
+    /// whether it was inserted.
+    pub fn ensure_chat(&self, chat: &ChatRecord) -> Result<bool> {
+        self.insert_chat(chat, false)
+    }
+
+    fn insert_chat(&self, chat: &ChatRecord, replace: bool) -> Result<bool> {
         let origin = opt_json("chat origin", chat.origin.as_ref())?;
         let interactivity = codec::interactivity(chat.interactivity)?;
         let draft = opt_json("chat draft", chat.draft.as_ref())?;
         let config = opt_json("chat config", chat.config.as_ref())?;
         let resume_handle = opt_json("resume handle", chat.resume_handle.as_ref())?;
+        let conflict = if replace {
+            "DO UPDATE SET session = excluded.session, \
+             position = excluded.position, title = excluded.title, \
+             title_source = excluded.title_source, modified_at = excluded.modified_at, \
+             origin = excluded.origin, interactivity = excluded.interactivity, \
+             read = excluded.read, archived = excluded.archived, draft = excluded.draft, \
+             config = excluded.config, resume_handle = excluded.resume_handle, \
+             subagent = excluded.subagent"
+        } else {
+            "DO NOTHING"
+        };
         self.write(|tx| {
             require_session(tx, chat.session.as_str())?;
-            tx.prepare_cached(
-                "INSERT INTO chats (uri, session, position, title, title_source, modified_at, \
-                 origin, interactivity, read, archived, draft, config, resume_handle, subagent) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
-                 ON CONFLICT (uri) DO UPDATE SET session = excluded.session, \
-                 position = excluded.position, title = excluded.title, \
-                 title_source = excluded.title_source, modified_at = excluded.modified_at, \
-                 origin = excluded.origin, interactivity = excluded.interactivity, \
-                 read = excluded.read, archived = excluded.archived, draft = excluded.draft, \
-                 config = excluded.config, resume_handle = excluded.resume_handle, \
-                 subagent = excluded.subagent",
-            )?
-            .execute(rusqlite::params![
-                chat.uri.as_str(),
-                chat.session.as_str(),
-                chat.position,
-                &chat.title,
-                chat.title_source.as_str(),
-                &chat.modified_at,
-                origin,
-                interactivity,
-                chat.read,
-                chat.archived,
-                draft,
-                config,
-                resume_handle,
-                chat.subagent,
-            ])?;
-            Ok(())
+            let changed = tx
+                .prepare_cached(&format!(
+                    "INSERT INTO chats (uri, session, position, title, title_source, \
+                     modified_at, origin, interactivity, read, archived, draft, config, \
+                     resume_handle, subagent) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+                     ON CONFLICT (uri) {conflict}"
+                ))?
+                .execute(rusqlite::params![
+                    chat.uri.as_str(),
+                    chat.session.as_str(),
+                    chat.position,
+                    &chat.title,
+                    chat.title_source.as_str(),
+                    &chat.modified_at,
+                    origin,
+                    interactivity,
+                    chat.read,
+                    chat.archived,
+                    draft,
+                    config,
+                    resume_handle,
+                    chat.subagent,
+                ])?;
+            Ok(changed > 0)
         })
     }
 

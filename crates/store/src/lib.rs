@@ -50,6 +50,7 @@ mod chats;
 mod checkpoints;
 mod codec;
 mod error;
+mod history;
 mod metadata;
 mod records;
 mod schema;
@@ -58,6 +59,7 @@ mod store;
 mod turns;
 
 pub use error::{Result, StoreError};
+pub use history::{DEFAULT_BACKLOG_LIMIT, HistoryWrite, HistoryWriter, Repair};
 pub use records::{
     ChatRecord, DelegationRecord, FailedTurnRecord, MetaOwner, SessionRecord, TitleSource,
     TurnRecord,

@@ -16,7 +16,7 @@ use crate::error::{BUSY_TIMEOUT_MS, StoreError};
 pub const APPLICATION_ID: i32 = 0x4148_5354;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -145,6 +145,18 @@ CREATE TRIGGER sessions_drop_checkpoint_turns AFTER DELETE ON sessions BEGIN
 END;
 ";
 
+/// Version 4: open-turn markers — the user's message of a turn that started and has not been
+/// stored as finished yet. Written in the commit that starts the turn, deleted in the
+/// transaction that stores the finished turn: a marker still there when the host starts again
+/// is a turn the host died during.
+pub(crate) const V4_OPEN_TURNS: &str = "
+CREATE TABLE open_turns (
+    chat    TEXT PRIMARY KEY NOT NULL REFERENCES chats (uri) ON DELETE CASCADE,
+    turn_id TEXT NOT NULL,
+    turn    TEXT NOT NULL
+) STRICT;
+";
+
 /// The schema's history, oldest first. Append a step to change the schema; never edit one that
 /// has shipped.
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -159,6 +171,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 3,
         sql: V3_CHECKPOINT_LEDGER,
+    },
+    Migration {
+        version: 4,
+        sql: V4_OPEN_TURNS,
     },
 ];
 

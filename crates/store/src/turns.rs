@@ -8,6 +8,7 @@ use crate::codec::{Cell, opt_json, to_json};
 use crate::error::{Result, StoreError};
 use crate::records::{FailedTurnRecord, TurnRecord};
 use crate::store::{Failure, Store};
+use agenthost_protocol::ahp_types::state::ActiveTurn;
 
 impl Store {
     /// Appends the completed `record` to the chat `chat` and advances the `modified_at` of the
@@ -82,7 +83,60 @@ impl Store {
                 tx.prepare_cached("UPDATE chats SET resume_handle = ?2 WHERE uri = ?1")?
                     .execute((chat.as_str(), handle))?;
             }
+            // The finished turn replaces its open-turn marker in the same transaction, so a
+            // kill at any instant leaves exactly one of the two.
+            tx.prepare_cached("DELETE FROM open_turns WHERE chat = ?1 AND turn_id = ?2")?
+                .execute((chat.as_str(), &record.turn.id))?;
             Ok(())
+        })
+    }
+
+    /// Records that the turn `turn` of `chat` has started and is not finished (its user
+    /// message, as the chat's active turn holds it at the start). A chat has at most one open
+    /// turn: a newer one replaces the marker. Storing the finished turn
+    /// ([`append_turn`](Self::append_turn)) deletes it in the same transaction; a marker still
+    /// there when the host starts again is a turn the host died during.
+    pub fn open_turn(&self, chat: &ChatUri, turn: &ActiveTurn) -> Result<()> {
+        let json = to_json("open turn", turn)?;
+        self.write(|tx| {
+            session_of(tx, chat.as_str())?;
+            tx.prepare_cached(
+                "INSERT INTO open_turns (chat, turn_id, turn) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (chat) DO UPDATE SET turn_id = excluded.turn_id, turn = excluded.turn",
+            )?
+            .execute((chat.as_str(), &turn.id, &json))?;
+            Ok(())
+        })
+    }
+
+    /// The open turn of `chat` (see [`open_turn`](Self::open_turn)), if there is one.
+    pub fn open_turn_of(&self, chat: &ChatUri) -> Result<Option<ActiveTurn>> {
+        self.read(|conn| {
+            let row: Option<(String, String)> = conn
+                .prepare_cached("SELECT turn_id, turn FROM open_turns WHERE chat = ?1")?
+                .query_row([chat.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?;
+            let Some((turn_id, json)) = row else {
+                return Ok(None);
+            };
+            let key = format!("{chat} {turn_id}");
+            let cell = Cell {
+                table: "open_turns",
+                key: &key,
+                column: "turn",
+            };
+            Ok(Some(cell.json(&json)?))
+        })
+    }
+
+    /// Forgets the open turn `turn_id` of `chat` without storing a finished turn (a turn that
+    /// ended without a record, such as one the host refused). Returns whether it was there.
+    pub fn close_open_turn(&self, chat: &ChatUri, turn_id: &str) -> Result<bool> {
+        self.write(|tx| {
+            let removed = tx
+                .prepare_cached("DELETE FROM open_turns WHERE chat = ?1 AND turn_id = ?2")?
+                .execute((chat.as_str(), turn_id))?;
+            Ok(removed > 0)
         })
     }
 

@@ -96,6 +96,15 @@ impl Spawned {
             .unwrap_or_else(|e| panic!("no stdout line ({e}); stderr:\n{}", self.stderr()))
     }
 
+    /// `SIGTERM`: a graceful stop (the caller waits for the exit).
+    pub fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -TERM failed");
+    }
+
     /// `SIGKILL` (what `Child::kill` sends on Unix), then reaps the process.
     pub fn kill(&mut self) {
         self.child.kill().unwrap();
