@@ -48,8 +48,8 @@ pub struct HostOptions {
     pub launch_kind: LaunchKind,
     /// Where the session database lives; `None` keeps sessions in memory only (the demo).
     pub data_dir: Option<PathBuf>,
-    /// How often idle sessions (no subscriber, no running turn, for a whole period) are evicted
-    /// from memory; they stay restorable. `None` never evicts.
+    /// How long a session must be idle (no subscriber, no running turn, no action) before it is
+    /// evicted from memory; it stays listed and restorable. `None` never evicts.
     pub idle_eviction: Option<std::time::Duration>,
     /// How the `claude` provider launches Claude Code (`claude` on the `PATH`, defaults
     /// otherwise, when `None`).
@@ -336,6 +336,9 @@ pub async fn bind_with(
         contributions,
     );
     host.set_session_config(session_config);
+    if let Some(limit) = options.idle_eviction {
+        host.spawn_idle_eviction(limit);
+    }
     unattended.bind_intake(&host, options.launch_kind.clone());
     unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())

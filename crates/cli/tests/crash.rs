@@ -151,6 +151,19 @@ impl Seen {
             restored_ids, order,
             "{context}: restored turns out of order"
         );
+        // A turn the host died during comes back interrupted — never one a client saw complete
+        // (its marker goes in the transaction that stores it).
+        let interrupted: Vec<&str> = restored
+            .iter()
+            .filter(|t| is_interrupted(t))
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        for id in &interrupted {
+            assert!(
+                !self.completed.iter().any(|(done, _)| done == id),
+                "{context}: turn {id} was seen complete but came back interrupted"
+            );
+        }
         for (id, seen) in &self.completed {
             let found = restored
                 .iter()
@@ -167,6 +180,16 @@ impl Seen {
             );
         }
     }
+}
+
+/// Whether a restored turn is one the host died during (`executionInterrupted`).
+fn is_interrupted(turn: &serde_json::Value) -> bool {
+    turn["state"] == "error"
+        && turn["responseParts"].as_array().is_some_and(|parts| {
+            parts
+                .iter()
+                .any(|p| p["error"]["errorType"] == "executionInterrupted")
+        })
 }
 
 /// The database as the crash left it (the host has reopened it): `PRAGMA integrity_check` and
@@ -267,7 +290,11 @@ fn crash_and_restart(iterations: usize, kill_point: fn(&mut Rng) -> KillPoint) {
             };
             let turn = next_turn(&mut number);
             seen.started.push(turn.clone());
-            let restored = view.state().turns.len();
+            // The agent never finished an interrupted turn, so it does not count it.
+            let restored = turns_json(&view)
+                .iter()
+                .filter(|t| !is_interrupted(t))
+                .count();
             peer.conn.start_turn(&chat, &turn, "go").await.unwrap();
             finish_turn(&mut peer, &mut view, &mut seen, &turn).await;
             // The agent resumed from its stored handle in step with the restored history: the

@@ -19,7 +19,8 @@ use agenthost_services::SubscriptionTracker;
 use agenthost_services::bounded::BoundedMap;
 use agenthost_side_effects::Orchestrator;
 use agenthost_state::{
-    ClientDispatch, Outbox, ReconnectOutcome, StateManager, SubscriberId, action_frame,
+    ClientDispatch, EnvelopeObserver, ObservedEnvelope, Outbox, ReconnectOutcome, StateManager,
+    SubscriberId, action_frame,
 };
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
@@ -54,8 +55,6 @@ impl Outbox for ConnectionOutbox {
 }
 
 struct Peers {
-    /// Sessions found idle by the previous eviction sweep.
-    idle: std::collections::HashSet<String>,
     subscribers: HashMap<ConnectionId, SubscriberId>,
     /// The channels each connection subscribed to, for `ServerConfig::max_subscriptions`. A
     /// channel removed since (a disposed session) may linger here; it is pruned when the
@@ -72,7 +71,6 @@ struct Peers {
 impl Default for Peers {
     fn default() -> Self {
         Self {
-            idle: Default::default(),
             subscribers: Default::default(),
             subscriptions: Default::default(),
             versions: BoundedMap::new(REMEMBERED_CLIENTS),
@@ -97,6 +95,27 @@ fn subscription_limit(max: usize) -> RpcError {
     ))
 }
 
+/// When each session last had an accepted action on it or one of its chats.
+#[derive(Default)]
+struct Activity(Mutex<HashMap<String, tokio::time::Instant>>);
+
+impl Activity {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, tokio::time::Instant>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl EnvelopeObserver for Activity {
+    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
+        if observed.envelope.rejection_reason.is_none()
+            && let Some(session) = observed.session
+        {
+            self.lock()
+                .insert(session.to_owned(), tokio::time::Instant::now());
+        }
+    }
+}
+
 /// The default of [`Host::set_shutdown_write_timeout`].
 pub const DEFAULT_SHUTDOWN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -115,6 +134,8 @@ pub struct Host {
     /// The session configuration `resolveSessionConfig` describes
     /// ([`set_session_config`](Self::set_session_config)).
     session_config: OnceLock<SessionConfigState>,
+    /// When each live session last had activity, for idle eviction.
+    activity: Arc<Activity>,
     /// The built-in contributions' registrations, dropped with the host: that unregisters them,
     /// which also breaks the state → dispatcher → contribution → state cycle their services form.
     _contributions: RegistrationSet,
@@ -152,7 +173,10 @@ impl Host {
         contributions: RegistrationSet,
     ) -> Arc<Self> {
         SummaryNotifier::install(&state, &service);
+        let activity = Arc::new(Activity::default());
+        state.add_observer(activity.clone());
         Arc::new(Self {
+            activity,
             state,
             service,
             orchestrator,
@@ -198,34 +222,65 @@ impl Host {
         self.subscriptions.get()
     }
 
-    /// Evicts sessions that were idle at this sweep and the previous one (so a session is idle
-    /// for at least one `every` before it goes), keeping them restorable. Runs until dropped.
-    pub async fn evict_idle_sessions(&self, every: std::time::Duration) {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            self.evict_idle_once().await;
-        }
+    /// Evicts sessions idle for `limit` (`serve --idle-evict-secs`) from memory, sweeping in a
+    /// task every quarter of it (at least every 10 ms) for as long as the host lives. An
+    /// evicted session stays listed and comes back intact on its next use.
+    pub fn spawn_idle_eviction(self: &Arc<Self>, limit: Duration) {
+        let host = Arc::downgrade(self);
+        let period = (limit / 4).max(Duration::from_millis(10));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(host) = host.upgrade() else {
+                    return;
+                };
+                host.evict_idle_once(limit).await;
+            }
+        });
     }
 
-    /// One eviction sweep; returns the sessions it evicted.
-    pub async fn evict_idle_once(&self) -> Vec<String> {
-        let idle: std::collections::HashSet<String> =
-            self.service.idle_sessions().into_iter().collect();
-        let previous = std::mem::replace(&mut self.peers().idle, idle.clone());
+    /// One eviction sweep: every live session nobody watches, with no running turn and no
+    /// history write still kept ([`SessionService::idle_sessions`]), whose last activity — an
+    /// accepted action on it or its chats, or being busy or watched at a sweep — is `limit` or
+    /// more ago, is evicted: the service frees its live state, the orchestrator its agents.
+    /// Returns the sessions it evicted.
+    pub async fn evict_idle_once(&self, limit: Duration) -> Vec<String> {
+        let now = tokio::time::Instant::now();
+        let live: HashSet<String> = self
+            .state
+            .read(|h| h.session_uris().map(str::to_owned).collect());
+        let idle: HashSet<String> = self.service.idle_sessions().into_iter().collect();
+        let due: Vec<String> = {
+            let mut activity = self.activity.lock();
+            activity.retain(|session, _| live.contains(session));
+            live.iter()
+                .filter(|session| {
+                    let last = activity.entry((*session).clone()).or_insert(now);
+                    if !idle.contains(*session) {
+                        *last = now;
+                    }
+                    now.duration_since(*last) >= limit
+                })
+                .cloned()
+                .collect()
+        };
         let mut evicted = Vec::new();
-        for session in idle.intersection(&previous) {
-            match self.service.dispose_session(session) {
+        for session in due {
+            match self.service.dispose_session(&session) {
                 Ok(chats) => {
-                    self.orchestrator.dispose_session(session, &chats).await;
-                    tracing::debug!(session, "evicted an idle session");
-                    evicted.push(session.clone());
+                    self.orchestrator.dispose_session(&session, &chats).await;
+                    tracing::info!(
+                        session,
+                        "evicted an idle session from memory (it stays listed)"
+                    );
+                    self.activity.lock().remove(&session);
+                    evicted.push(session);
                 }
                 Err(error) => tracing::debug!(session, %error, "idle session already gone"),
             }
         }
-        self.peers().idle.retain(|s| !evicted.contains(s));
         evicted
     }
 

@@ -591,15 +591,19 @@ impl SessionService {
     }
 
     /// Live sessions nobody watches and nothing runs in: no subscriber on the session or any of
-    /// its chats, no active turn. Evicting them ([`dispose_session`](Self::dispose_session))
-    /// keeps them restorable.
+    /// its chats, no active turn, no chat-history write still kept for the store. Evicting them
+    /// ([`dispose_session`](Self::dispose_session)) keeps them restorable.
     pub fn idle_sessions(&self) -> Vec<String> {
+        let kept = self.recorder.writer.kept_chats();
         let sessions: Vec<(String, bool)> = self.state.read(|h| {
             h.session_uris()
                 .map(|session| {
                     let busy = h
                         .session_chats(session)
-                        .any(|(_, c)| c.active_turn.is_some());
+                        .any(|(_, c)| c.active_turn.is_some())
+                        || kept
+                            .iter()
+                            .any(|chat| h.chat_session(chat.as_str()) == Some(session));
                     (session.to_owned(), busy)
                 })
                 .collect()

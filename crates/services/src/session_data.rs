@@ -1,9 +1,9 @@
 //! [`SessionDataStore`]: what contributions persist per session and per chat.
 
 use agenthost_protocol::ahp_types::common::JsonObject;
-use agenthost_protocol::ahp_types::state::{Message, UsageInfo};
+use agenthost_protocol::ahp_types::state::{ActiveTurn, Message, Turn, UsageInfo};
 use agenthost_protocol::{ChatUri, SessionUri};
-use agenthost_store::{MetaOwner, Store, StoreError};
+use agenthost_store::{MetaOwner, Store, StoreError, TurnRecord};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
@@ -112,6 +112,23 @@ pub trait SessionDataStore: Send + Sync {
     fn set_flags(&self, owner: DataOwner, flags: Flags) -> DataFuture<()>;
     /// The flags of a session or chat.
     fn flags(&self, owner: DataOwner) -> DataFuture<Option<Flags>>;
+    /// The open turn of `chat`: one that started and was never stored as finished — the host
+    /// stopped during it. `None` when there is none (the default: an implementation that keeps
+    /// no markers knows of none).
+    fn open_turn(&self, chat: ChatUri) -> DataFuture<Option<ActiveTurn>> {
+        let _ = chat;
+        Box::pin(async { Ok(None) })
+    }
+    /// Stores `turn` as the finished form of `chat`'s open turn (same id), deleting the marker
+    /// in the same transaction. The default refuses: it has nothing to store into.
+    fn finish_open_turn(&self, chat: ChatUri, turn: Turn) -> DataFuture<()> {
+        let _ = (chat, turn);
+        Box::pin(async {
+            Err(DataError::Unavailable(
+                "this session data store keeps no open turns".into(),
+            ))
+        })
+    }
 }
 
 /// The metadata key of a turn's usage.
@@ -158,6 +175,17 @@ fn encode_usage(usage: &UsageInfo) -> Result<String, DataError> {
 }
 
 impl SessionDataStore for StoreSessionData {
+    fn open_turn(&self, chat: ChatUri) -> DataFuture<Option<ActiveTurn>> {
+        self.run(move |store| Ok(store.open_turn_of(&chat)?))
+    }
+
+    fn finish_open_turn(&self, chat: ChatUri, turn: Turn) -> DataFuture<()> {
+        self.run(move |store| {
+            let modified_at = turn.started_at.clone().unwrap_or_default();
+            Ok(store.append_turn(&chat, &TurnRecord::new(turn), &modified_at)?)
+        })
+    }
+
     fn meta(&self, owner: DataOwner, key: &str) -> DataFuture<Option<String>> {
         let key = key.to_owned();
         self.run(move |store| Ok(store.meta(owner.as_meta(), &key)?))

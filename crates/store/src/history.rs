@@ -162,10 +162,7 @@ impl HistoryWriter {
             None => backlog.chats.keys().cloned().collect(),
         };
         for key in keys {
-            loop {
-                let Some((chat, queue)) = backlog.chats.get_mut(&key) else {
-                    break;
-                };
+            while let Some((chat, queue)) = backlog.chats.get_mut(&key) {
                 let Some(front) = queue.front() else {
                     backlog.chats.remove(&key);
                     break;

@@ -32,6 +32,7 @@
 //! | 18 | `sessionFlags` | `dyn SessionDataStore`, `dyn HostState` | registered |
 //! | 19 | `unattendedPolicy` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
 //! | 20 | `clientDeparture` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
+//! | 21 | `interruptedTurn` | `dyn SessionDataStore` | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
@@ -41,6 +42,7 @@ use agenthost_contrib_chat_surface::ChatSurface;
 use agenthost_contrib_checkpoint_and_changeset::CheckpointAndChangeset;
 use agenthost_contrib_client_departure::ClientDeparture;
 use agenthost_contrib_github_references::GithubReferences;
+use agenthost_contrib_interrupted_turn::InterruptedTurn;
 use agenthost_contrib_local_command::LocalCommandHandler;
 use agenthost_contrib_mark_unread::MarkUnread;
 use agenthost_contrib_markdown_plan_rich_links::MarkdownPlanRichLinks;
@@ -87,6 +89,7 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<SessionFlags>()?); // 18
     set.push(dispatcher.register::<UnattendedPolicyContribution>()?); // 19
     set.push(dispatcher.register::<ClientDeparture>()?); // 20
+    set.push(dispatcher.register::<InterruptedTurn>()?); // 21
     Ok(set)
 }
 

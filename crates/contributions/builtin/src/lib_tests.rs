@@ -76,7 +76,8 @@ fn the_builtin_order_per_hook() {
             "sideChat",
             "sessionFlags",
             "unattendedPolicy",
-            "clientDeparture"
+            "clientDeparture",
+            "interruptedTurn"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));

@@ -1,0 +1,120 @@
+//! `interruptedTurn` (order 150, `onHydrateTurns`): a turn the host died during comes back as an
+//! interrupted turn. See the crate README for the marker's life cycle.
+//!
+//! On hydration the chat's open turn ([`SessionDataStore::open_turn`]) — a turn that started
+//! and was never stored as finished — is appended after the stored turns as the user's message
+//! and an `executionInterrupted` error part ([`INTERRUPTED_MESSAGE`], not resumable), and stored
+//! as the chat's finished turn ([`SessionDataStore::finish_open_turn`], which deletes the marker
+//! in the same transaction). A marker whose turn is already stored is only closed. A failed
+//! read is a hook error (the dispatcher keeps the previous stage's turns); a failed write is
+//! logged and the turn still shown — it is appended again on the next restore.
+#![deny(missing_docs)]
+
+use std::sync::Arc;
+
+use agenthost_dispatcher::{
+    ChatContribution, Contribution, ContributionContext, Hook, HookFuture, HookSet,
+    HydrationContext, MissingService, ServiceRegistry,
+};
+use agenthost_protocol::ChatUri;
+use agenthost_protocol::ahp_types::state::{
+    ActiveTurn, ErrorInfo, ErrorResponsePart, ResponsePart, Turn, TurnState,
+};
+use agenthost_services::SessionDataStore;
+
+/// The error type of an interrupted turn's error part.
+pub const INTERRUPTED_ERROR_TYPE: &str = "executionInterrupted";
+
+/// The message of an interrupted turn's error part.
+pub const INTERRUPTED_MESSAGE: &str = "The agent was interrupted before this request finished.";
+
+/// The `interruptedTurn` contribution. Register it with
+/// `dispatcher.register::<InterruptedTurn>()`; it needs `dyn SessionDataStore` in the registry.
+pub struct InterruptedTurn {
+    data: Arc<dyn SessionDataStore>,
+}
+
+impl std::fmt::Debug for InterruptedTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterruptedTurn").finish_non_exhaustive()
+    }
+}
+
+impl InterruptedTurn {
+    /// Reads and finishes open turns through `data`.
+    pub fn new(data: Arc<dyn SessionDataStore>) -> Self {
+        Self { data }
+    }
+}
+
+/// The finished form of an open turn: its message and what it had, then the interruption.
+pub fn interrupted(open: ActiveTurn) -> Turn {
+    let mut parts = open.response_parts;
+    parts.push(ResponsePart::Error(ErrorResponsePart {
+        error: ErrorInfo {
+            error_type: INTERRUPTED_ERROR_TYPE.to_owned(),
+            message: INTERRUPTED_MESSAGE.to_owned(),
+            stack: None,
+            meta: None,
+        },
+        resumable: Some(false),
+    }));
+    Turn {
+        id: open.id,
+        started_at: Some(open.started_at),
+        duration: None,
+        message: open.message,
+        response_parts: parts,
+        usage: open.usage,
+        state: TurnState::Error,
+    }
+}
+
+impl Contribution for InterruptedTurn {
+    const ID: &'static str = "interruptedTurn";
+    const ORDER: i32 = 150;
+    const HOOKS: HookSet = HookSet::of(&[Hook::HydrateTurns]);
+
+    fn create(
+        _context: ContributionContext,
+        services: &ServiceRegistry,
+    ) -> Result<Self, MissingService> {
+        Ok(Self::new(services.get::<dyn SessionDataStore>()?))
+    }
+}
+
+impl ChatContribution for InterruptedTurn {
+    fn on_hydrate_turns<'a>(
+        &'a self,
+        context: &'a HydrationContext,
+        turns: &'a [Turn],
+    ) -> HookFuture<'a, Vec<Turn>> {
+        Box::pin(async move {
+            let mut turns = turns.to_vec();
+            let Ok(chat) = ChatUri::parse(&context.chat) else {
+                return Ok(turns);
+            };
+            let Some(open) = self.data.open_turn(chat.clone()).await? else {
+                return Ok(turns);
+            };
+            let turn = match turns.iter().find(|t| t.id == open.id) {
+                // Stored finished already (the marker outlived it): keep the stored turn.
+                Some(stored) => stored.clone(),
+                None => {
+                    let turn = interrupted(open);
+                    turns.push(turn.clone());
+                    turn
+                }
+            };
+            if let Err(error) = self.data.finish_open_turn(chat, turn).await {
+                tracing::warn!(chat = context.chat, %error,
+                    "interruptedTurn: the interrupted turn could not be stored; it is shown and stored at the next restore");
+            }
+            Ok(turns)
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "lib_tests.rs"]
+mod tests;
