@@ -246,6 +246,7 @@ async fn run() -> Result<(), String> {
         launch_kind: LaunchKind::Embedded("pipeline_vs_serde".into()),
         data_dir: None,
         idle_eviction: None,
+        history_retry: None,
         claude: None,
         codex: None,
         copilot: None,

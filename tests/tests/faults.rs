@@ -312,6 +312,7 @@ async fn start_host(agent: Agent, stand_in: &StandIn, work: &Path, data: &Path) 
         launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
         data_dir: Some(data.to_owned()),
         idle_eviction: None,
+        history_retry: None,
         claude,
         codex,
         copilot,

@@ -214,6 +214,7 @@ impl Run {
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(place.data.clone()),
             idle_eviction: None,
+            history_retry: None,
             claude: (place.agent == Agent::Claude).then(|| place.claude()),
             codex: (place.agent == Agent::Codex).then(|| place.codex()),
             copilot: (place.agent == Agent::Copilot).then(|| place.copilot()),

@@ -77,6 +77,7 @@ impl Host {
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(base.join("data")),
             idle_eviction: None,
+            history_retry: None,
             claude: None,
             codex: None,
             copilot: None,

@@ -62,6 +62,7 @@ impl TestHost {
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(dir.path().join("data")),
             idle_eviction: None,
+            history_retry: None,
             claude: None,
             codex: None,
             copilot: None,

@@ -45,6 +45,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
         data_dir: Some(work.join(".data")),
         idle_eviction: None,
+        history_retry: None,
         claude: Some(claude),
         codex: None,
         copilot: None,

@@ -158,6 +158,7 @@ impl Host {
             launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(self.dir.path().join("data")),
             idle_eviction: None,
+            history_retry: None,
             claude: None,
             codex: None,
             copilot: None,

@@ -72,6 +72,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         launch_kind: LaunchKind::Demo,
         data_dir: None,
         idle_eviction: None,
+        history_retry: None,
         claude: None,
         codex: None,
         copilot: None,

@@ -51,6 +51,10 @@ pub struct HostOptions {
     /// How long a session must be idle (no subscriber, no running turn, no action) before it is
     /// evicted from memory; it stays listed and restorable. `None` never evicts.
     pub idle_eviction: Option<std::time::Duration>,
+    /// How often chat-history writes the session database refused (a full disk, a read-only
+    /// file) are tried again; `None`: [`DEFAULT_HISTORY_RETRY`]. A graceful stop tries once
+    /// more whatever this is.
+    pub history_retry: Option<std::time::Duration>,
     /// How the `claude` provider launches Claude Code (`claude` on the `PATH`, defaults
     /// otherwise, when `None`).
     pub claude: Option<ClaudeConfig>,
@@ -73,6 +77,9 @@ pub const ENABLE_FLAGS: &[&str] = &[
     agenthost_contrib_markdown_plan_rich_links::MARKDOWN_PLAN_RICH_LINKS_FLAG,
     agenthost_contrib_artifact_tools::ARTIFACT_TOOLS_FLAG,
 ];
+
+/// How often refused chat-history writes are tried again by default (`serve --history-retry`).
+pub const DEFAULT_HISTORY_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The database file inside a data directory.
 pub const DATABASE_FILE: &str = "agenthost.db";
@@ -339,6 +346,7 @@ pub async fn bind_with(
     if let Some(limit) = options.idle_eviction {
         host.spawn_idle_eviction(limit);
     }
+    host.spawn_history_retries(options.history_retry.unwrap_or(DEFAULT_HISTORY_RETRY));
     unattended.bind_intake(&host, options.launch_kind.clone());
     unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())
@@ -365,6 +373,7 @@ pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, St
         launch_kind: LaunchKind::Embedded(format!("agent-host {command}")),
         data_dir: Some(data_dir),
         idle_eviction: None,
+        history_retry: None,
         claude: None,
         codex: None,
         copilot: None,
@@ -441,6 +450,7 @@ mod tests {
             launch_kind: LaunchKind::Embedded("host-test".into()),
             data_dir: None,
             idle_eviction: None,
+            history_retry: None,
             claude: None,
             codex: None,
             copilot: None,

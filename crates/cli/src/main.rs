@@ -104,6 +104,11 @@ struct ServeArgs {
     /// use); 0 never evicts.
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     idle_evict_secs: u64,
+    /// How often chat history the session database refused (a full disk, a read-only file) is
+    /// tried again (e.g. `2s`, `500ms`; default 500ms). Stopping with SIGTERM or Ctrl-C tries
+    /// once more before exiting.
+    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_interval)]
+    history_retry: Option<std::time::Duration>,
     /// What the host does with a confirmation, input request or authentication that no
     /// connection claims (a live subscription to its chat, or to a subagent chat's parent, is a
     /// claim): `off` leaves it waiting, `deny` denies or cancels it after the grace window,
@@ -361,6 +366,7 @@ impl RunArgs {
             launch_kind: agenthost_dispatcher::LaunchKind::Embedded("agent-host run".into()),
             data_dir: Some(data_dir(self.data_dir)?),
             idle_eviction: None,
+            history_retry: None,
             claude: Some(self.claude.config()),
             codex: Some(self.codex.config()),
             copilot: Some(copilot),
@@ -618,6 +624,7 @@ fn main() -> ExitCode {
                     data_dir,
                     idle_eviction: (args.idle_evict_secs > 0)
                         .then(|| std::time::Duration::from_secs(args.idle_evict_secs)),
+                    history_retry: args.history_retry,
                     claude: Some(args.claude.config()),
                     codex: Some(args.codex.config()),
                     copilot: Some(copilot),

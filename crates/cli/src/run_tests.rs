@@ -40,6 +40,7 @@ async fn host(tmp: &Path, script: Value) -> (String, PathBuf) {
         launch_kind: LaunchKind::Embedded("run-test".into()),
         data_dir: Some(tmp.join("data")),
         idle_eviction: None,
+        history_retry: None,
         claude: None,
         codex: None,
         copilot: None,

@@ -79,8 +79,11 @@ pub struct ServeOptions {
     pub roots: Vec<PathBuf>,
     /// The data directory (the session database).
     pub data_dir: PathBuf,
-    /// How often idle sessions are evicted from memory (`None`: never).
+    /// How long a session must be idle before it is evicted from memory (`None`: never).
     pub idle_eviction: Option<std::time::Duration>,
+    /// How often history writes the session database refused are tried again (`None`: the
+    /// default, [`crate::host::DEFAULT_HISTORY_RETRY`]).
+    pub history_retry: Option<std::time::Duration>,
     /// How the `claude` provider launches Claude Code.
     pub claude: Option<agenthost_provider_claude::ClaudeConfig>,
     /// How the `codex` provider launches Codex.
@@ -111,6 +114,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
             launch_kind: LaunchKind::Serve,
             data_dir: Some(options.data_dir),
             idle_eviction: options.idle_eviction,
+            history_retry: options.history_retry,
             claude: options.claude,
             codex: options.codex,
             copilot: options.copilot,

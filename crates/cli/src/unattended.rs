@@ -94,6 +94,19 @@ pub fn parse_policy(text: &str) -> Result<UnattendedPolicy, String> {
     text.parse().map_err(|e| format!("{e}"))
 }
 
+/// Parses an interval such as `500ms` or `2s` as [`parse_grace`] does, refusing zero (a task
+/// repeating every 0 ms would spin).
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    let every = parse_grace(text)?;
+    if every.is_zero() {
+        return Err(format!(
+            "invalid interval `{}`: it must be longer than 0",
+            text.trim()
+        ));
+    }
+    Ok(every)
+}
+
 /// Parses a duration such as `2s`, `500ms` or `1m` (a whole number and a unit).
 pub fn parse_grace(text: &str) -> Result<Duration, String> {
     let text = text.trim();

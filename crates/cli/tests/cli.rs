@@ -361,3 +361,15 @@ fn logs_on_a_pipe_have_no_colour_codes() {
         "colour codes on a pipe:\n{stderr}"
     );
 }
+
+/// `--history-retry` takes a duration; zero or garbage is refused naming the flag's value.
+#[test]
+fn history_retry_refuses_zero_and_garbage() {
+    for bad in ["0s", "soon"] {
+        let root = tempfile::tempdir().unwrap();
+        let mut server = serve(root.path(), &["--history-retry", bad]);
+        let (status, _, stderr) = server.wait();
+        assert!(!status.success(), "{bad}: {status}");
+        assert!(stderr.contains(&format!("`{bad}`")), "{bad}: {stderr}");
+    }
+}

@@ -35,8 +35,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use support::{
-    Peer, Place, Server, Spawned, action_type, assert_turn_finished, ends_turn, ignoring_sigxfsz,
-    runtime, serve_command, turns_json,
+    Peer, Place, Rng, Server, Spawned, action_type, assert_turn_finished, ends_turn,
+    ignoring_sigxfsz, runtime, serve_command, turns_json,
 };
 
 /// A turn streams reasoning, text, a tool call and more text in 3-character deltas, 1 ms apart,
@@ -55,34 +55,8 @@ fn streaming_script() -> Value {
     ]}})
 }
 
-/// splitmix64: small, seedable, good enough to pick kill points.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn seed() -> u64 {
-    match std::env::var("AGENTHOST_CRASH_SEED") {
-        Ok(text) => text
-            .parse()
-            .unwrap_or_else(|_| panic!("AGENTHOST_CRASH_SEED={text:?} is not a u64")),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64,
-    }
+    support::seed_from("AGENTHOST_CRASH_SEED")
 }
 
 fn iterations() -> usize {
@@ -917,4 +891,53 @@ fn a_full_disk_under_the_data_directory_fails_writes_visibly_and_damages_nothing
     );
     drop(server);
     drop(disk);
+}
+
+/// A graceful stop writes the history the store refused while the host ran. The host retries
+/// kept writes only every hour here (`--history-retry 60m`), so only the stop's own flush can
+/// have written them: the file-size limit drops to 0 (`prlimit`) while a turn completes, is
+/// lifted, and `SIGTERM` follows at once. The refusal is logged once, as an error naming the
+/// cause.
+#[test]
+fn sigterm_writes_the_history_the_store_refused_before_exiting() {
+    let place = Place::new();
+    let script = short_script(&place);
+    let mut command = serve_command(&place, &place.data, Some(&script));
+    command.args(["--history-retry", "60m"]);
+    let mut process = Spawned::spawn(ignoring_sigxfsz(&command));
+    let url = process.line();
+    let pid = process.pid();
+    if !limit_file_size(pid, None) {
+        eprintln!("skipped: util-linux `prlimit` cannot change the host's limits here");
+        return;
+    }
+    let rt = runtime();
+    let chat = rt.block_on(async {
+        let mut peer = Peer::connect(&url, "writer").await;
+        let (_, chat) = peer.create_session("flushed").await;
+        let mut view = peer.open_chat(&chat).await;
+        peer.run_turn(&mut view, "t1", "before").await;
+        assert!(limit_file_size(pid, Some(0)), "prlimit failed");
+        peer.run_turn(&mut view, "t-during", "during the fault")
+            .await;
+        assert!(limit_file_size(pid, None), "prlimit failed");
+        peer.close().await;
+        chat
+    });
+    process.terminate();
+    let (status, _, stderr) = process.wait();
+    assert!(status.success(), "{status}\n{stderr}");
+    let refusals = stderr
+        .lines()
+        .filter(|l| l.contains("chat history could not be stored"))
+        .count();
+    assert_eq!(refusals, 1, "the cause is reported once:\n{stderr}");
+    let store = Store::open(place.database()).unwrap();
+    let ids: Vec<String> = store
+        .turns(&chat)
+        .unwrap()
+        .into_iter()
+        .map(|record| record.turn.id)
+        .collect();
+    assert_eq!(ids, ["t1", "t-during"], "{stderr}");
 }

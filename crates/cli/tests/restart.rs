@@ -523,3 +523,58 @@ fn a_read_only_data_dir_fails_clearly_and_leaves_nothing_behind() {
         entries(&place.data)
     );
 }
+
+/// `--idle-evict-secs 1`: a session nobody watches, idle for a second, is evicted from memory
+/// (logged at info); a session a client watches stays however long it is idle; the evicted one
+/// comes back intact on its next subscribe.
+#[test]
+fn idle_sessions_are_evicted_and_come_back_intact() {
+    let place = Place::new();
+    let script = place.script(&reply_script());
+    let mut command = serve_command(&place, &place.data, Some(&script));
+    command
+        .args(["--idle-evict-secs", "1"])
+        .env("RUST_LOG", "warn,agenthost_server::host=info");
+    let process = Spawned::spawn(command);
+    let url = process.line();
+    let evicted = |session: &str| {
+        process.stderr().lines().any(|l| {
+            l.contains("evicted an idle session") && l.contains(&format!("session=\"{session}\""))
+        })
+    };
+    runtime().block_on(async {
+        let mut peer = Peer::connect(&url, "leaves").await;
+        let (idle, chat) = peer.create_session("idle").await;
+        let mut view = peer.open_chat(&chat).await;
+        let turn = peer.run_turn(&mut view, "t1", "hello").await;
+        peer.close().await;
+        let mut watcher = Peer::connect(&url, "stays").await;
+        let (watched, watched_chat) = watcher.create_session("watched").await;
+        watcher.open_chat(&watched_chat).await;
+
+        let deadline = std::time::Instant::now() + support::DEADLINE;
+        while !evicted(idle.as_str()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not evicted:\n{}",
+                process.stderr()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        // Another two seconds idle: the watched session is never evicted.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert!(!evicted(watched.as_str()), "{}", process.stderr());
+
+        let mut back = Peer::connect(&url, "returns").await;
+        assert!(back.listed().await.contains(&idle.to_string()));
+        let view = back.open_chat(&chat).await;
+        assert_eq!(turns_json(&view), [turn]);
+        watcher.close().await;
+        back.close().await;
+    });
+    let stderr = process.stderr();
+    assert!(
+        !stderr.contains(" ERROR ") && !stderr.contains(" WARN "),
+        "{stderr}"
+    );
+}

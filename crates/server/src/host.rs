@@ -222,6 +222,12 @@ impl Host {
         self.subscriptions.get()
     }
 
+    /// Tries the chat history the store refused again every `every` (see
+    /// [`SessionService::spawn_history_retries`]).
+    pub fn spawn_history_retries(&self, every: Duration) {
+        self.service.spawn_history_retries(every);
+    }
+
     /// Evicts sessions idle for `limit` (`serve --idle-evict-secs`) from memory, sweeping in a
     /// task every quarter of it (at least every 10 ms) for as long as the host lives. An
     /// evicted session stays listed and comes back intact on its next use.
@@ -616,7 +622,13 @@ impl ProtocolHandler for Host {
                 );
             }
             // Last, the chat history the store refused so far: once more before exiting.
-            self.service.flush_history();
+            let kept = self.service.flush_history();
+            let (_, peak) = self.service.history_backlog();
+            tracing::info!(
+                kept,
+                peak,
+                "shutdown: chat history written (peak: the most writes the store ever kept waiting)"
+            );
         })
     }
 

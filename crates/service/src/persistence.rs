@@ -81,7 +81,7 @@ impl TurnRecorder {
         }
         let chat = ChatUri::parse(&envelope.channel).ok()?;
         let write = match &envelope.action {
-            StateAction::ChatTurnStarted(_) => {
+            StateAction::ChatTurnStarted(_) | StateAction::ChatTurnResume(_) => {
                 let active = host.chat(chat.as_str())?.active_turn.clone()?;
                 HistoryWrite::Opened(Box::new(active))
             }

@@ -131,7 +131,6 @@ impl SessionService {
             agenthost_store::DEFAULT_BACKLOG_LIMIT,
         ));
         state.add_commit_hook(recorder.clone());
-        spawn_history_retries(&recorder, &state);
         Ok(Self {
             state,
             dispatcher,
@@ -951,30 +950,29 @@ impl SessionService {
         kept
     }
 
+    /// Tries kept chat-history writes again every `every`, outside the state lock, in a task
+    /// on the current runtime for as long as the service lives (without it, a chat's kept
+    /// writes are tried when it has a new one, and a graceful stop's
+    /// [`flush_history`](Self::flush_history) tries all).
+    pub fn spawn_history_retries(self: &Arc<Self>, every: std::time::Duration) {
+        let service = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(service) = service.upgrade() else {
+                    return;
+                };
+                service.recorder.retry(&service.state);
+            }
+        });
+    }
+
     /// How many chat-history writes are kept now, and the most ever kept at once.
     pub fn history_backlog(&self) -> (usize, usize) {
         (self.recorder.writer.pending(), self.recorder.writer.peak())
     }
-}
-
-/// Tries kept chat-history writes again every half second, outside the state lock, for as
-/// long as the recorder lives (without a runtime, only a graceful stop's flush does).
-fn spawn_history_retries(recorder: &Arc<TurnRecorder>, state: &Arc<StateManager>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let (recorder, state) = (Arc::downgrade(recorder), Arc::downgrade(state));
-    runtime.spawn(async move {
-        let mut ticks = tokio::time::interval(std::time::Duration::from_millis(500));
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            let (Some(recorder), Some(state)) = (recorder.upgrade(), state.upgrade()) else {
-                return;
-            };
-            recorder.retry(&state);
-        }
-    });
 }
 
 #[cfg(test)]

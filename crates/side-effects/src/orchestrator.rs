@@ -413,6 +413,19 @@ impl Orchestrator {
             StateAction::ChatTurnStarted(a) => {
                 self.start_turn(chat, &a.turn_id, a.message.clone(), client_context.clone());
             }
+            // The reducer reopened the errored turn: the agent is asked again, with the turn's
+            // message, under the same turn id (a retry of what failed).
+            StateAction::ChatTurnResume(a) => {
+                let message = shared.state.read(|h| {
+                    h.chat(chat)
+                        .and_then(|c| c.active_turn.as_ref())
+                        .filter(|turn| turn.id == a.turn_id)
+                        .map(|turn| turn.message.clone())
+                });
+                if let Some(message) = message {
+                    self.start_turn(chat, &a.turn_id, message, client_context.clone());
+                }
+            }
             StateAction::ChatToolCallConfirmed(a) => {
                 let decision =
                     if a.approved {

@@ -109,8 +109,8 @@ impl HistoryWriter {
             .or_insert_with(|| (chat.clone(), VecDeque::new()));
         entry.1.push_back(write);
         backlog.len += 1;
-        backlog.peak = backlog.peak.max(backlog.len);
         self.drain(&mut backlog, Some(chat.as_str()), repair);
+        backlog.peak = backlog.peak.max(backlog.len);
     }
 
     /// Tries every kept write again, in order per chat; returns how many are still kept.
@@ -136,7 +136,7 @@ impl HistoryWriter {
         self.backlog().len
     }
 
-    /// The most writes ever kept at once.
+    /// The most writes ever kept at once (0 while the store took every write at once).
     pub fn peak(&self) -> usize {
         self.backlog().peak
     }

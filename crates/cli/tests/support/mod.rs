@@ -442,3 +442,34 @@ pub fn ignoring_sigxfsz(command: &Command) -> Command {
     }
     wrapped
 }
+
+/// splitmix64: small, seedable, good enough to pick kill points.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The seed in the environment variable `var` (to replay a run), else one from the clock.
+pub fn seed_from(var: &str) -> u64 {
+    match std::env::var(var) {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("{var}={text:?} is not a u64")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+    }
+}

@@ -5,7 +5,8 @@
 //! and was never stored as finished — is appended after the stored turns as the user's message
 //! and an `executionInterrupted` error part ([`INTERRUPTED_MESSAGE`], not resumable), and stored
 //! as the chat's finished turn ([`SessionDataStore::finish_open_turn`], which deletes the marker
-//! in the same transaction). A marker whose turn is already stored is only closed. A failed
+//! in the same transaction). A marker whose turn is stored (a resumed turn) replaces it in
+//! place. A failed
 //! read is a hook error (the dispatcher keeps the previous stage's turns); a failed write is
 //! logged and the turn still shown — it is appended again on the next restore.
 #![deny(missing_docs)]
@@ -97,15 +98,14 @@ impl ChatContribution for InterruptedTurn {
             let Some(open) = self.data.open_turn(chat.clone()).await? else {
                 return Ok(turns);
             };
-            let turn = match turns.iter().find(|t| t.id == open.id) {
-                // Stored finished already (the marker outlived it): keep the stored turn.
-                Some(stored) => stored.clone(),
-                None => {
-                    let turn = interrupted(open);
-                    turns.push(turn.clone());
-                    turn
-                }
-            };
+            // A marker is deleted in the transaction that stores its finished turn, so one that
+            // names a stored turn is newer than it: that turn was resumed (`chat/turnResume`)
+            // and the host died before it finished again. It is replaced in place.
+            let turn = interrupted(open);
+            match turns.iter_mut().find(|t| t.id == turn.id) {
+                Some(stored) => *stored = turn.clone(),
+                None => turns.push(turn.clone()),
+            }
             if let Err(error) = self.data.finish_open_turn(chat, turn).await {
                 tracing::warn!(chat = context.chat, %error,
                     "interruptedTurn: the interrupted turn could not be stored; it is shown and stored at the next restore");

@@ -132,14 +132,19 @@ async fn without_an_open_turn_the_history_is_unchanged() {
 }
 
 #[tokio::test]
-async fn a_marker_whose_turn_is_stored_is_only_closed() {
+async fn a_resumed_turn_the_host_died_during_replaces_its_stored_error_in_place() {
     let store = store();
     let chat = ChatUri::parse(CHAT).unwrap();
+    // t1 ended with a resumable error and was stored; a client resumed it (a new marker); t2
+    // never existed.
     store.open_turn(&chat, &open("t1")).unwrap();
+    let mut errored = finished("t1");
+    errored.state = agenthost_protocol::ahp_types::state::TurnState::Error;
     let turns = contribution(&store)
-        .on_hydrate_turns(&context(), &[finished("t1")])
+        .on_hydrate_turns(&context(), &[errored])
         .await
         .unwrap();
-    assert_eq!(turns, vec![finished("t1")]);
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0], interrupted(open("t1")));
     assert_eq!(store.open_turn_of(&chat).unwrap(), None);
 }
