@@ -247,6 +247,7 @@ async fn run() -> Result<(), String> {
         data_dir: None,
         idle_eviction: None,
         history_retry: None,
+        history_backlog: None,
         claude: None,
         codex: None,
         copilot: None,

@@ -313,6 +313,7 @@ async fn start_host(agent: Agent, stand_in: &StandIn, work: &Path, data: &Path) 
         data_dir: Some(data.to_owned()),
         idle_eviction: None,
         history_retry: None,
+        history_backlog: None,
         claude,
         codex,
         copilot,

@@ -215,6 +215,7 @@ impl Run {
             data_dir: Some(place.data.clone()),
             idle_eviction: None,
             history_retry: None,
+            history_backlog: None,
             claude: (place.agent == Agent::Claude).then(|| place.claude()),
             codex: (place.agent == Agent::Codex).then(|| place.codex()),
             copilot: (place.agent == Agent::Copilot).then(|| place.copilot()),

@@ -78,6 +78,7 @@ impl Host {
             data_dir: Some(base.join("data")),
             idle_eviction: None,
             history_retry: None,
+            history_backlog: None,
             claude: None,
             codex: None,
             copilot: None,

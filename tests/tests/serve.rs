@@ -63,6 +63,7 @@ impl TestHost {
             data_dir: Some(dir.path().join("data")),
             idle_eviction: None,
             history_retry: None,
+            history_backlog: None,
             claude: None,
             codex: None,
             copilot: None,

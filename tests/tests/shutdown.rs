@@ -46,6 +46,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         data_dir: Some(work.join(".data")),
         idle_eviction: None,
         history_retry: None,
+        history_backlog: None,
         claude: Some(claude),
         codex: None,
         copilot: None,

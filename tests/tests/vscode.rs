@@ -159,6 +159,7 @@ impl Host {
             data_dir: Some(self.dir.path().join("data")),
             idle_eviction: None,
             history_retry: None,
+            history_backlog: None,
             claude: None,
             codex: None,
             copilot: None,

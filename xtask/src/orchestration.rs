@@ -169,6 +169,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::persistence::live_chat_record", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::flush_history", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::history_backlog", Reason::Lifecycle),
+    ("agenthost-service::sessions::SessionService::set_history_limit", Reason::Lifecycle),
     ("agenthost-service::sessions::SessionService::spawn_history_retries", Reason::Lifecycle),
     ("agenthost-service::persistence::session_record", Reason::Lifecycle),
     ("agenthost-service::persistence::chat_record", Reason::Lifecycle),

@@ -73,6 +73,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         data_dir: None,
         idle_eviction: None,
         history_retry: None,
+        history_backlog: None,
         claude: None,
         codex: None,
         copilot: None,

@@ -55,6 +55,9 @@ pub struct HostOptions {
     /// file) are tried again; `None`: [`DEFAULT_HISTORY_RETRY`]. A graceful stop tries once
     /// more whatever this is.
     pub history_retry: Option<std::time::Duration>,
+    /// How many refused chat-history writes may wait before new turns are refused with the
+    /// cause; `None`: [`agenthost_store::DEFAULT_BACKLOG_LIMIT`].
+    pub history_backlog: Option<usize>,
     /// How the `claude` provider launches Claude Code (`claude` on the `PATH`, defaults
     /// otherwise, when `None`).
     pub claude: Option<ClaudeConfig>,
@@ -335,6 +338,9 @@ pub async fn bind_with(
     if let Some(worktrees) = worktrees {
         service.set_worktrees(worktrees);
     }
+    if let Some(limit) = options.history_backlog {
+        service.set_history_limit(limit);
+    }
     let host = Host::new(
         state,
         Arc::new(service),
@@ -374,6 +380,7 @@ pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, St
         data_dir: Some(data_dir),
         idle_eviction: None,
         history_retry: None,
+        history_backlog: None,
         claude: None,
         codex: None,
         copilot: None,
@@ -451,6 +458,7 @@ mod tests {
             data_dir: None,
             idle_eviction: None,
             history_retry: None,
+            history_backlog: None,
             claude: None,
             codex: None,
             copilot: None,

@@ -109,6 +109,10 @@ struct ServeArgs {
     /// once more before exiting.
     #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_interval)]
     history_retry: Option<std::time::Duration>,
+    /// How many history writes the session database refused may wait in memory before new
+    /// turns are refused, with the cause (default 4096).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    history_backlog: Option<u64>,
     /// What the host does with a confirmation, input request or authentication that no
     /// connection claims (a live subscription to its chat, or to a subagent chat's parent, is a
     /// claim): `off` leaves it waiting, `deny` denies or cancels it after the grace window,
@@ -367,6 +371,7 @@ impl RunArgs {
             data_dir: Some(data_dir(self.data_dir)?),
             idle_eviction: None,
             history_retry: None,
+            history_backlog: None,
             claude: Some(self.claude.config()),
             codex: Some(self.codex.config()),
             copilot: Some(copilot),
@@ -625,6 +630,9 @@ fn main() -> ExitCode {
                     idle_eviction: (args.idle_evict_secs > 0)
                         .then(|| std::time::Duration::from_secs(args.idle_evict_secs)),
                     history_retry: args.history_retry,
+                    history_backlog: args
+                        .history_backlog
+                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                     claude: Some(args.claude.config()),
                     codex: Some(args.codex.config()),
                     copilot: Some(copilot),

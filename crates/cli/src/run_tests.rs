@@ -41,6 +41,7 @@ async fn host(tmp: &Path, script: Value) -> (String, PathBuf) {
         data_dir: Some(tmp.join("data")),
         idle_eviction: None,
         history_retry: None,
+        history_backlog: None,
         claude: None,
         codex: None,
         copilot: None,

@@ -84,6 +84,9 @@ pub struct ServeOptions {
     /// How often history writes the session database refused are tried again (`None`: the
     /// default, [`crate::host::DEFAULT_HISTORY_RETRY`]).
     pub history_retry: Option<std::time::Duration>,
+    /// How many refused history writes may wait before new turns are refused (`None`: the
+    /// store's default, 4096).
+    pub history_backlog: Option<usize>,
     /// How the `claude` provider launches Claude Code.
     pub claude: Option<agenthost_provider_claude::ClaudeConfig>,
     /// How the `codex` provider launches Codex.
@@ -115,6 +118,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
             data_dir: Some(options.data_dir),
             idle_eviction: options.idle_eviction,
             history_retry: options.history_retry,
+            history_backlog: options.history_backlog,
             claude: options.claude,
             codex: options.codex,
             copilot: options.copilot,

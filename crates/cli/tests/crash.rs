@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use support::{
-    Peer, Place, Rng, Server, Spawned, action_type, assert_turn_finished, ends_turn,
+    Peer, Place, Rng, Server, Spawned, action_type, assert_turn_finished, ends_turn, git,
     ignoring_sigxfsz, runtime, serve_command, turns_json,
 };
 
@@ -352,18 +352,6 @@ fn editing_script() -> Value {
         { "kind": "say", "text": "The notes are edited; nothing else changed.",
           "chunk": 3, "delayMs": 1 }
     ]}})
-}
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8(output.stdout).unwrap()
 }
 
 /// Every turn checkpoint ref of the repository (`refs/agents/<session>/checkpoints/turn/<N>`,
@@ -893,6 +881,36 @@ fn a_full_disk_under_the_data_directory_fails_writes_visibly_and_damages_nothing
     drop(disk);
 }
 
+/// `serve` (with `extra` flags) whose file-size limit the test may change with `prlimit`, and
+/// its URL; `None` (the test says why) where `prlimit` cannot change its limits.
+fn serve_with_file_limit(place: &Place, extra: &[&str]) -> Option<(Spawned, String)> {
+    let script = short_script(place);
+    let mut command = serve_command(place, &place.data, Some(&script));
+    command.args(extra);
+    let process = Spawned::spawn(ignoring_sigxfsz(&command));
+    let url = process.line();
+    if !limit_file_size(process.pid(), None) {
+        eprintln!("skipped: util-linux `prlimit` cannot change the host's limits here");
+        return None;
+    }
+    Some((process, url))
+}
+
+/// The turn ids `store` holds for `chat`, in order.
+fn stored_ids(place: &Place, chat: &ChatUri) -> Vec<String> {
+    let store = Store::open(place.database()).unwrap();
+    assert!(
+        store.open_turn_of(chat).unwrap().is_none(),
+        "a marker is left"
+    );
+    store
+        .turns(chat)
+        .unwrap()
+        .into_iter()
+        .map(|record| record.turn.id)
+        .collect()
+}
+
 /// A graceful stop writes the history the store refused while the host ran. The host retries
 /// kept writes only every hour here (`--history-retry 60m`), so only the stop's own flush can
 /// have written them: the file-size limit drops to 0 (`prlimit`) while a turn completes, is
@@ -901,16 +919,11 @@ fn a_full_disk_under_the_data_directory_fails_writes_visibly_and_damages_nothing
 #[test]
 fn sigterm_writes_the_history_the_store_refused_before_exiting() {
     let place = Place::new();
-    let script = short_script(&place);
-    let mut command = serve_command(&place, &place.data, Some(&script));
-    command.args(["--history-retry", "60m"]);
-    let mut process = Spawned::spawn(ignoring_sigxfsz(&command));
-    let url = process.line();
-    let pid = process.pid();
-    if !limit_file_size(pid, None) {
-        eprintln!("skipped: util-linux `prlimit` cannot change the host's limits here");
+    let Some((mut process, url)) = serve_with_file_limit(&place, &["--history-retry", "60m"])
+    else {
         return;
-    }
+    };
+    let pid = process.pid();
     let rt = runtime();
     let chat = rt.block_on(async {
         let mut peer = Peer::connect(&url, "writer").await;
@@ -932,12 +945,50 @@ fn sigterm_writes_the_history_the_store_refused_before_exiting() {
         .filter(|l| l.contains("chat history could not be stored"))
         .count();
     assert_eq!(refusals, 1, "the cause is reported once:\n{stderr}");
-    let store = Store::open(place.database()).unwrap();
-    let ids: Vec<String> = store
-        .turns(&chat)
-        .unwrap()
-        .into_iter()
-        .map(|record| record.turn.id)
-        .collect();
-    assert_eq!(ids, ["t1", "t-during"], "{stderr}");
+    assert_eq!(stored_ids(&place, &chat), ["t1", "t-during"], "{stderr}");
+}
+
+/// Bounded memory, nothing dropped silently: with `--history-backlog 3`, while the database
+/// refuses writes (file-size limit 0) the turns that complete are kept; once three writes wait,
+/// the next turn is refused with a reason naming the cause; after the fault the kept turns are
+/// written (the stop's flush) and the refused one is in no history.
+#[test]
+fn at_the_history_backlog_limit_new_turns_are_refused_with_the_cause() {
+    let place = Place::new();
+    let flags = ["--history-backlog", "3", "--history-retry", "60m"];
+    let Some((mut process, url)) = serve_with_file_limit(&place, &flags) else {
+        return;
+    };
+    let pid = process.pid();
+    let rt = runtime();
+    let chat = rt.block_on(async {
+        let mut peer = Peer::connect(&url, "writer").await;
+        let (_, chat) = peer.create_session("bounded").await;
+        let mut view = peer.open_chat(&chat).await;
+        peer.run_turn(&mut view, "t1", "stored").await;
+        assert!(limit_file_size(pid, Some(0)), "prlimit failed");
+        // Each turn keeps two writes (its open-turn marker and the finished turn).
+        peer.run_turn(&mut view, "t2", "kept").await;
+        peer.run_turn(&mut view, "t3", "kept too").await;
+        peer.conn.start_turn(&chat, "t4", "refused").await.unwrap();
+        let echo = loop {
+            let envelope = peer.next_envelope().await;
+            if envelope.channel == chat.as_str() && envelope.rejection_reason.is_some() {
+                break envelope;
+            }
+        };
+        let reason = echo.rejection_reason.unwrap();
+        assert!(
+            reason.contains("new turns are refused") && reason.contains("agenthost.db"),
+            "{reason}"
+        );
+        assert!(reason.contains("writes are waiting"), "{reason}");
+        assert!(limit_file_size(pid, None), "prlimit failed");
+        peer.close().await;
+        chat
+    });
+    process.terminate();
+    let (status, _, stderr) = process.wait();
+    assert!(status.success(), "{status}\n{stderr}");
+    assert_eq!(stored_ids(&place, &chat), ["t1", "t2", "t3"], "{stderr}");
 }

@@ -39,7 +39,7 @@ use agenthost_protocol::uri::path_to_file_uri;
 use agenthost_protocol::{ActionEnvelope, ChatUri, SessionUri, StateAction};
 use serde_json::{Value, json};
 
-use support::{Peer, Place, Rng, STALL, Spawned, agent_host, runtime, seed_from};
+use support::{Peer, Place, Rng, STALL, Spawned, agent_host, git, runtime, seed_from};
 
 /// The held turn every row ends with: a foreground subagent that says a line and then waits
 /// far longer than any test.
@@ -316,17 +316,6 @@ fn compare_chat(seen: &ChatState, restored: &ChatState, context: &str) -> usize 
     restored.iter().filter(|t| is_interrupted(t)).count()
 }
 
-fn git(repo: &Path, args: &[&str]) {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-}
-
 fn serve(place: &Place, script: &Path, flags: &[&str]) -> (Spawned, String) {
     let mut command = agent_host();
     command.args(["serve", "--listen", "127.0.0.1:0", "--root"]);
@@ -370,9 +359,13 @@ fn run_once(row: &Row, stop: Stop, seed: u64) {
     let place = Place::new();
     if row.git {
         std::fs::write(place.work.join("readme.txt"), "seed\n").unwrap();
-        git(&place.work, &["init", "--quiet", "-b", "main"]);
-        git(&place.work, &["add", "."]);
-        git(&place.work, &["commit", "--quiet", "-m", "seed"]);
+        for args in [
+            &["init", "--quiet", "-b", "main"][..],
+            &["add", "."],
+            &["commit", "--quiet", "-m", "seed"],
+        ] {
+            git(&place.work, args);
+        }
     }
     let script = place.script(&row.script);
     let rt = runtime();

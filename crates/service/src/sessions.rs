@@ -969,6 +969,12 @@ impl SessionService {
         });
     }
 
+    /// The number of kept chat-history writes past which new turns are refused (default
+    /// [`agenthost_store::DEFAULT_BACKLOG_LIMIT`]).
+    pub fn set_history_limit(&self, limit: usize) {
+        self.recorder.writer.set_limit(limit);
+    }
+
     /// How many chat-history writes are kept now, and the most ever kept at once.
     pub fn history_backlog(&self) -> (usize, usize) {
         (self.recorder.writer.pending(), self.recorder.writer.peak())

@@ -86,7 +86,9 @@ pub struct ObservedEnvelope<'a> {
 
 /// Runs inside the state's critical section after an accepted action was reduced and numbered,
 /// before any subscriber is handed its frame: whatever a client is told must already be durable
-/// (the host stores a completed turn here). Keep it short and never dispatch from it.
+/// (the host stores a chat's record, an open-turn marker or a finished turn here). This is the
+/// one place the section may block — for a single store transaction; keep it to that, retry
+/// refused writes elsewhere, and never dispatch from it.
 pub trait CommitHook: Send + Sync {
     /// Called once per accepted envelope, with the state it produced.
     fn before_broadcast(&self, host: &HostState, envelope: &ActionEnvelope);

@@ -10,6 +10,7 @@
 //! when it first appears, and once more when the backlog has drained.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agenthost_protocol::ChatUri;
@@ -54,14 +55,14 @@ pub const DEFAULT_BACKLOG_LIMIT: usize = 4096;
 /// Applies [`HistoryWrite`]s in order per chat; see the module documentation.
 pub struct HistoryWriter {
     store: Store,
-    limit: usize,
+    limit: AtomicUsize,
     backlog: Mutex<Backlog>,
 }
 
 impl std::fmt::Debug for HistoryWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HistoryWriter")
-            .field("limit", &self.limit)
+            .field("limit", &self.limit.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -89,9 +90,14 @@ impl HistoryWriter {
     pub fn new(store: Store, limit: usize) -> Self {
         Self {
             store,
-            limit: limit.max(1),
+            limit: AtomicUsize::new(limit.max(1)),
             backlog: Mutex::default(),
         }
+    }
+
+    /// Changes the number of kept writes past which new turns are refused.
+    pub fn set_limit(&self, limit: usize) {
+        self.limit.store(limit.max(1), Ordering::Relaxed);
     }
 
     fn backlog(&self) -> MutexGuard<'_, Backlog> {
@@ -145,7 +151,7 @@ impl HistoryWriter {
     /// grow them). `None` while the backlog is below it.
     pub fn refusal(&self) -> Option<String> {
         let backlog = self.backlog();
-        (backlog.len >= self.limit).then(|| {
+        (backlog.len >= self.limit.load(Ordering::Relaxed)).then(|| {
             format!(
                 "the host cannot store chat history: {} writes are waiting for the session \
                  database ({}); new turns are refused until it takes them again",

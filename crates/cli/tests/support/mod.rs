@@ -473,3 +473,16 @@ pub fn seed_from(var: &str) -> u64 {
             .as_nanos() as u64,
     }
 }
+
+/// Runs `git` in `repo` with a fixed identity and no system configuration; its stdout.
+pub fn git(repo: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
