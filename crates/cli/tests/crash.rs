@@ -26,6 +26,7 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use agenthost_client::ChatView;
@@ -887,6 +888,20 @@ fn serve_with_file_limit(place: &Place, extra: &[&str]) -> Option<(Spawned, Stri
     let script = short_script(place);
     let mut command = serve_command(place, &place.data, Some(&script));
     command.args(extra);
+    serve_limited(command)
+}
+
+/// [`serve_with_file_limit`] with the host module's info lines (idle evictions) logged too.
+fn serve_with_file_limit_logging(place: &Place, extra: &[&str]) -> Option<(Spawned, String)> {
+    let script = short_script(place);
+    let mut command = serve_command(place, &place.data, Some(&script));
+    command
+        .args(extra)
+        .env("RUST_LOG", "warn,agenthost_server::host=info");
+    serve_limited(command)
+}
+
+fn serve_limited(command: Command) -> Option<(Spawned, String)> {
     let process = Spawned::spawn(ignoring_sigxfsz(&command));
     let url = process.line();
     if !limit_file_size(process.pid(), None) {
@@ -991,4 +1006,48 @@ fn at_the_history_backlog_limit_new_turns_are_refused_with_the_cause() {
     let (status, _, stderr) = process.wait();
     assert!(status.success(), "{status}\n{stderr}");
     assert_eq!(stored_ids(&place, &chat), ["t1", "t2", "t3"], "{stderr}");
+}
+
+/// Idle eviction never drops a session whose history still waits for the database: with
+/// `--idle-evict-secs 1` and the file-size limit at 0 while a turn completes, the session stays
+/// in memory however long it is idle; a session without waiting writes is evicted meanwhile;
+/// the stop writes the kept turn.
+#[test]
+fn idle_eviction_keeps_a_session_whose_history_waits_for_the_database() {
+    let place = Place::new();
+    let flags = ["--idle-evict-secs", "1", "--history-retry", "60m"];
+    let Some((mut process, url)) = serve_with_file_limit_logging(&place, &flags) else {
+        return;
+    };
+    let pid = process.pid();
+    let evicted = |process: &Spawned, session: &str| {
+        process.stderr().lines().any(|l| {
+            l.contains("evicted an idle session") && l.contains(&format!("session=\"{session}\""))
+        })
+    };
+    let chat = runtime().block_on(async {
+        let mut peer = Peer::connect(&url, "writer").await;
+        let (other, other_chat) = peer.create_session("stored").await;
+        let mut view = peer.open_chat(&other_chat).await;
+        peer.run_turn(&mut view, "o1", "stored at once").await;
+        let (waiting, chat) = peer.create_session("waiting").await;
+        let mut view = peer.open_chat(&chat).await;
+        assert!(limit_file_size(pid, Some(0)), "prlimit failed");
+        peer.run_turn(&mut view, "t1", "kept").await;
+        peer.close().await;
+        let deadline = std::time::Instant::now() + support::DEADLINE;
+        while !evicted(&process, other.as_str()) {
+            assert!(std::time::Instant::now() < deadline, "{}", process.stderr());
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        // Two more seconds: the session with a kept write is still not evicted.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert!(!evicted(&process, waiting.as_str()), "{}", process.stderr());
+        assert!(limit_file_size(pid, None), "prlimit failed");
+        chat
+    });
+    process.terminate();
+    let (status, _, stderr) = process.wait();
+    assert!(status.success(), "{status}\n{stderr}");
+    assert_eq!(stored_ids(&place, &chat), ["t1"], "{stderr}");
 }

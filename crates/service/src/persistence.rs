@@ -43,8 +43,8 @@ pub trait ResumeHandles: Send + Sync {
 ///
 /// The writes go through a [`HistoryWriter`]: in order per chat, a missing chat record is
 /// rebuilt from live state, and what the store refuses (a full disk, a read-only directory) is
-/// kept — bounded: at the limit new turns are refused ([`Self::refusal`]) — and tried again
-/// by [`Self::retry`] outside the state lock.
+/// kept — bounded: at the limit the session service's intake refuses new turns with
+/// `HistoryWriter::refusal` — and tried again by [`Self::retry`] outside the state lock.
 pub(crate) struct TurnRecorder {
     pub(crate) writer: HistoryWriter,
     pub(crate) handles: OnceLock<Arc<dyn ResumeHandles>>,
