@@ -14,7 +14,8 @@
 //!   state;
 //! - a turn the client saw running is restored finished (`complete`) or interrupted (state
 //!   `error` with an `executionInterrupted` part); nothing else appears;
-//! - every stop leaves at least one `executionInterrupted` (the held turns);
+//! - every stop leaves at least one `executionInterrupted` (the held turns), and the parent's
+//!   interrupted turn keeps its subagent's `Task` call (cancelled);
 //! - the host's stderr (`RUST_LOG=warn`) holds no `ERROR` or `WARN` line, before or after the
 //!   restart.
 //!
@@ -316,6 +317,28 @@ fn compare_chat(seen: &ChatState, restored: &ChatState, context: &str) -> usize 
     restored.iter().filter(|t| is_interrupted(t)).count()
 }
 
+/// The interrupted turn of the chat that ran the held turn keeps what it had done up to its
+/// last tool call: the subagent's `Task` call, cancelled, after the text streamed before it.
+fn assert_keeps_its_task_call(chat: &ChatState, context: &str) {
+    let turns: Vec<Value> = chat
+        .turns
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap())
+        .filter(is_interrupted)
+        .collect();
+    let kept =
+        turns.iter().any(|turn| {
+            turn["responseParts"].as_array().unwrap().iter().any(|p| {
+                p["toolCall"]["toolName"] == "Task" && p["toolCall"]["status"] == "cancelled"
+            })
+        });
+    assert!(
+        kept,
+        "{context}: no interrupted turn of {} keeps its Task call: {turns:?}",
+        chat.resource
+    );
+}
+
 fn serve(place: &Place, script: &Path, flags: &[&str]) -> (Spawned, String) {
     let mut command = agent_host();
     command.args(["serve", "--listen", "127.0.0.1:0", "--root"]);
@@ -455,6 +478,7 @@ fn run_once(row: &Row, stop: Stop, seed: u64) {
                 );
             }
         }
+        let held_chat = ChatUri::default_for(&sessions[0]).to_string();
         for (uri, seen_chat) in &seen {
             let (view, _subscription) = peer
                 .conn
@@ -462,6 +486,9 @@ fn run_once(row: &Row, stop: Stop, seed: u64) {
                 .await
                 .unwrap_or_else(|e| panic!("{context}: {uri} after the restart: {e}"));
             interrupted += compare_chat(seen_chat, view.state(), &context);
+            if *uri == held_chat {
+                assert_keeps_its_task_call(view.state(), &context);
+            }
         }
         peer.close().await;
         interrupted

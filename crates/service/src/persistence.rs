@@ -36,7 +36,8 @@ pub trait ResumeHandles: Send + Sync {
 
 /// Makes every chat's history durable inside the state's commit, before any client sees the
 /// action: a chat's record when it is added (subagent and side chats included — whoever adds
-/// them), an open-turn marker with the user's message when a turn starts, the finished turn
+/// them), an open-turn marker with the user's message when a turn starts (written again at each
+/// tool call's start, with what the turn holds by then), the finished turn
 /// (with the agent's resume handle, in the same transaction, which also deletes the marker)
 /// when it ends, and truncations. A turn a client saw complete survives any crash; a turn the
 /// host died during is found again by its marker.
@@ -81,7 +82,11 @@ impl TurnRecorder {
         }
         let chat = ChatUri::parse(&envelope.channel).ok()?;
         let write = match &envelope.action {
-            StateAction::ChatTurnStarted(_) | StateAction::ChatTurnResume(_) => {
+            // The marker again at each tool call's start: a turn the host dies during keeps
+            // what it had done up to there (one write per tool call, never per delta).
+            StateAction::ChatTurnStarted(_)
+            | StateAction::ChatTurnResume(_)
+            | StateAction::ChatToolCallStart(_) => {
                 let active = host.chat(chat.as_str())?.active_turn.clone()?;
                 HistoryWrite::Opened(Box::new(active))
             }

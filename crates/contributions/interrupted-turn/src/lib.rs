@@ -18,9 +18,8 @@ use agenthost_dispatcher::{
     HydrationContext, MissingService, ServiceRegistry,
 };
 use agenthost_protocol::ChatUri;
-use agenthost_protocol::ahp_types::state::{
-    ActiveTurn, ErrorInfo, ErrorResponsePart, ResponsePart, Turn, TurnState,
-};
+use agenthost_protocol::ahp_types::state::{ActiveTurn, ErrorInfo, ErrorResponsePart, Turn};
+use agenthost_reducers::states::errored_turn;
 use agenthost_services::SessionDataStore;
 
 /// The error type of an interrupted turn's error part.
@@ -48,27 +47,22 @@ impl InterruptedTurn {
     }
 }
 
-/// The finished form of an open turn: its message and what it had, then the interruption.
+/// The finished form of an open turn: its message and what it had when the marker was last
+/// written, tool calls still in flight cancelled (as the canonical reducer ends a turn on
+/// `chat/error`), then the interruption; state `error`, duration unknown.
 pub fn interrupted(open: ActiveTurn) -> Turn {
-    let mut parts = open.response_parts;
-    parts.push(ResponsePart::Error(ErrorResponsePart {
-        error: ErrorInfo {
-            error_type: INTERRUPTED_ERROR_TYPE.to_owned(),
-            message: INTERRUPTED_MESSAGE.to_owned(),
-            stack: None,
-            meta: None,
+    errored_turn(
+        open,
+        ErrorResponsePart {
+            error: ErrorInfo {
+                error_type: INTERRUPTED_ERROR_TYPE.to_owned(),
+                message: INTERRUPTED_MESSAGE.to_owned(),
+                stack: None,
+                meta: None,
+            },
+            resumable: Some(false),
         },
-        resumable: Some(false),
-    }));
-    Turn {
-        id: open.id,
-        started_at: Some(open.started_at),
-        duration: None,
-        message: open.message,
-        response_parts: parts,
-        usage: open.usage,
-        state: TurnState::Error,
-    }
+    )
 }
 
 impl Contribution for InterruptedTurn {
