@@ -66,6 +66,11 @@ impl Terminal {
 
     /// `agent-host ARGS` in a terminal of its own.
     fn command(args: &[String]) -> Self {
+        Self::command_with(args, &[])
+    }
+
+    /// [`command`](Self::command) with `env` set for it.
+    fn command_with(args: &[String], env: &[(&str, &str)]) -> Self {
         let inner = std::iter::once(env!("CARGO_BIN_EXE_agent-host").to_owned())
             .chain(args.iter().map(|a| format!("'{a}'")))
             .collect::<Vec<_>>()
@@ -77,6 +82,7 @@ impl Terminal {
             .env_remove("NO_COLOR")
             .env("TERM", "xterm-256color")
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -272,4 +278,21 @@ fn attach_in_a_second_terminal_answers_what_run_is_asking() {
         "ran\n",
         "the tool ran exactly once"
     );
+}
+
+/// Log lines are coloured at a terminal, and plain there too once `NO_COLOR` is set (its level
+/// names are then written without escape codes).
+#[test]
+fn logs_are_coloured_at_a_terminal_unless_no_color_is_set() {
+    let args = ["demo".to_owned()];
+    let coloured = Terminal::command_with(&args, &[("RUST_LOG", "info")]);
+    let (code, screen) = coloured.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("␛[32m INFO"), "{screen}");
+
+    let plain = Terminal::command_with(&args, &[("RUST_LOG", "info"), ("NO_COLOR", "1")]);
+    let (code, screen) = plain.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains(" INFO "), "{screen}");
+    assert!(!screen.contains("␛[32m"), "{screen}");
 }
