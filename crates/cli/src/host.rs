@@ -341,9 +341,11 @@ pub async fn bind_with(
     if let Some(limit) = options.history_backlog {
         service.set_history_limit(limit);
     }
+    let service = Arc::new(service);
+    service.spawn_history_retries(options.history_retry.unwrap_or(DEFAULT_HISTORY_RETRY));
     let host = Host::new(
         state,
-        Arc::new(service),
+        service,
         orchestrator,
         options.launch_kind.clone(),
         contributions,
@@ -352,7 +354,6 @@ pub async fn bind_with(
     if let Some(limit) = options.idle_eviction {
         host.spawn_idle_eviction(limit);
     }
-    host.spawn_history_retries(options.history_retry.unwrap_or(DEFAULT_HISTORY_RETRY));
     unattended.bind_intake(&host, options.launch_kind.clone());
     unattended.track(&host);
     Server::bind(config, host).await.map_err(|e| e.to_string())

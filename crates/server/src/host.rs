@@ -222,29 +222,18 @@ impl Host {
         self.subscriptions.get()
     }
 
-    /// Tries the chat history the store refused again every `every` (see
-    /// [`SessionService::spawn_history_retries`]).
-    pub fn spawn_history_retries(&self, every: Duration) {
-        self.service.spawn_history_retries(every);
-    }
-
     /// Evicts sessions idle for `limit` (`serve --idle-evict-secs`) from memory, sweeping in a
     /// task every quarter of it (at least every 10 ms) for as long as the host lives. An
     /// evicted session stays listed and comes back intact on its next use.
     pub fn spawn_idle_eviction(self: &Arc<Self>, limit: Duration) {
-        let host = Arc::downgrade(self);
         let period = (limit / 4).max(Duration::from_millis(10));
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(period);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                let Some(host) = host.upgrade() else {
-                    return;
-                };
+        agenthost_services::periodic::every(
+            Arc::downgrade(self),
+            period,
+            move |host: Arc<Self>| async move {
                 host.evict_idle_once(limit).await;
-            }
-        });
+            },
+        );
     }
 
     /// One eviction sweep: every live session nobody watches, with no running turn and no

@@ -955,17 +955,9 @@ impl SessionService {
     /// writes are tried when it has a new one, and a graceful stop's
     /// [`flush_history`](Self::flush_history) tries all).
     pub fn spawn_history_retries(self: &Arc<Self>, every: std::time::Duration) {
-        let service = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(every);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                let Some(service) = service.upgrade() else {
-                    return;
-                };
-                service.recorder.retry(&service.state);
-            }
+        agenthost_services::periodic::every(Arc::downgrade(self), every, |service: Arc<Self>| {
+            service.recorder.retry(&service.state);
+            std::future::ready(())
         });
     }
 

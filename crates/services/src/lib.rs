@@ -62,6 +62,7 @@ mod git_state;
 mod host;
 mod intake;
 mod local_commands;
+pub mod periodic;
 mod provider;
 mod session_data;
 mod subscriptions;

@@ -122,9 +122,7 @@ impl HistoryWriter {
     /// Tries every kept write again, in order per chat; returns how many are still kept.
     pub fn flush(&self, repair: Repair<'_>) -> usize {
         let mut backlog = self.backlog();
-        if backlog.len > 0 {
-            self.drain(&mut backlog, None, repair);
-        }
+        self.drain(&mut backlog, None, repair);
         backlog.len
     }
 
@@ -202,28 +200,20 @@ impl HistoryWriter {
 
     /// One write, with the chat's record repaired once when the store does not have it.
     fn attempt(&self, chat: &ChatUri, write: &HistoryWrite, repair: Repair<'_>) -> Attempt {
-        match self.apply(chat, write) {
+        let mut result = self.apply(chat, write);
+        if matches!(result, Err(StoreError::NotFound { kind: "chat", .. }))
+            && let Some(record) = repair(chat)
+        {
+            result = self
+                .store
+                .ensure_chat(&record)
+                .and_then(|_| self.apply(chat, write));
+        }
+        match result {
             Ok(()) => Attempt::Written,
-            Err(StoreError::NotFound { kind: "chat", .. }) => {
-                let Some(record) = repair(chat) else {
-                    tracing::warn!(chat = %chat, "a history write for a chat the host no longer has was dropped");
-                    return Attempt::Dropped;
-                };
-                match self.store.ensure_chat(&record) {
-                    Ok(_) => match self.apply(chat, write) {
-                        Ok(()) => Attempt::Written,
-                        Err(error) => Attempt::Kept(error),
-                    },
-                    Err(StoreError::NotFound { .. }) => {
-                        tracing::warn!(chat = %chat, "a history write for a session the store no longer has (deleted) was dropped");
-                        Attempt::Dropped
-                    }
-                    Err(error) => Attempt::Kept(error),
-                }
-            }
             Err(error @ StoreError::NotFound { .. }) => {
-                // A deleted session, or a truncation to a turn that was never stored: nothing
-                // to write it to, and waiting would not change that.
+                // A chat the host no longer has, a deleted session, a truncation to a turn that
+                // was never stored: waiting would not change that.
                 tracing::warn!(chat = %chat, %error, "a history write that cannot apply was dropped");
                 Attempt::Dropped
             }
