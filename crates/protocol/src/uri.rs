@@ -41,7 +41,7 @@ pub use changeset::{ChangesetScope, ChangesetUri};
 pub use channel::Channel;
 pub use chat::{CHAT_SCHEME, ChatUri};
 pub use encoding::percent_encode;
-pub use error::UriError;
+pub use error::{UriError, snippet};
 pub use file::{file_uri_to_path, path_to_file_uri};
 pub use id::SafeId;
 pub use session::{MAX_PROVIDER_SCHEME_LEN, SESSION_SCHEME, SessionUri};

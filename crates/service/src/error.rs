@@ -30,14 +30,10 @@ pub enum ServiceError {
     /// A URI in the request is malformed.
     #[error("{0}")]
     InvalidUri(#[from] UriError),
-    /// A working directory is outside every root the host was started with.
-    #[error("working directory {directory:?} is outside the host's roots ({roots})")]
-    OutsideRoots {
-        /// The directory.
-        directory: String,
-        /// The roots, comma-separated.
-        roots: String,
-    },
+    /// A client-supplied path is refused: not local, outside every folder the host serves, or
+    /// not an existing folder where one is needed.
+    #[error("{0}")]
+    OutsideRoots(#[from] agenthost_services::sandbox::PathRefusal),
     /// Other invalid parameters.
     #[error("{0}")]
     InvalidParams(String),
@@ -64,7 +60,7 @@ impl ServiceError {
             ServiceError::ChatAlreadyExists(_) => i64::from(ahp_error_codes::ALREADY_EXISTS),
             ServiceError::ProviderNotFound { .. } => i64::from(ahp_error_codes::PROVIDER_NOT_FOUND),
             ServiceError::InvalidUri(_)
-            | ServiceError::OutsideRoots { .. }
+            | ServiceError::OutsideRoots(_)
             | ServiceError::InvalidParams(_) => i64::from(json_rpc_error_codes::INVALID_PARAMS),
             ServiceError::Store(_) => i64::from(json_rpc_error_codes::INTERNAL_ERROR),
         }

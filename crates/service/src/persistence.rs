@@ -192,7 +192,7 @@ pub(crate) fn chat_record(
         read: SessionStatus::from_bits(chat.status).contains(SessionStatus::IsRead),
         archived: SessionStatus::from_bits(chat.status).contains(SessionStatus::IsArchived),
         draft: chat.draft.clone(),
-        config: None,
+        config: agenthost_reducers::chat_config::chat_config(chat),
         resume_handle: None,
         subagent: chat.origin.as_ref().is_some_and(|o| {
             matches!(

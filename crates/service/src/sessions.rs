@@ -21,6 +21,7 @@ use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
 use agenthost_reducers::states::empty_chat;
+use agenthost_services::sandbox::{PathUse, Sandbox, client_paths, message_paths};
 use agenthost_services::{
     ChangesetError, ChangesetService, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE,
     IsolatedSession, IsolationError, SESSION_CONFIG_KEY, WORKTREE_META_KEY, WorktreeIsolation,
@@ -80,7 +81,7 @@ pub struct SessionService {
     state: Arc<StateManager>,
     dispatcher: Dispatcher,
     store: Store,
-    roots: Vec<PathBuf>,
+    sandbox: Sandbox,
     recorder: Arc<TurnRecorder>,
     checkpoints: OnceLock<Arc<dyn CheckpointService>>,
     changesets: OnceLock<Arc<dyn ChangesetService>>,
@@ -93,7 +94,7 @@ pub struct SessionService {
 impl std::fmt::Debug for SessionService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionService")
-            .field("roots", &self.roots)
+            .field("roots", &self.sandbox.roots())
             .finish_non_exhaustive()
     }
 }
@@ -112,16 +113,9 @@ impl SessionService {
         store: Store,
         config: ServiceConfig,
     ) -> Result<Self, ServiceError> {
-        let roots = config
-            .roots
-            .iter()
-            .map(|root| {
-                root.canonicalize().map_err(|error| {
-                    ServiceError::InvalidParams(format!("root {}: {error}", root.display()))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if roots.is_empty() {
+        let sandbox = Sandbox::new(config.roots)
+            .map_err(|error| ServiceError::InvalidParams(format!("root {error}")))?;
+        if sandbox.is_empty() {
             return Err(ServiceError::InvalidParams(
                 "at least one root is needed".into(),
             ));
@@ -135,7 +129,7 @@ impl SessionService {
             state,
             dispatcher,
             store,
-            roots,
+            sandbox,
             recorder,
             checkpoints: OnceLock::new(),
             changesets: OnceLock::new(),
@@ -217,7 +211,13 @@ impl SessionService {
 
     /// The host's roots (canonical): every path a client names must lie inside one.
     pub fn roots(&self) -> &[PathBuf] {
-        &self.roots
+        self.sandbox.roots()
+    }
+
+    /// The check every client-supplied path goes through (the roots; a session's worktrees are
+    /// added by the caller that knows the session).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// The checkpoint service, when one is set (the host's `x-checkpoint/*` commands use it).
@@ -251,26 +251,40 @@ impl SessionService {
 
     /// The first root as a `file://` URI (`InitializeResult.defaultDirectory`).
     pub fn default_directory(&self) -> Option<String> {
-        self.roots.first().and_then(|r| path_to_file_uri(r).ok())
-    }
-
-    fn roots_text(&self) -> String {
-        let roots: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
-        roots.join(", ")
+        self.sandbox
+            .roots()
+            .first()
+            .and_then(|r| path_to_file_uri(r).ok())
     }
 
     /// Checks that a working directory exists inside a root; returns its canonical URI.
     fn check_directory(&self, uri: &str) -> Result<String, ServiceError> {
-        let outside = || ServiceError::OutsideRoots {
-            directory: uri.to_owned(),
-            roots: self.roots_text(),
-        };
-        let path = file_uri_to_path(uri)?;
-        let canonical = path.canonicalize().map_err(|_| outside())?;
-        if !canonical.is_dir() || !self.roots.iter().any(|root| canonical.starts_with(root)) {
-            return Err(outside());
-        }
+        let canonical = self.sandbox.check(uri, PathUse::Directory, &[])?;
         Ok(path_to_file_uri(&canonical)?)
+    }
+
+    /// The folders a client may name in `channel`'s session beyond the roots: the session's
+    /// own linked worktrees (they live next to their repository, maybe outside every root).
+    fn session_worktrees(&self, channel: &str) -> Vec<PathBuf> {
+        let session = match Channel::parse(channel) {
+            Ok(Channel::Session(session)) => Some(session),
+            _ => self
+                .state
+                .read(|h| h.chat_session(channel).map(str::to_owned))
+                .and_then(|s| SessionUri::parse(&s).ok()),
+        };
+        let record = session.and_then(|session| {
+            let value = self
+                .store
+                .meta(MetaOwner::Session(&session), WORKTREE_META_KEY)
+                .ok()??;
+            serde_json::from_str::<IsolatedSession>(&value).ok()
+        });
+        record
+            .into_iter()
+            .flat_map(|record| record.worktrees)
+            .filter_map(|worktree| worktree.path.canonicalize().ok())
+            .collect()
     }
 
     /// `createSession` (AHP §9.1): the session with its default chat at VS Code's derived URI,
@@ -353,7 +367,7 @@ impl SessionService {
         let default_chat = ChatUri::default_for(uri);
         let now = now_iso();
         self.capture_baseline(uri, &directories);
-        self.add_chat(uri, &default_chat, &now, None)?;
+        self.add_chat(uri, &default_chat, &now, None, None)?;
         self.dispatch(
             uri.as_str(),
             StateAction::SessionDefaultChatChanged(SessionDefaultChatChangedAction {
@@ -432,8 +446,10 @@ impl SessionService {
         chat: &ChatUri,
         now: &str,
         origin: Option<ChatOrigin>,
+        directories: Option<Vec<String>>,
     ) -> Result<(), ServiceError> {
-        let state = empty_chat(chat.as_str(), "New chat", now, origin);
+        let mut state = empty_chat(chat.as_str(), "New chat", now, origin);
+        state.working_directories = directories;
         let position = self
             .state
             .read(|h| h.session_chats(session.as_str()).count());
@@ -469,10 +485,42 @@ impl SessionService {
             None => None,
             Some(source) => Some(self.side_chat_origin(&session, source).await?),
         };
+        let directories = self.chat_directories(&session, params)?;
         if self.state.snapshot(chat.as_str()).is_some() || self.store.chat(&chat)?.is_some() {
             return Err(ServiceError::ChatAlreadyExists(chat.to_string()));
         }
-        self.add_chat(&session, &chat, &now_iso(), origin)
+        self.add_chat(&session, &chat, &now_iso(), origin, directories)
+    }
+
+    /// `createChat`'s paths: its `workingDirectories` (a subset of the session's, each passing
+    /// the sandbox) and its initial message's attachments.
+    fn chat_directories(
+        &self,
+        session: &SessionUri,
+        params: &CreateChatParams,
+    ) -> Result<Option<Vec<String>>, ServiceError> {
+        let extra = self.session_worktrees(session.as_str());
+        for path in params.initial_message.iter().flat_map(message_paths) {
+            self.sandbox.check(path.uri, path.used_as, &extra)?;
+        }
+        let Some(directories) = params.working_directories.clone() else {
+            return Ok(None);
+        };
+        let of_session = self.state.read(|h| {
+            h.session(session.as_str())
+                .and_then(|s| s.working_directories.clone())
+                .unwrap_or_default()
+        });
+        for directory in &directories {
+            self.sandbox.check(directory, PathUse::Directory, &extra)?;
+            if !of_session.contains(directory) {
+                return Err(ServiceError::InvalidParams(format!(
+                    "workingDirectories: {} is not a working directory of {session}",
+                    agenthost_protocol::uri::snippet(directory)
+                )));
+            }
+        }
+        Ok(Some(directories))
     }
 
     /// The origin of a side chat: its source chat must be a chat of `session` and the turn its
@@ -926,9 +974,20 @@ impl SessionService {
         action: StateAction,
         origin: ActionOrigin,
     ) -> ClientDispatch {
-        if matches!(action, StateAction::ChatTurnStarted(_))
-            && let Some(reason) = self.recorder.writer.refusal()
-        {
+        let mut action = action;
+        let refusal = if client_paths(&action).is_empty() {
+            None
+        } else {
+            let extra = self.session_worktrees(channel);
+            let admitted = self.sandbox.admit_action(&mut action, &extra);
+            admitted.err().map(|refusal| refusal.to_string())
+        };
+        let refusal = refusal.or_else(|| {
+            matches!(action, StateAction::ChatTurnStarted(_))
+                .then(|| self.recorder.writer.refusal())
+                .flatten()
+        });
+        if let Some(reason) = refusal {
             return match self.state.reject_client(channel, action, origin, &reason) {
                 Some(echo) => ClientDispatch::Rejected(Box::new(echo)),
                 None => ClientDispatch::Ignored,

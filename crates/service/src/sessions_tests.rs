@@ -115,16 +115,61 @@ async fn working_directories_must_lie_in_a_root() {
         .create_session(params.clone(), "c")
         .await
         .unwrap_err();
-    assert!(
-        matches!(error, ServiceError::OutsideRoots { .. }),
-        "{error}"
-    );
+    assert!(matches!(error, ServiceError::OutsideRoots(_)), "{error}");
     // `..` cannot climb out either.
     let sneaky = format!("{}/repo/../../", path_to_file_uri(root.path()).unwrap());
     params.working_directories = Some(vec![sneaky]);
     assert!(service.create_session(params.clone(), "c").await.is_err());
     params.working_directories = Some(vec![path_to_file_uri(&root.path().join("repo")).unwrap()]);
     service.create_session(params, "c").await.unwrap();
+}
+
+#[tokio::test]
+async fn create_chat_checks_its_directories_and_attachments() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    std::fs::create_dir(root_path.join("sub")).unwrap();
+    let (state, service) = service(&root_path);
+    let mut params = create("scripted:/s1");
+    let root_uri = path_to_file_uri(&root_path).unwrap();
+    let sub_uri = path_to_file_uri(&root_path.join("sub")).unwrap();
+    params.working_directories = Some(vec![root_uri.clone()]);
+    service.create_session(params, "c").await.unwrap();
+    let outside_uri = path_to_file_uri(outside.path()).unwrap();
+    let chat = |n: &str, extra: serde_json::Value| -> CreateChatParams {
+        let mut params = json!({ "channel": "scripted:/s1", "chat": format!("ahp-chat:/{n}") });
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(params).unwrap()
+    };
+    for (n, extra) in [
+        ("a", json!({ "workingDirectories": [outside_uri.clone()] })),
+        // Inside the root, but not one of the session's working directories.
+        ("b", json!({ "workingDirectories": [sub_uri] })),
+        (
+            "c",
+            json!({ "initialMessage": {
+                "text": "read", "origin": { "kind": "user" },
+                "attachments": [{ "type": "resource", "label": "x", "uri": format!("{outside_uri}/x") }]
+            }}),
+        ),
+    ] {
+        let error = service.create_chat(&chat(n, extra)).await.unwrap_err();
+        assert_eq!(error.code(), -32602, "{n}: {error}");
+        assert!(state.snapshot(&format!("ahp-chat:/{n}")).is_none(), "{n}");
+    }
+    service
+        .create_chat(&chat(
+            "d",
+            json!({ "workingDirectories": [root_uri.clone()] }),
+        ))
+        .await
+        .unwrap();
+    let directories = state.read(|h| h.chat("ahp-chat:/d").unwrap().working_directories.clone());
+    assert_eq!(directories, Some(vec![root_uri]));
 }
 
 #[tokio::test]

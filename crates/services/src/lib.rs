@@ -64,6 +64,7 @@ mod intake;
 mod local_commands;
 pub mod periodic;
 mod provider;
+pub mod sandbox;
 mod session_data;
 mod subscriptions;
 mod telemetry;

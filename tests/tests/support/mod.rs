@@ -46,6 +46,23 @@ impl ScriptedHost {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         std::fs::create_dir(&work).unwrap();
+        Self::start_in(dir, work, script, unattended, enable).await
+    }
+
+    /// Like [`start`](Self::start), with `root` (an existing folder outside the host's own
+    /// temporary directory) as the only root.
+    pub async fn start_rooted(script: Value, root: PathBuf) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(dir, root, script, UnattendedOptions::default(), &[]).await
+    }
+
+    async fn start_in(
+        dir: tempfile::TempDir,
+        work: PathBuf,
+        script: Value,
+        unattended: UnattendedOptions,
+        enable: &[&str],
+    ) -> Self {
         let script_path = dir.path().join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
         let server = bind(HostOptions {

@@ -27,7 +27,7 @@
 //! peer chat stays refused. `localCommand` (order 50) runs first, so `/rename` still works here.
 #![deny(missing_docs)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agenthost_dispatcher::{
@@ -35,10 +35,10 @@ use agenthost_dispatcher::{
     IncomingRequest, MissingService, RejectStage, ServiceRegistry,
 };
 use agenthost_protocol::ahp_types::state::{
-    ChatInteractivity, ChatState, ErrorInfo, MessageAttachment, SessionState, SessionStatus,
+    ChatInteractivity, ChatState, ErrorInfo, SessionState, SessionStatus,
 };
 use agenthost_protocol::error_info::error_info;
-use agenthost_protocol::uri::file_uri_to_path;
+use agenthost_services::sandbox::{Sandbox, message_paths};
 use agenthost_services::{Configuration, HostState};
 
 /// Error type of a turn refused because its session or chat is archived.
@@ -124,46 +124,27 @@ impl ChatContribution for TurnAdmission {
     }
 }
 
-/// The refusal of the first `file:` resource attachment of `message` that lies outside `roots`.
+/// The refusal of the first `file:` resource attachment of `message` that lies outside `roots`
+/// (the sandbox's check, the one every client-supplied path goes through).
 fn attachment_outside(
     message: &agenthost_protocol::ahp_types::state::Message,
     roots: &[PathBuf],
 ) -> Option<ErrorInfo> {
-    message
-        .attachments
-        .iter()
-        .flatten()
-        .find_map(|attachment| match attachment {
-            MessageAttachment::Resource(resource) if resource.uri.starts_with("file:") => {
-                let inside = file_uri_to_path(&resource.uri)
-                    .ok()
-                    .and_then(|path| resolve(&path))
-                    .is_some_and(|path| roots.iter().any(|root| path.starts_with(root)));
-                (!inside).then(|| {
-                    error_info(
-                        OUTSIDE_ROOTS,
-                        format!(
-                            "The attachment {:?} ({}) is outside the folders this host serves.",
-                            resource.label, resource.uri
-                        ),
-                    )
-                })
-            }
-            _ => None,
-        })
-}
-
-/// `path` with every symlink resolved; a file that does not exist yet is resolved through its
-/// parent. `None` when neither can be resolved.
-fn resolve(path: &Path) -> Option<PathBuf> {
-    if let Ok(resolved) = path.canonicalize() {
-        return Some(resolved);
-    }
-    let name = path.file_name()?;
-    if name == ".." {
-        return None;
-    }
-    Some(path.parent()?.canonicalize().ok()?.join(name))
+    let sandbox = Sandbox::new(roots.iter().cloned()).unwrap_or_default();
+    message_paths(message).into_iter().find_map(|path| {
+        sandbox
+            .check(path.uri, path.used_as, &[])
+            .err()
+            .map(|refusal| {
+                error_info(
+                    OUTSIDE_ROOTS,
+                    format!(
+                        "The attachment {:?} is refused: {refusal}.",
+                        path.label.unwrap_or_default()
+                    ),
+                )
+            })
+    })
 }
 
 /// Why `chat` (of `session`) refuses turns, if it does.

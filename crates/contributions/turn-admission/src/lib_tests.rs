@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use agenthost_dispatcher::{ClientContext, Dispatcher, LaunchKind, RequestSource};
 use agenthost_protocol::StateAction;
-use agenthost_protocol::ahp_types::state::{Message, RootState};
+use agenthost_protocol::ahp_types::state::{Message, MessageAttachment, RootState};
 use agenthost_protocol::error_info::INTERNAL_ERROR;
 use agenthost_services::fakes::{FakeHostState, HostStateCall};
 use agenthost_services::{ServerDispatch, StateHostState, StateServerDispatch};

@@ -167,8 +167,9 @@ pub enum UriError {
     },
 }
 
-/// A copy of `input` short enough to quote in an error message.
-pub(crate) fn snippet(input: &str) -> String {
+/// A copy of `input` short enough to quote in an error message or a log line: its first 80
+/// characters, then `…` when it was longer (client-supplied text is never echoed in full).
+pub fn snippet(input: &str) -> String {
     match input.char_indices().nth(SNIPPET_CHARS) {
         Some((cut, _)) => format!("{}…", input.get(..cut).unwrap_or_default()),
         None => input.to_owned(),
