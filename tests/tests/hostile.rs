@@ -1241,3 +1241,112 @@ async fn connections_beyond_the_limit_get_503_and_the_open_ones_keep_working() {
     let _ = client.subscribe(chat.as_str().to_owned()).await.unwrap();
     run_turn(&client, &mut events, chat.as_str(), "healthy-turn").await;
 }
+
+// ─── Round 2 (issue 23) ─────────────────────────────────────────────────────────────────────
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_in_a_text_frame_fails_that_connection_with_1007() {
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame as WsFrame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let host = ScriptedHost::start(script(), Default::default()).await;
+    let victim = Victim::start(&host.url).await;
+    let mut hostile = Raw::initialized(&host.url, "hostile").await;
+    let bytes = vec![b'{', 0xff, 0xfe, b'}'];
+    hostile
+        .sink
+        .send(Message::Frame(WsFrame::message(
+            bytes,
+            OpCode::Data(Data::Text),
+            true,
+        )))
+        .await
+        .unwrap();
+    match hostile.next().await {
+        Frame::Close(code, reason) => {
+            assert_eq!(code, 1007, "{reason}");
+            assert!(reason.contains("UTF-8"), "{reason}");
+        }
+        other => panic!("expected the close frame, got {other:?}"),
+    }
+    assert!(list_sessions(&victim.client).await["items"].is_array());
+    assert_host_serves(&host.url, "utf8").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_names_a_client_may_not_choose_are_refused_and_squat_nothing() {
+    let host = ScriptedHost::start(script(), Default::default()).await;
+    let (client, _events) = connect(&host.url, "namer").await;
+    let (session, _chat) = create_session(&client, "named").await;
+    let other = SessionUri::with_provider("scripted", SafeId::new("other").unwrap()).unwrap();
+    let mut hostile = Raw::initialized(&host.url, "hostile").await;
+    let subagent = ChatUri::subagent(&session, &SafeId::new("call-1").unwrap());
+    for (id, chat) in [
+        "file:///etc/passwd".to_owned(),
+        "ahp-chat:/../x".to_owned(),
+        "ahp-session:/X".to_owned(),
+        subagent.to_string(),
+        ChatUri::default_for(&other).to_string(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let answer = hostile
+            .call(
+                300 + id as u64,
+                "createChat",
+                json!({ "channel": session.as_str(), "chat": chat }),
+            )
+            .await;
+        assert_eq!(error_code(&answer), -32602, "{chat}: {answer}");
+    }
+    // Nothing was squatted: the session named like a refused chat can be created and used.
+    let squatted = client
+        .request::<_, Value>(
+            "createSession",
+            json!({ "channel": "ahp-session:/X", "provider": "scripted" }),
+        )
+        .await;
+    assert!(squatted.is_ok(), "{squatted:?}");
+    let snapshot = client
+        .request::<_, Value>("subscribe", json!({ "channel": "ahp-session:/X" }))
+        .await
+        .unwrap();
+    assert_eq!(snapshot["snapshot"]["resource"], "ahp-session:/X");
+    let catalog = state_of(&client, session.as_str()).await;
+    assert_eq!(
+        catalog["chats"].as_array().map(Vec::len),
+        Some(1),
+        "{catalog}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_with_an_unreadable_start_is_refused_and_the_chat_stays_usable() {
+    let host = ScriptedHost::start(script(), Default::default()).await;
+    let (client, mut events) = connect(&host.url, "dater").await;
+    let (session, chat) = create_session(&client, "dated").await;
+    client.subscribe(chat.to_string()).await.unwrap();
+    let mut hostile = Raw::initialized(&host.url, "hostile").await;
+    hostile
+        .notify(
+            "dispatchAction",
+            json!({ "channel": chat.as_str(), "clientSeq": 1, "action": {
+                "type": "chat/turnStarted", "turnId": "bad", "startedAt": "not-a-date",
+                "message": { "text": "x", "origin": { "kind": "user" } } } }),
+        )
+        .await;
+    let frames = hostile.barrier(2).await;
+    let echoes = envelopes(&frames);
+    assert_eq!(echoes.len(), 1, "{frames:?}");
+    let reason = echoes[0]["rejectionReason"].as_str().unwrap();
+    assert!(reason.contains("startedAt"), "{reason}");
+    let chat_state = state_of(&client, chat.as_str()).await;
+    assert!(
+        chat_state.get("activeTurn").is_none_or(Value::is_null),
+        "{chat_state}"
+    );
+    let summary = list_sessions(&client).await;
+    assert!(!summary.to_string().contains("not-a-date"), "{summary}");
+    run_turn(&client, &mut events, chat.as_str(), "good").await;
+    let _ = session;
+}

@@ -83,6 +83,11 @@ struct ServeArgs {
     /// token; keep it secret and prefer `--token` from a secret store).
     #[arg(long)]
     allow_remote: bool,
+    /// A browser origin allowed to connect (repeatable), besides vscode-file://vscode-app
+    /// (VS Code's desktop windows). An upgrade carrying any other Origin header gets 403;
+    /// clients that send none (VS Code over SSH, the CLI, scripts) are not affected.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
     /// An agent to offer (repeatable); exactly these are advertised.
     #[arg(long = "provider", value_name = "NAME", default_values_t = vec!["scripted".to_owned()])]
     providers: Vec<String>,
@@ -647,6 +652,7 @@ fn main() -> ExitCode {
                     },
                     enable: args.enable,
                     limits: args.limits.limits(),
+                    allowed_origins: args.allow_origins,
                     discovery: args.vscode_discovery.then_some(args.vscode_user_data_dir),
                 }))
             })

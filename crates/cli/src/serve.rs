@@ -99,6 +99,8 @@ pub struct ServeOptions {
     pub enable: Vec<String>,
     /// The server's limits.
     pub limits: ServerLimits,
+    /// `--allow-origin`: browser origins allowed besides VS Code's desktop windows.
+    pub allowed_origins: Vec<String>,
     /// `--vscode-discovery`: `Some` publishes a local discovery entry for VS Code, in this
     /// user-data directory (`Some(None)`: VS Code's default one).
     pub discovery: Option<Option<PathBuf>>,
@@ -107,6 +109,7 @@ pub struct ServeOptions {
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
 pub async fn run(options: ServeOptions) -> Result<(), String> {
     let limits = options.limits;
+    let origins = options.allowed_origins;
     let server = bind_with(
         HostOptions {
             listen: options.listen,
@@ -125,7 +128,10 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
             unattended: options.unattended,
             enable: options.enable,
         },
-        |config| limits.apply(config),
+        |config| {
+            limits.apply(config);
+            config.allowed_origins = origins;
+        },
     )
     .await?;
     // Written before the URL is printed, held until `serve` returns: dropping it removes it.

@@ -373,3 +373,92 @@ fn history_retry_refuses_zero_and_garbage() {
         assert!(stderr.contains(&format!("`{bad}`")), "{bad}: {stderr}");
     }
 }
+
+/// The status line of a WebSocket upgrade to `url` carrying `origin` (and a `Host` naming
+/// `host`), over a raw socket so every header is ours.
+fn upgrade_status(url: &str, host: &str, origin: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("ws://").unwrap();
+    let (addr, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\n{origin}Upgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 512];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before a status line");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn allow_origin_admits_that_browser_origin_and_no_other() {
+    let root = tempfile::tempdir().unwrap();
+    let server = serve(root.path(), &["--allow-origin", "http://localhost:3000"]);
+    let url = server.line();
+    let port = url["ws://127.0.0.1:".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let ok = "HTTP/1.1 101 Switching Protocols";
+    let forbidden = "HTTP/1.1 403 Forbidden";
+    let local = format!("127.0.0.1:{port}");
+    // No Origin (the CLI, scripts, VS Code over SSH) and VS Code's desktop window: admitted.
+    assert_eq!(upgrade_status(&url, &local, None), ok);
+    assert_eq!(upgrade_status(&url, "localhost:1", None), ok);
+    assert_eq!(
+        upgrade_status(&url, &local, Some("vscode-file://vscode-app")),
+        ok
+    );
+    // The allowed origin, and nothing else.
+    assert_eq!(
+        upgrade_status(&url, &local, Some("http://localhost:3000")),
+        ok
+    );
+    assert_eq!(
+        upgrade_status(&url, &local, Some("https://attacker.example")),
+        forbidden
+    );
+    assert_eq!(
+        upgrade_status(&url, &local, Some("http://localhost:3001")),
+        forbidden
+    );
+    // A DNS-rebinding Host, even with the token.
+    assert_eq!(
+        upgrade_status(&url, &format!("rebound.example:{port}"), None),
+        forbidden
+    );
+    // Without the flag the page's origin is refused too.
+    let other = tempfile::tempdir().unwrap();
+    let plain = serve(other.path(), &[]);
+    let plain_url = plain.line();
+    let plain_port = plain_url["ws://127.0.0.1:".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        upgrade_status(
+            &plain_url,
+            &format!("127.0.0.1:{plain_port}"),
+            Some("http://localhost:3000")
+        ),
+        forbidden
+    );
+    server.terminate();
+    let stderr = server.stderr();
+    assert!(stderr.contains("its Origin is not allowed"), "{stderr}");
+}

@@ -128,7 +128,38 @@ fn reduce_chat(chat: &mut ChatState, action: &StateAction) -> ReduceOutcome {
         chat.title.clone_from(&a.title);
         return ReduceOutcome::Applied;
     }
+    let ending = match action {
+        StateAction::ChatTurnComplete(a) => Some(&a.turn_id),
+        StateAction::ChatTurnCancelled(a) => Some(&a.turn_id),
+        StateAction::ChatError(a) => Some(&a.turn_id),
+        _ => None,
+    };
+    if let Some(turn_id) = ending {
+        repair_start(chat, turn_id);
+    }
     reducers::apply_action_to_chat(chat, action)
+}
+
+/// A turn can always end: the canonical reducer derives a turn's end from its start and refuses
+/// to end one whose start it cannot compute with (a value stored before starts were validated,
+/// or a host bug). Such a start becomes the chat's last modification time, or the epoch.
+fn repair_start(chat: &mut ChatState, turn_id: &str) {
+    const DECADE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24 * 366 * 10);
+    let usable = |at: &str| {
+        at.parse::<jiff::Timestamp>()
+            .is_ok_and(|at| at.checked_add(DECADE).is_ok())
+    };
+    let fallback = if usable(&chat.modified_at) {
+        chat.modified_at.clone()
+    } else {
+        "1970-01-01T00:00:00.000Z".to_owned()
+    };
+    if let Some(active) = chat.active_turn.as_mut()
+        && active.id == turn_id
+        && !usable(&active.started_at)
+    {
+        active.started_at = fallback;
+    }
 }
 
 /// What applying an accepted action did.

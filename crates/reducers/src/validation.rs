@@ -15,6 +15,7 @@ use agenthost_protocol::ahp_types::state::{
     ChatInputResponseKind, ChatState, MessageKind, PendingMessageKind, ResponsePart, SessionState,
     ToolCallContributor, ToolCallState, TurnState,
 };
+use agenthost_protocol::uri::{SafeId, snippet};
 
 use crate::host_state::ChannelKind;
 
@@ -135,13 +136,67 @@ pub enum RejectionReason {
         /// The client id in the action.
         named: String,
     },
+    /// A client-supplied timestamp that is not an RFC 3339 instant the host can compute with
+    /// (a turn's end is derived from its start).
+    InvalidTimestamp {
+        /// The field.
+        field: &'static str,
+        /// The value (truncated).
+        value: String,
+    },
+    /// A client-supplied id that cannot name anything safely (empty, too long, control
+    /// characters, `.` or `..`).
+    InvalidId {
+        /// The field.
+        field: &'static str,
+        /// Why.
+        problem: String,
+    },
     /// The canonical reducer found the data malformed (e.g. an unparseable timestamp).
     Invalid(String),
 }
 
+impl RejectionReason {
+    /// A copy whose client-supplied strings are cut to a quotable length.
+    fn clipped(&self) -> Self {
+        let mut copy = self.clone();
+        match &mut copy {
+            Self::NotClientDispatchable { action } | Self::WrongChannel { action, .. } => {
+                *action = snippet(action);
+            }
+            Self::UnknownToolCall { tool_call_id } => *tool_call_id = snippet(tool_call_id),
+            Self::DirectoryNotInSession { directory } => *directory = snippet(directory),
+            Self::UnknownInputRequest { request_id } => *request_id = snippet(request_id),
+            Self::UnknownQuestion { question_id } | Self::MissingRequiredAnswer { question_id } => {
+                *question_id = snippet(question_id);
+            }
+            Self::MalformedAnswer {
+                question_id,
+                problem,
+            } => {
+                *question_id = snippet(question_id);
+                *problem = snippet(problem);
+            }
+            Self::UnknownPendingMessage { id } => *id = snippet(id),
+            Self::DefaultChatNotInCatalog { chat } => *chat = snippet(chat),
+            Self::UnknownConfigProperty { property } | Self::NotSessionMutable { property } => {
+                *property = snippet(property);
+            }
+            Self::ClientIdMismatch { dispatcher, named } => {
+                *dispatcher = snippet(dispatcher);
+                *named = snippet(named);
+            }
+            Self::Invalid(detail) => *detail = snippet(detail),
+            _ => {}
+        }
+        copy
+    }
+}
+
 impl fmt::Display for RejectionReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        // Client-supplied values are quoted, never echoed in full.
+        match &self.clipped() {
             Self::NotClientDispatchable { action } => {
                 write!(f, "action {action:?} may not be dispatched by a client")
             }
@@ -206,6 +261,11 @@ impl fmt::Display for RejectionReason {
                 f,
                 "clientId mismatch: connection is {dispatcher:?} but the action names {named:?}"
             ),
+            Self::InvalidTimestamp { field, value } => write!(
+                f,
+                "{field} {value:?} is not an RFC 3339 timestamp such as 2026-03-01T10:00:00.000Z"
+            ),
+            Self::InvalidId { field, problem } => write!(f, "{field}: {problem}"),
             Self::Invalid(detail) => write!(f, "invalid action: {detail}"),
         }
     }
@@ -435,6 +495,8 @@ fn validate_chat_action(
     match action {
         StateAction::ChatTurnStarted(a) => {
             require_user_message(&a.message.origin.kind)?;
+            require_safe_id("turnId", &a.turn_id)?;
+            require_timestamp("startedAt", &a.started_at)?;
             if chat.active_turn.is_some() {
                 return Err(RejectionReason::TurnInProgress);
             }
@@ -504,6 +566,32 @@ fn validate_chat_action(
         StateAction::ChatInputAnswerChanged(a) => validate_answer_changed(chat, a),
         StateAction::ChatInputCompleted(a) => validate_input_completed(chat, a),
         _ => Ok(()),
+    }
+}
+
+fn require_safe_id(field: &'static str, id: &str) -> Result<(), RejectionReason> {
+    SafeId::new(id)
+        .map(|_| ())
+        .map_err(|error| RejectionReason::InvalidId {
+            field,
+            problem: error.to_string(),
+        })
+}
+
+/// A start time the host can compute a turn's end from: an RFC 3339 instant with a century of
+/// headroom below the largest representable one.
+fn require_timestamp(field: &'static str, value: &str) -> Result<(), RejectionReason> {
+    const CENTURY: jiff::SignedDuration = jiff::SignedDuration::from_hours(24 * 366 * 100);
+    let usable = value
+        .parse::<jiff::Timestamp>()
+        .is_ok_and(|at| at.checked_add(CENTURY).is_ok());
+    if usable {
+        Ok(())
+    } else {
+        Err(RejectionReason::InvalidTimestamp {
+            field,
+            value: snippet(value),
+        })
     }
 }
 

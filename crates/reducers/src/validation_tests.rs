@@ -597,25 +597,6 @@ fn input_completed_accept_needs_every_required_answer_submitted() {
 }
 
 #[test]
-fn invalid_reducer_data_is_rejected_with_the_reducer_reason() {
-    let mut host = host();
-    let bad = action(json!({
-        "type": "chat/turnStarted", "turnId": "t1", "startedAt": "not a time", "message": user_message("x")
-    }));
-    host.apply_client_action(CHAT, &bad, CLIENT).unwrap();
-    let cancel = action(json!({ "type": "chat/turnCancelled", "turnId": "t1", "duration": 1 }));
-    let before = host.clone();
-    match host.apply_client_action(CHAT, &cancel, CLIENT) {
-        Err(ApplyError::Rejected(r)) => {
-            assert!(matches!(r.reason(), R::Invalid(_)));
-            assert!(r.to_string().contains("not a time"), "{r}");
-        }
-        other => panic!("expected rejection, got {other:?}"),
-    }
-    assert_eq!(host, before);
-}
-
-#[test]
 fn envelopes_with_origin_are_validated_as_client_dispatches() {
     let mut host = host_in_turn();
     let envelope = |origin: bool| agenthost_protocol::ActionEnvelope {
@@ -637,4 +618,70 @@ fn envelopes_with_origin_are_validated_as_client_dispatches() {
 
 fn reason_text(reason: &R) -> String {
     reason.to_string()
+}
+
+#[test]
+fn a_turn_start_must_carry_a_usable_timestamp_and_a_safe_id() {
+    let mut host = host();
+    let start = |turn: &str, at: &str| {
+        action(json!({
+            "type": "chat/turnStarted", "turnId": turn, "startedAt": at,
+            "message": { "text": "hi", "origin": { "kind": "user" } }
+        }))
+    };
+    let max = "9999-12-31T23:59:59.999Z";
+    for bad in ["not-a-date", "", "2026-13-01T00:00:00Z", max] {
+        assert!(
+            matches!(
+                rejected(&mut host, CHAT, start("t1", bad)),
+                R::InvalidTimestamp { .. }
+            ),
+            "{bad}"
+        );
+    }
+    for bad in ["", "..", "a\nb"] {
+        let reason = rejected(&mut host, CHAT, start(bad, "2026-03-01T10:00:00.000Z"));
+        assert!(matches!(reason, R::InvalidId { .. }), "{bad:?}");
+    }
+    let huge = "x".repeat(1_000_000);
+    let reason = rejected(&mut host, CHAT, start("t1", &huge));
+    assert!(
+        reason.to_string().len() < 300,
+        "the value is quoted, not echoed"
+    );
+    accepted(&mut host, CHAT, start("t1", "2026-03-01T10:00:00.000Z"));
+}
+
+#[test]
+fn a_turn_whose_start_cannot_be_read_can_still_end() {
+    for end in ["chat/turnCancelled", "chat/turnComplete"] {
+        // Server actions are not validated: a start stored before starts were checked.
+        let mut host = host();
+        let start = action(json!({
+            "type": "chat/turnStarted", "turnId": "t1", "startedAt": "not-a-date",
+            "message": { "text": "hi", "origin": { "kind": "user" } }
+        }));
+        host.apply_server_action(CHAT, &start).unwrap();
+        let turn = "t1";
+        let action = action(json!({ "type": end, "turnId": turn, "duration": 5 }));
+        let reduced = if end == "chat/turnCancelled" {
+            accepted(&mut host, CHAT, action)
+        } else {
+            host.apply_server_action(CHAT, &action).unwrap()
+        };
+        assert_eq!(reduced, Reduced::Applied, "{end}");
+        assert!(chat(&host).active_turn.is_none(), "{end}");
+    }
+}
+
+#[test]
+fn rejection_messages_quote_client_values_briefly() {
+    let mut host = host();
+    let huge = "q".repeat(100_000);
+    let reason = rejected(
+        &mut host,
+        CHAT,
+        action(json!({ "type": "chat/pendingMessageRemoved", "kind": "queued", "id": huge })),
+    );
+    assert!(reason.to_string().len() < 300);
 }

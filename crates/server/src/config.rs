@@ -73,6 +73,11 @@ pub struct ServerConfig {
     /// send the close frame and wait for the client's. After it the socket is dropped.
     /// Default 5 s.
     pub close_timeout: Duration,
+    /// Browser origins allowed to connect besides `vscode-file://vscode-app` (VS Code's desktop
+    /// windows); an upgrade with any other `Origin` gets 403, as does one whose `Host` names
+    /// neither `localhost`, a loopback address nor the listen address (see
+    /// [`crate::origin`]). Clients that send no `Origin` are not affected. Default: none.
+    pub allowed_origins: Vec<String>,
 }
 
 impl ServerConfig {
@@ -109,6 +114,7 @@ impl ServerConfig {
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             handshake_timeout: Self::DEFAULT_HANDSHAKE_TIMEOUT,
             close_timeout: Self::DEFAULT_CLOSE_TIMEOUT,
+            allowed_origins: Vec::new(),
         }
     }
 

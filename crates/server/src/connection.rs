@@ -39,6 +39,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Utf8Bytes};
 use crate::config::ServerConfig;
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::handshake::{self, Prefixed};
+use crate::origin::OriginPolicy;
 use crate::rate::{Admission, TokenBucket};
 use crate::rpc::{self, DecodeError, Incoming, RpcError};
 use crate::token::Token;
@@ -48,6 +49,8 @@ use crate::version::{self, NegotiatedVersion, SUPPORTED_VERSIONS};
 pub(crate) const CLOSE_NORMAL: u16 = 1000;
 /// Close code: the server is going away (shutdown).
 pub(crate) const CLOSE_GOING_AWAY: u16 = 1001;
+/// Close code: a text message was not valid UTF-8 (RFC 6455 requires failing the connection).
+pub(crate) const CLOSE_INVALID_PAYLOAD: u16 = 1007;
 /// Close code: a message exceeded `max_frame_bytes`.
 pub(crate) const CLOSE_TOO_BIG: u16 = 1009;
 /// Close code: the host failed (a handler panicked).
@@ -424,6 +427,7 @@ pub(crate) struct ConnContext {
     pub max_connections: usize,
     pub handshake_timeout: Duration,
     pub close_timeout: Duration,
+    pub origins: OriginPolicy,
     next_id: AtomicU64,
     /// Connections accepted and not yet finished (see [`OpenSlot`]).
     open: AtomicUsize,
@@ -451,6 +455,7 @@ impl ConnContext {
             max_connections: config.max_connections,
             handshake_timeout: config.handshake_timeout,
             close_timeout: config.close_timeout,
+            origins: OriginPolicy::new(config.listen.ip(), &config.allowed_origins),
             next_id: AtomicU64::new(1),
             open: AtomicUsize::new(0),
             refusing: AtomicBool::new(false),
@@ -503,13 +508,17 @@ pub(crate) async fn run<S>(
 {
     let handshake = tokio::time::timeout(
         ctx.handshake_timeout,
-        handshake::accept(stream, &ctx.token, ctx.ws_config()),
+        handshake::accept(stream, &ctx.token, &ctx.origins, ctx.ws_config()),
     );
     let ws = tokio::select! {
         outcome = handshake => match outcome {
             Ok(Ok(ws)) => ws,
             Ok(Err(handshake::HandshakeError::Rejected(403))) => {
                 tracing::warn!(?peer, "refused a WebSocket upgrade: missing or invalid token");
+                return;
+            }
+            Ok(Err(handshake::HandshakeError::Refused(refusal))) => {
+                tracing::warn!(?peer, "refused a WebSocket upgrade: {}", refusal.describe());
                 return;
             }
             Ok(Err(error)) => {
@@ -725,6 +734,15 @@ where
                     true,
                 );
                 // The rest of that message is still on its way.
+                return (stream, true);
+            }
+            Err(WsError::Utf8(error)) => {
+                tracing::debug!(conn = %conn.id(), %error, "a text frame was not UTF-8");
+                conn.close_with(
+                    CLOSE_INVALID_PAYLOAD,
+                    "a text frame was not valid UTF-8",
+                    true,
+                );
                 return (stream, true);
             }
             Err(error) => {

@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::auth;
+use crate::origin::{OriginPolicy, OriginRefusal};
 use crate::token::Token;
 
 /// Largest accepted request head.
@@ -36,6 +37,8 @@ pub(crate) enum HandshakeError {
     Eof,
     #[error("answered HTTP {0}")]
     Rejected(u16),
+    #[error("answered HTTP 403: {}", .0.describe())]
+    Refused(OriginRefusal),
     #[error("WebSocket handshake failed: {0}")]
     WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
 }
@@ -80,6 +83,7 @@ const fn bad_request(body: &'static str) -> Rejection {
 pub(crate) async fn accept<S>(
     mut stream: S,
     token: &Token,
+    origins: &OriginPolicy,
     config: WebSocketConfig,
 ) -> Result<WebSocketStream<Prefixed<S>>, HandshakeError>
 where
@@ -97,6 +101,17 @@ where
     // connection unanswered). The callback below checks it again.
     if !head_is_authorized(&head, token) {
         return Err(reject(stream, &FORBIDDEN).await);
+    }
+    if let Err(refusal) = origins.check(
+        head_header(&head, "Origin").as_deref(),
+        head_header(&head, "Host").as_deref(),
+    ) {
+        let rejection = Rejection {
+            body: refusal.body(),
+            ..FORBIDDEN
+        };
+        reject(stream, &rejection).await;
+        return Err(HandshakeError::Refused(refusal));
     }
     let head = normalize_target(head);
     let token = token.clone();
@@ -272,6 +287,21 @@ fn head_is_authorized(head: &[u8], token: &Token) -> bool {
         }
     }
     authorized
+}
+
+/// The value of the first `name` header of the request head (already through [`precheck`]).
+fn head_header(head: &[u8], name: &str) -> Option<String> {
+    let end = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(head.len());
+    let text = std::str::from_utf8(&head[..end]).ok()?;
+    text.split("\r\n").skip(1).find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_owned())
+    })
 }
 
 /// Turns a request target without a path (`GET ?tkn=… HTTP/1.1`, which tungstenite-based

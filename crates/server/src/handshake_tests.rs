@@ -76,7 +76,11 @@ async fn answer_to(request: &str, token: &Token) -> (String, HandshakeError) {
     client.write_all(request.as_bytes()).await.unwrap();
     let token = token.clone();
     let server = tokio::spawn(async move {
-        accept(server, &token, WebSocketConfig::default())
+        let origins = crate::origin::OriginPolicy::new(
+            std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            &[],
+        );
+        accept(server, &token, &origins, WebSocketConfig::default())
             .await
             .err()
             .unwrap()
@@ -131,4 +135,26 @@ async fn an_oversized_head_is_answered_with_431() {
     );
     let (answer, _) = answer_to(&huge, &token).await;
     assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+}
+
+#[tokio::test]
+async fn a_foreign_origin_or_a_rebinding_host_gets_403_even_with_the_token() {
+    let token = Token::new("T".to_owned()).unwrap();
+    let upgrade = |extra: &str| {
+        format!(
+            "GET /?tkn=T HTTP/1.1\r\n{extra}Upgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+    };
+    let (answer, error) = answer_to(
+        &upgrade("Host: 127.0.0.1:9\r\nOrigin: https://attacker.example\r\n"),
+        &token,
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
+    assert!(answer.contains("--allow-origin"), "{answer}");
+    assert!(matches!(error, HandshakeError::Refused(_)), "{error}");
+    let (answer, _) = answer_to(&upgrade("Host: rebound.example:9\r\n"), &token).await;
+    assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
+    assert!(answer.contains("Host header"), "{answer}");
 }

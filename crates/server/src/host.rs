@@ -509,7 +509,14 @@ impl Host {
                 self.orchestrator.dispose_chat(&chat).await;
                 Ok(Value::Null)
             }
-            "listSessions" => encode(&self.service.list_sessions().map_err(service_error)?),
+            "listSessions" => {
+                let (limit, cursor) = requests::list_sessions_page(raw.as_ref())?;
+                let page = self
+                    .service
+                    .list_sessions_page(limit, cursor.as_deref())
+                    .map_err(service_error)?;
+                encode(&page)
+            }
             "fetchTurns" => {
                 let p: FetchTurnsParams = params(raw)?;
                 let chat = self.resolve_chat(&p.channel);

@@ -77,6 +77,7 @@ pub mod discovery;
 mod handler;
 mod handshake;
 mod host;
+pub mod origin;
 mod rate;
 mod requests;
 pub mod resources;

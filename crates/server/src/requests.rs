@@ -27,6 +27,33 @@ use agenthost_protocol::state::{AgentInfo, SessionConfigSchema, SessionConfigSta
 
 use crate::rpc::RpcError;
 
+/// `listSessions`'s paging parameters, `limit` and `cursor`, each optional (VS Code sends
+/// neither, nor always a `channel`). A value of the wrong type is "invalid params".
+pub(crate) fn list_sessions_page(
+    raw: Option<&serde_json::Value>,
+) -> Result<(Option<i64>, Option<String>), RpcError> {
+    let field = |name: &str| {
+        raw.and_then(|params| params.get(name))
+            .filter(|v| !v.is_null())
+    };
+    let limit = match field("limit") {
+        None => None,
+        Some(value) => Some(value.as_i64().ok_or_else(|| {
+            RpcError::invalid_params("invalid params: limit must be a whole number")
+        })?),
+    };
+    let cursor = match field("cursor") {
+        None => None,
+        Some(value) => Some(
+            value
+                .as_str()
+                .ok_or_else(|| RpcError::invalid_params("invalid params: cursor must be a string"))?
+                .to_owned(),
+        ),
+    };
+    Ok((limit, cursor))
+}
+
 /// `resolveSessionConfig` over the host's session configuration (`None`: none configured) and
 /// the advertised agents.
 pub(crate) fn resolve_session_config(

@@ -480,7 +480,7 @@ impl SessionService {
     pub async fn create_chat(&self, params: &CreateChatParams) -> Result<(), ServiceError> {
         let session = SessionUri::parse(&params.channel)?;
         self.ensure_session(&session).await?;
-        let chat = ChatUri::parse(&params.chat)?;
+        let chat = ChatUri::parse_client_named(&params.chat, &session)?;
         let origin = match &params.source {
             None => None,
             Some(source) => Some(self.side_chat_origin(&session, source).await?),
@@ -923,6 +923,57 @@ impl SessionService {
     /// `listSessions`: every stored session (live ones with their live summary), most recently
     /// modified first.
     pub fn list_sessions(&self) -> Result<ListSessionsResult, ServiceError> {
+        self.list_sessions_page(None, None)
+    }
+
+    /// `listSessions` with `limit` and `cursor` (AHP §9): newest first; at most `limit` items
+    /// (none: every session, as VS Code expects), after the item `cursor` names; `nextCursor`
+    /// when more follow. A cursor is the position of the last item of a page, so a page stays
+    /// right while sessions are added or removed.
+    pub fn list_sessions_page(
+        &self,
+        limit: Option<i64>,
+        cursor: Option<&str>,
+    ) -> Result<ListSessionsResult, ServiceError> {
+        let limit = match limit {
+            None => usize::MAX,
+            Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
+            Some(n) => {
+                return Err(ServiceError::InvalidParams(format!(
+                    "limit must be at least 1, not {n}"
+                )));
+            }
+        };
+        let after: Option<(String, String)> = match cursor {
+            None => None,
+            Some(cursor) => Some(serde_json::from_str(cursor).map_err(|_| {
+                ServiceError::InvalidParams(format!(
+                    "cursor {:?} is not one this host issued; start again without a cursor",
+                    agenthost_protocol::uri::snippet(cursor)
+                ))
+            })?),
+        };
+        let mut all = self.all_sessions()?;
+        if let Some((modified_at, resource)) = &after {
+            // After the cursor in the order: older, or as old with a later URI.
+            all.retain(|s| {
+                s.modified_at < *modified_at
+                    || (s.modified_at == *modified_at && s.resource > *resource)
+            });
+        }
+        let next_cursor = (all.len() > limit)
+            .then(|| all.get(limit - 1))
+            .flatten()
+            .and_then(|last| serde_json::to_string(&(&last.modified_at, &last.resource)).ok());
+        all.truncate(limit);
+        Ok(ListSessionsResult {
+            next_cursor,
+            items: all,
+        })
+    }
+
+    /// Every session, live or stored, newest first (then by URI).
+    fn all_sessions(&self) -> Result<Vec<SessionSummary>, ServiceError> {
         let mut items = Vec::new();
         for record in self.store.sessions()? {
             match self.summary(record.uri.as_str()) {
@@ -935,10 +986,7 @@ impl SessionService {
                 .cmp(&a.modified_at)
                 .then(a.resource.cmp(&b.resource))
         });
-        Ok(ListSessionsResult {
-            next_cursor: None,
-            items,
-        })
+        Ok(items)
     }
 
     /// Resolves a chat URI a client names: VS Code derives `ahp-chat://default/<session>` itself,

@@ -173,6 +173,62 @@ async fn create_chat_checks_its_directories_and_attachments() {
 }
 
 #[tokio::test]
+async fn list_sessions_pages_with_limit_and_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, service) = service(dir.path());
+    for n in 0..7 {
+        service
+            .create_session(create(&format!("scripted:/s{n}")), "c")
+            .await
+            .unwrap();
+    }
+    let everything = service.list_sessions().unwrap();
+    assert_eq!(everything.items.len(), 7);
+    assert_eq!(everything.next_cursor, None);
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = service
+            .list_sessions_page(Some(3), cursor.as_deref())
+            .unwrap();
+        assert!(page.items.len() <= 3);
+        paged.extend(page.items.into_iter().map(|s| s.resource));
+        pages += 1;
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let all: Vec<String> = everything.items.into_iter().map(|s| s.resource).collect();
+    assert_eq!(paged, all);
+    // A session added between pages does not shift the next page.
+    let first = service.list_sessions_page(Some(2), None).unwrap();
+    service
+        .create_session(create("scripted:/late"), "c")
+        .await
+        .unwrap();
+    let second = service
+        .list_sessions_page(Some(2), first.next_cursor.as_deref())
+        .unwrap();
+    assert_eq!(second.items[0].resource, all[2]);
+    for bad in [Some(0), Some(-1)] {
+        assert_eq!(
+            service.list_sessions_page(bad, None).unwrap_err().code(),
+            -32602
+        );
+    }
+    assert_eq!(
+        service
+            .list_sessions_page(Some(2), Some("not a cursor"))
+            .unwrap_err()
+            .code(),
+        -32602
+    );
+}
+
+#[tokio::test]
 async fn the_active_client_must_be_the_connection() {
     let dir = tempfile::tempdir().unwrap();
     let (_, service) = service(dir.path());

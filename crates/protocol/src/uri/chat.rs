@@ -37,6 +37,44 @@ impl ChatUri {
         Ok(Self(input.to_owned()))
     }
 
+    /// A chat URI a client names in `createChat` for a chat of `session`: `ahp-chat:/<id>` with a
+    /// single percent-encoded [`SafeId`] segment, or VS Code's peer-chat form
+    /// `ahp-chat://<chat id>/<base64url(session URI)>` whose embedded session is `session`.
+    /// The forms the host derives — `ahp-chat://default/…` and `ahp-chat://subagent/…` — are
+    /// reserved, as is a peer chat embedding another session.
+    pub fn parse_client_named(input: &str, session: &SessionUri) -> Result<Self, UriError> {
+        check_uri_text(input)?;
+        let not_client = || UriError::NotAClientChat {
+            input: snippet(input),
+        };
+        let reserved = || UriError::ReservedChat {
+            input: snippet(input),
+        };
+        if input.starts_with(DEFAULT_CHAT_PREFIX) || input.starts_with(SUBAGENT_CHAT_PREFIX) {
+            return Err(reserved());
+        }
+        if let Some(rest) = input.strip_prefix("ahp-chat://") {
+            let (chat_id, payload) = rest.split_once('/').ok_or_else(not_client)?;
+            if payload.contains('/') {
+                return Err(not_client());
+            }
+            decode_id_segment(input, chat_id)?;
+            if chat_id.eq_ignore_ascii_case("default") || chat_id.eq_ignore_ascii_case("subagent") {
+                return Err(reserved());
+            }
+            if decode_session(input, payload)? != *session {
+                return Err(reserved());
+            }
+            return Ok(Self(input.to_owned()));
+        }
+        let segment = input.strip_prefix("ahp-chat:/").ok_or_else(not_client)?;
+        if segment.contains('/') {
+            return Err(not_client());
+        }
+        decode_id_segment(input, segment)?;
+        Ok(Self(input.to_owned()))
+    }
+
     /// The canonical form `ahp-chat:/<percent-encoded id>`.
     pub fn canonical(id: &SafeId) -> Self {
         Self(format!("{CHAT_SCHEME}:/{}", percent_encode(id)))

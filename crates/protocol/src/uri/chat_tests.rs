@@ -236,3 +236,46 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn client_named_chats_are_plain_ids_or_peer_chats_of_their_own_session() {
+    let own = session("ahp-session:/s1");
+    let other = session("ahp-session:/s2");
+    let peer = |chat: &str, of: &SessionUri| {
+        format!(
+            "ahp-chat://{chat}/{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(of.as_str())
+        )
+    };
+    for good in [
+        "ahp-chat:/peer".to_owned(),
+        "ahp-chat:/a%2Fb".to_owned(),
+        peer("c7", &own),
+    ] {
+        assert_eq!(
+            ChatUri::parse_client_named(&good, &own).unwrap().as_str(),
+            good
+        );
+    }
+    for (bad, reserved) in [
+        ("file:///etc/passwd".to_owned(), false),
+        ("ahp-chat:/../x".to_owned(), false),
+        ("ahp-chat:/..".to_owned(), false),
+        ("ahp-chat:/".to_owned(), false),
+        ("ahp-session:/X".to_owned(), false),
+        ("ahp-chat://c7".to_owned(), false),
+        (ChatUri::default_for(&other).into_string(), true),
+        (ChatUri::default_for(&own).into_string(), true),
+        (ChatUri::subagent(&own, &id("call-1")).into_string(), true),
+        (peer("c7", &other), true),
+        (peer("default", &own), true),
+        (peer("SubAgent", &own), true),
+    ] {
+        let error = ChatUri::parse_client_named(&bad, &own).unwrap_err();
+        assert_eq!(
+            matches!(error, UriError::ReservedChat { .. }),
+            reserved,
+            "{bad}: {error}"
+        );
+    }
+}

@@ -165,6 +165,26 @@ pub enum UriError {
         /// The chat URI, truncated.
         input: String,
     },
+    /// A chat URI a client may not choose: the host derives it (a session's default chat, a
+    /// subagent's chat) or it belongs to another session.
+    #[error(
+        "the chat URI {input:?} is reserved: the host derives default and subagent chats, and a \
+         chat of another session cannot be created here"
+    )]
+    ReservedChat {
+        /// The chat URI, truncated.
+        input: String,
+    },
+    /// Not a chat URI a client can name: `ahp-chat:/<id>` or VS Code's
+    /// `ahp-chat://<chat id>/<base64url(session URI)>`.
+    #[error(
+        "{input:?} is not a chat URI a client can create; use ahp-chat:/<id> or \
+         ahp-chat://<chat id>/<base64url of the session URI>"
+    )]
+    NotAClientChat {
+        /// The input, truncated.
+        input: String,
+    },
 }
 
 /// A copy of `input` short enough to quote in an error message or a log line: its first 80
