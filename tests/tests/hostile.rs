@@ -1350,3 +1350,38 @@ async fn a_turn_with_an_unreadable_start_is_refused_and_the_chat_stays_usable() 
     run_turn(&client, &mut events, chat.as_str(), "good").await;
     let _ = session;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_to_huge_client_values_stay_small() {
+    let host = ScriptedHost::start(script(), Default::default()).await;
+    let mut hostile = Raw::open(&host.url).await;
+    let huge = "9".repeat(10 * 1024 * 1024);
+    for round in 0..2 {
+        let answer = hostile
+            .call(
+                1 + round,
+                "initialize",
+                json!({ "channel": ROOT_RESOURCE_URI, "protocolVersions": [format!("1.{huge}")],
+                        "clientId": "hostile" }),
+            )
+            .await;
+        assert!(
+            answer.get("error").is_some(),
+            "{}",
+            &answer.to_string()[..200]
+        );
+        assert!(
+            answer.to_string().len() < 1024,
+            "{} bytes",
+            answer.to_string().len()
+        );
+    }
+    let mut hostile = Raw::initialized(&host.url, "hostile").await;
+    let answer = hostile.call(10, &huge, json!({})).await;
+    assert_eq!(error_code(&answer), -32601);
+    assert!(
+        answer.to_string().len() < 1024,
+        "{} bytes",
+        answer.to_string().len()
+    );
+}

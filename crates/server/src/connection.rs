@@ -932,7 +932,7 @@ async fn initialize(
             tracing::warn!(
                 conn = %conn.id(),
                 client_id = params.client_id,
-                offered = ?params.protocol_versions,
+                offered = ?clipped(&params.protocol_versions),
                 supported = ?SUPPORTED_VERSIONS,
                 "initialize: no common protocol version; closing"
             );
@@ -943,7 +943,7 @@ async fn initialize(
             return Reply::SendAndClose(frame, CLOSE_NORMAL, "unsupported protocol version");
         }
         Err(malformed) => {
-            tracing::info!(conn = %conn.id(), offered = ?params.protocol_versions, "initialize: malformed protocol version");
+            tracing::info!(conn = %conn.id(), offered = ?clipped(&params.protocol_versions), "initialize: malformed protocol version");
             return error(RpcError::invalid_params(malformed.0));
         }
     };
@@ -967,6 +967,15 @@ async fn initialize(
             error(rpc_error)
         }
     }
+}
+
+/// What a log line quotes of client-supplied strings: the first eight, each cut short.
+fn clipped(values: &[String]) -> Vec<String> {
+    values
+        .iter()
+        .take(8)
+        .map(|value| agenthost_protocol::uri::snippet(value))
+        .collect()
 }
 
 async fn reconnect(

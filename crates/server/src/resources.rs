@@ -104,7 +104,10 @@ pub async fn list(uri: String, roots: Vec<PathBuf>) -> Result<ResourceListResult
             if !roots.iter().any(|root| target.starts_with(root)) {
                 continue;
             }
-            let kind = if target.is_dir() { "directory" } else { "file" };
+            let Ok(metadata) = std::fs::metadata(&target) else {
+                continue;
+            };
+            let kind = kind_name(&metadata.file_type());
             out.push(DirectoryEntry {
                 name: entry.file_name().to_string_lossy().into_owned(),
                 r#type: kind.to_owned(),
@@ -135,8 +138,10 @@ pub async fn resolve(
             ResourceType::Symlink
         } else if metadata.is_dir() {
             ResourceType::Directory
-        } else {
+        } else if metadata.is_file() {
             ResourceType::File
+        } else {
+            ResourceType::Unknown(kind_name(&metadata.file_type()).to_owned())
         };
         let mtime = metadata
             .modified()
@@ -165,29 +170,39 @@ pub async fn read(
     blocking(move || {
         let path = inside(&uri, &roots, true)?;
         let metadata = std::fs::metadata(&path).map_err(|e| io_error(&uri, &e))?;
-        if metadata.is_dir() {
-            return Err(RpcError::invalid_params(format!(
-                "{uri} is a folder: use resourceList"
-            )));
+        regular_file(&uri, &metadata)?;
+        // Never blocks: opening a FIFO swapped in since the check does not wait for a writer,
+        // and what was opened is checked again.
+        let mut file = {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                .open(&path)
+                .map_err(|e| io_error(&uri, &e))?
+        };
+        let opened = file.metadata().map_err(|e| io_error(&uri, &e))?;
+        regular_file(&uri, &opened)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(&mut file, MAX_READ_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(|e| io_error(&uri, &e))?;
+        if bytes.len() as u64 > MAX_READ_BYTES {
+            return Err(too_large(&uri, bytes.len() as u64));
         }
-        if metadata.len() > MAX_READ_BYTES {
-            return Err(RpcError::invalid_params(format!(
-                "{uri} is {} bytes; the host reads at most {MAX_READ_BYTES}",
-                metadata.len()
-            )));
-        }
-        let bytes = std::fs::read(&path).map_err(|e| io_error(&uri, &e))?;
         let text = match encoding {
-            Some(ContentEncoding::Base64) => None,
-            _ => String::from_utf8(bytes.clone()).ok(),
+            Some(ContentEncoding::Base64) => Err(bytes),
+            _ => String::from_utf8(bytes).map_err(std::string::FromUtf8Error::into_bytes),
         };
         Ok(match text {
-            Some(data) => ResourceReadResult {
+            Ok(data) => ResourceReadResult {
                 data,
                 encoding: ContentEncoding::Utf8,
                 content_type: None,
             },
-            None => ResourceReadResult {
+            Err(bytes) => ResourceReadResult {
                 data: base64::engine::general_purpose::STANDARD.encode(&bytes),
                 encoding: ContentEncoding::Base64,
                 content_type: None,
@@ -195,6 +210,50 @@ pub async fn read(
         })
     })
     .await
+}
+
+/// What a directory entry is, as `resourceList` reports it: `file`, `directory`, or for a
+/// special file `fifo`, `socket`, `block-device` or `char-device`.
+fn kind_name(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_fifo() {
+        "fifo"
+    } else if kind.is_socket() {
+        "socket"
+    } else if kind.is_block_device() {
+        "block-device"
+    } else if kind.is_char_device() {
+        "char-device"
+    } else {
+        "file"
+    }
+}
+
+/// Only regular files are read (a FIFO or a device would block or never end), within the cap.
+fn regular_file(uri: &str, metadata: &std::fs::Metadata) -> Result<(), RpcError> {
+    if metadata.is_dir() {
+        return Err(RpcError::invalid_params(format!(
+            "{uri} is a folder: use resourceList"
+        )));
+    }
+    if !metadata.is_file() {
+        return Err(RpcError::invalid_params(format!(
+            "{uri} is a {}, not a regular file: only regular files can be read",
+            kind_name(&metadata.file_type())
+        )));
+    }
+    if metadata.len() > MAX_READ_BYTES {
+        return Err(too_large(uri, metadata.len()));
+    }
+    Ok(())
+}
+
+fn too_large(uri: &str, len: u64) -> RpcError {
+    RpcError::invalid_params(format!(
+        "{uri} is {len} bytes; the host reads at most {MAX_READ_BYTES}"
+    ))
 }
 
 #[cfg(test)]

@@ -121,3 +121,31 @@ async fn nothing_outside_the_roots_is_read_resolved_or_listed() {
         .unwrap_err();
     assert_eq!(other.code, -32602);
 }
+
+#[tokio::test]
+async fn a_named_pipe_is_listed_as_one_and_never_read() {
+    let p = place();
+    let fifo = p.root.join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let listed = list(uri(&p.root), vec![p.root.clone()]).await.unwrap();
+    let pipe = listed.entries.iter().find(|e| e.name == "pipe").unwrap();
+    assert_eq!(pipe.r#type, "fifo");
+    // No writer ever comes: a blocking open would never return. The paused clock is not used,
+    // the read returns at once or the test hangs (the suite's own timeout catches that).
+    let error = read(uri(&fifo), None, vec![p.root.clone()])
+        .await
+        .unwrap_err();
+    assert!(
+        error.message.contains("not a regular file"),
+        "{}",
+        error.message
+    );
+    let resolved = resolve(uri(&fifo), None, vec![p.root.clone()])
+        .await
+        .unwrap();
+    assert_eq!(resolved.r#type, ResourceType::Unknown("fifo".to_owned()));
+}

@@ -56,7 +56,10 @@ impl RpcError {
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             jsonrpc::METHOD_NOT_FOUND,
-            format!("method not found: {method}"),
+            format!(
+                "method not found: {}",
+                agenthost_protocol::uri::snippet(method)
+            ),
         )
     }
 

@@ -60,7 +60,9 @@ pub struct MalformedVersion(pub String);
 /// `1.0.p` the one the client listed first wins.
 pub fn negotiate(offered: &[String]) -> Result<Option<NegotiatedVersion>, MalformedVersion> {
     let mapped: Vec<String> = offered.iter().map(|v| map_alias(v)).collect();
-    let Some(chosen) = negotiate_protocol_version(&mapped).map_err(MalformedVersion)? else {
+    let Some(chosen) = negotiate_protocol_version(&mapped)
+        .map_err(|message| MalformedVersion(agenthost_protocol::uri::snippet(&message)))?
+    else {
         return Ok(None);
     };
     // The crate returns the first of equal maxima; mapped strings are distinct per parsed value
