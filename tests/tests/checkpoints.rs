@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use agenthost_protocol::StateAction;
 use agenthost_protocol::ahp_types::state::{ChangesetStatus, SnapshotState};
 use serde_json::{Value, json};
-use support::{ScriptedHost, connect, create_session, dispatch, until};
+use support::{ScriptedHost, connect, create_session, dispatch, git_status as git, until};
 
 fn script() -> Value {
     json!({ "turns": [
@@ -29,22 +29,6 @@ fn script() -> Value {
             { "kind": "say", "text": "Edited.", "chunk": 4 }
         ]}
     ]})
-}
-
-fn git(repo: &Path, args: &[&str]) -> (bool, String) {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout)
-            .trim_end()
-            .to_owned(),
-    )
 }
 
 /// The file names a changeset lists, sorted (the id is the file's `file:` URI).

@@ -20,7 +20,7 @@ use ahp::Client;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
-use support::{ScriptedHost, connect, dispatch};
+use support::{ScriptedHost, connect, dispatch, git};
 
 /// Every turn writes `marker.txt` in the agent's working directory.
 fn script() -> Value {
@@ -29,17 +29,6 @@ fn script() -> Value {
           "effect": { "kind": "writeFile", "path": "marker.txt", "content": "agent\n" } },
         { "kind": "say", "text": "Done." }
     ]}})
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
 }
 
 /// The folders a case names, by how they are spelled.
@@ -345,9 +334,9 @@ fn path_carrying_actions_never_leave_the_allowed_set() {
         std::os::unix::fs::symlink("sub", root.join("link-in")).unwrap();
         std::os::unix::fs::symlink("../outside", root.join("link-out")).unwrap();
     }
-    git(&root, &["init", "--quiet", "-b", "main"]);
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "--quiet", "-m", "seed"]);
+    let _ = git(&root, &["init", "--quiet", "-b", "main"]);
+    let _ = git(&root, &["add", "."]);
+    let _ = git(&root, &["commit", "--quiet", "-m", "seed"]);
     let tree = Tree {
         base: base.clone(),
         root: root.clone(),

@@ -11,13 +11,12 @@
 
 mod support;
 
-use std::path::Path;
 
 use agenthost_protocol::ahp_types::state::{ResponsePart, SnapshotState};
 use agenthost_protocol::uri::path_to_file_uri;
 use agenthost_protocol::{ChatUri, SafeId, SessionUri, StateAction};
 use serde_json::{Value, json};
-use support::{ScriptedHost, connect, dispatch, until};
+use support::{ScriptedHost, connect, dispatch, git, until};
 
 fn script() -> Value {
     json!({ "turns": [
@@ -27,20 +26,6 @@ fn script() -> Value {
             { "kind": "say", "text": "Edited.", "chunk": 4 }
         ]}
     ]})
-}
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8_lossy(&output.stdout)
-        .trim_end()
-        .to_owned()
 }
 
 /// The announcement parts of the chat's turns, per turn.

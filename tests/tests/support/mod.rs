@@ -199,3 +199,28 @@ pub async fn connect_with(
         .unwrap();
     (client, events)
 }
+
+/// Runs `git args` in `repo` (a fixed identity, no system configuration); whether it succeeded
+/// and its standard output, trimmed.
+pub fn git_status(repo: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@invalid"])
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned(),
+    )
+}
+
+/// Runs `git args` in `repo` like [`git_status`]; panics when it fails; its output.
+pub fn git(repo: &std::path::Path, args: &[&str]) -> String {
+    let (ok, out) = git_status(repo, args);
+    assert!(ok, "git {args:?} failed: {out}");
+    out
+}
