@@ -11,7 +11,6 @@
 
 mod support;
 
-
 use agenthost_protocol::ahp_types::state::{ResponsePart, SnapshotState};
 use agenthost_protocol::uri::path_to_file_uri;
 use agenthost_protocol::{ChatUri, SafeId, SessionUri, StateAction};

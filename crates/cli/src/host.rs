@@ -307,6 +307,7 @@ pub async fn bind_with(
     let checkpoints = dispatcher.services().get::<dyn CheckpointService>().ok();
     let changesets = dispatcher.services().get::<dyn ChangesetService>().ok();
     let worktrees = dispatcher.services().get::<dyn WorktreeIsolation>().ok();
+    let token_store = store.clone();
     let orchestrator = Orchestrator::start(
         Arc::clone(&state),
         dispatcher,
@@ -356,7 +357,11 @@ pub async fn bind_with(
     }
     unattended.bind_intake(&host, options.launch_kind.clone());
     unattended.track(&host);
-    Server::bind(config, host).await.map_err(|e| e.to_string())
+    let server = Server::bind(config, host)
+        .await
+        .map_err(|e| e.to_string())?;
+    crate::tokens::keep_current(token_store, &server.credentials())?;
+    Ok(server)
 }
 
 /// The options of a host started in this process to answer one command (`sessions`, `diff`,

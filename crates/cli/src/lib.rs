@@ -14,4 +14,5 @@ pub mod run;
 pub mod serve;
 pub mod sessions;
 pub mod term;
+pub mod tokens;
 pub mod unattended;

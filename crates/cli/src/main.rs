@@ -40,6 +40,15 @@ enum Command {
     /// Serve a scripted mock model (Anthropic Messages, OpenAI Responses and Chat Completions)
     /// on loopback; the first line on stdout is its base URL.
     MockModel(MockModelArgs),
+    /// Named connection tokens with scopes, kept (hashed) in the data directory: `serve`
+    /// accepts each besides its own `--token`.
+    Tokens {
+        #[command(subcommand)]
+        command: TokensCommand,
+        /// The data directory (default: $XDG_DATA_HOME/agenthost or ~/.local/share/agenthost).
+        #[arg(long, global = true, env = "AGENT_HOST_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
     /// The sessions as a table (title, provider, status, last activity, turns), newest first
     /// — of a running host with `--connect`, else of the data directory; `list` and `delete`
     /// work on the database offline (for a running host use `x-deleteSession`).
@@ -60,6 +69,27 @@ enum Command {
         /// The data directory (default: $XDG_DATA_HOME/agenthost or ~/.local/share/agenthost).
         #[arg(long, global = true, env = "AGENT_HOST_DATA_DIR")]
         data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokensCommand {
+    /// Create a named token and print it once (only its SHA-256 is kept). A running host
+    /// accepts it within a second.
+    Add {
+        /// A name for it (letters, digits, `.`, `_`, `-`), shown in logs and the audit log.
+        name: String,
+        /// What it may do: `full`, `observe` (read only) or `session:<session URI>` (that
+        /// session alone).
+        #[arg(long, default_value = "full")]
+        scope: String,
+    },
+    /// The named tokens (names, scopes, creation times; never the tokens).
+    List,
+    /// Revoke a named token; a running host closes its connections within a second.
+    Revoke {
+        /// The token's name.
+        name: String,
     },
 }
 
@@ -683,6 +713,19 @@ fn main() -> ExitCode {
                     }
                 }),
             }
+        }
+        Command::Tokens {
+            command,
+            data_dir: dir,
+        } => {
+            init_logging("warn");
+            data_dir(dir).and_then(|dir| match command {
+                TokensCommand::Add { name, scope } => {
+                    agenthost::tokens::add(&dir, &name, &scope).map(|token| println!("{token}"))
+                }
+                TokensCommand::List => agenthost::tokens::list(&dir).map(|t| print!("{t}")),
+                TokensCommand::Revoke { name } => agenthost::tokens::revoke(&dir, &name),
+            })
         }
         Command::MockModel(args) => {
             init_logging("info");

@@ -3,27 +3,25 @@
 
 use tokio_tungstenite::tungstenite::http::{Request, header::AUTHORIZATION};
 
-use crate::token::Token;
+use crate::access::{Credentials, Grant};
 
 /// The query parameter that carries the token. Matched exactly: `TKN` is not it.
 pub(crate) const TOKEN_QUERY_PARAMETER: &str = "tkn";
 
 /// Whether the upgrade request presents `token`, in its query or in a bearer header.
-pub(crate) fn is_authorized<B>(request: &Request<B>, token: &Token) -> bool {
-    let mut authorized = false;
+pub(crate) fn request_grant<B>(request: &Request<B>, credentials: &Credentials) -> Option<Grant> {
+    let mut grant = None;
     for presented in query_tokens(request.uri().query()) {
-        authorized |= token.matches(&presented);
+        grant = grant.or(credentials.grant_for(&presented));
     }
     for value in request.headers().get_all(AUTHORIZATION) {
         if let Some(presented) = value.to_str().ok().and_then(bearer_token) {
-            authorized |= token.matches(presented.as_bytes());
+            grant = grant.or(credentials.grant_for(presented.as_bytes()));
         }
     }
-    authorized
+    grant
 }
 
-/// Every percent-decoded value of the `tkn` parameter in a query string (without the `?`).
-/// A value with a broken escape is skipped: it cannot match.
 pub(crate) fn query_tokens(query: Option<&str>) -> Vec<Vec<u8>> {
     let Some(query) = query else {
         return Vec::new();

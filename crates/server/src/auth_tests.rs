@@ -2,8 +2,12 @@ use tokio_tungstenite::tungstenite::http::Request;
 
 use super::*;
 
-fn token() -> Token {
-    Token::new("s3cr3t_T0ken-x".to_owned()).unwrap()
+fn token() -> Credentials {
+    Credentials::new(crate::token::Token::new("s3cr3t_T0ken-x".to_owned()).unwrap())
+}
+
+fn is_authorized(request: &Request<()>, credentials: &Credentials) -> bool {
+    request_grant(request, credentials).is_some()
 }
 
 fn request(target: &str, authorization: Option<&str>) -> Request<()> {

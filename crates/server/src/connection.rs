@@ -36,19 +36,21 @@ use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::{Message, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Utf8Bytes};
 
+use crate::access::{Credentials, Grant};
 use crate::config::ServerConfig;
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::handshake::{self, Prefixed};
 use crate::origin::OriginPolicy;
 use crate::rate::{Admission, TokenBucket};
 use crate::rpc::{self, DecodeError, Incoming, RpcError};
-use crate::token::Token;
 use crate::version::{self, NegotiatedVersion, SUPPORTED_VERSIONS};
 
 /// Close code: normal closure.
 pub(crate) const CLOSE_NORMAL: u16 = 1000;
 /// Close code: the server is going away (shutdown).
 pub(crate) const CLOSE_GOING_AWAY: u16 = 1001;
+/// Close code: policy violation (the connection's token was revoked).
+pub(crate) const CLOSE_POLICY: u16 = 1008;
 /// Close code: a text message was not valid UTF-8 (RFC 6455 requires failing the connection).
 pub(crate) const CLOSE_INVALID_PAYLOAD: u16 = 1007;
 /// Close code: a message exceeded `max_frame_bytes`.
@@ -122,6 +124,8 @@ pub struct Connection {
 struct Shared {
     id: ConnectionId,
     peer: Option<SocketAddr>,
+    /// The token the client presented on the upgrade.
+    grant: Grant,
     peer_state: Mutex<PeerState>,
     outbound: mpsc::Sender<Arc<str>>,
     priority: mpsc::Sender<Arc<str>>,
@@ -183,6 +187,7 @@ impl Connection {
         id: ConnectionId,
         peer: Option<SocketAddr>,
         limits: Limits,
+        grant: Grant,
     ) -> (Self, Queues) {
         let queue = limits.outbound_queue;
         let (outbound_tx, outbound) = mpsc::channel(queue);
@@ -193,6 +198,7 @@ impl Connection {
             shared: Arc::new(Shared {
                 id,
                 peer,
+                grant,
                 peer_state: Mutex::new(PeerState::default()),
                 outbound: outbound_tx,
                 priority: priority_tx,
@@ -219,7 +225,18 @@ impl Connection {
     /// it was sent.
     #[cfg(test)]
     pub(crate) fn detached(id: u64, config: &ServerConfig) -> (Self, Queues) {
-        Self::new(ConnectionId(id), None, Limits::of(config))
+        Self::new(ConnectionId(id), None, Limits::of(config), Grant::primary())
+    }
+
+    /// Like [`Self::detached`], for a client that presented a token with `grant`.
+    #[cfg(test)]
+    pub(crate) fn detached_with(id: u64, config: &ServerConfig, grant: Grant) -> (Self, Queues) {
+        Self::new(ConnectionId(id), None, Limits::of(config), grant)
+    }
+
+    /// The token the client presented (its name and scope).
+    pub fn grant(&self) -> &Grant {
+        &self.shared.grant
     }
 
     /// The connection's id.
@@ -420,7 +437,7 @@ fn truncate_reason(reason: &str) -> String {
 /// What every connection of one server shares.
 pub(crate) struct ConnContext {
     pub handler: Arc<dyn ProtocolHandler>,
-    pub token: Token,
+    pub credentials: Arc<Credentials>,
     pub max_frame_bytes: usize,
     pub limits: Limits,
     pub inbound_queue: usize,
@@ -448,7 +465,7 @@ impl ConnContext {
     pub(crate) fn new(config: &ServerConfig, handler: Arc<dyn ProtocolHandler>) -> Self {
         Self {
             handler,
-            token: config.token.clone(),
+            credentials: Arc::new(Credentials::new(config.token.clone())),
             max_frame_bytes: config.max_frame_bytes,
             limits: Limits::of(config),
             inbound_queue: config.inbound_queue,
@@ -508,11 +525,11 @@ pub(crate) async fn run<S>(
 {
     let handshake = tokio::time::timeout(
         ctx.handshake_timeout,
-        handshake::accept(stream, &ctx.token, &ctx.origins, ctx.ws_config()),
+        handshake::accept(stream, &ctx.credentials, &ctx.origins, ctx.ws_config()),
     );
-    let ws = tokio::select! {
+    let (ws, grant) = tokio::select! {
         outcome = handshake => match outcome {
-            Ok(Ok(ws)) => ws,
+            Ok(Ok(accepted)) => accepted,
             Ok(Err(handshake::HandshakeError::Rejected(403))) => {
                 tracing::warn!(?peer, "refused a WebSocket upgrade: missing or invalid token");
                 return;
@@ -534,8 +551,9 @@ pub(crate) async fn run<S>(
     };
 
     let id = ConnectionId(ctx.next_id.fetch_add(1, Ordering::Relaxed));
-    let (conn, queues) = Connection::new(id, peer, ctx.limits);
-    tracing::info!(conn = %id, ?peer, "client connected");
+    let mut token_changes = ctx.credentials.changes();
+    let (conn, queues) = Connection::new(id, peer, ctx.limits, grant);
+    tracing::info!(conn = %id, ?peer, token = conn.grant().name, "client connected");
     let (sink, stream) = ws.split();
     let (inbound_tx, inbound_rx) = mpsc::channel(ctx.inbound_queue);
     let mut close = queues.close.clone();
@@ -571,6 +589,10 @@ pub(crate) async fn run<S>(
         () = close_requested(&mut close) => {}
         () = shutdown_requested(&mut shutdown) => {
             conn.close_with(CLOSE_GOING_AWAY, "server shutting down", true);
+        }
+        () = revoked(&mut token_changes, &ctx.credentials, conn.grant()) => {
+            tracing::info!(conn = %id, token = conn.grant().name, "token revoked; closing");
+            conn.close_with(CLOSE_POLICY, "the connection token was revoked", false);
         }
     }
 
@@ -655,6 +677,19 @@ async fn close_socket<S: AsyncRead + AsyncWrite + Unpin>(
         Ok::<(), std::io::Error>(())
     };
     let _ = tokio::time::timeout_at(deadline, closed).await;
+}
+
+/// Resolves once `grant` is no longer granted (its token was revoked or its scope changed).
+async fn revoked(changes: &mut watch::Receiver<u64>, credentials: &Credentials, grant: &Grant) {
+    loop {
+        if !credentials.still_granted(grant) {
+            return;
+        }
+        if changes.changed().await.is_err() {
+            // The credentials are gone with the server: nothing more to watch.
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 async fn close_requested(close: &mut watch::Receiver<Option<CloseRequest>>) {

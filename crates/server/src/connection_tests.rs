@@ -3,6 +3,8 @@
 
 use std::sync::Mutex as StdMutex;
 
+use crate::token::Token;
+
 use agenthost_protocol::commands::InitializeResult;
 use futures_util::future::BoxFuture;
 use serde_json::json;

@@ -8,6 +8,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -16,9 +17,9 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+use crate::access::{Credentials, Grant};
 use crate::auth;
 use crate::origin::{OriginPolicy, OriginRefusal};
-use crate::token::Token;
 
 /// Largest accepted request head.
 pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -82,10 +83,10 @@ const fn bad_request(body: &'static str) -> Rejection {
 /// Upgrades `stream` to a WebSocket, or answers it with an HTTP error.
 pub(crate) async fn accept<S>(
     mut stream: S,
-    token: &Token,
+    credentials: &Arc<Credentials>,
     origins: &OriginPolicy,
     config: WebSocketConfig,
-) -> Result<WebSocketStream<Prefixed<S>>, HandshakeError>
+) -> Result<(WebSocketStream<Prefixed<S>>, Grant), HandshakeError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -99,9 +100,9 @@ where
     // The token is checked on the head as read, before tungstenite parses anything: a request
     // without it gets its 403 even when bytes follow the head (tungstenite would drop such a
     // connection unanswered). The callback below checks it again.
-    if !head_is_authorized(&head, token) {
+    let Some(grant) = head_grant(&head, credentials) else {
         return Err(reject(stream, &FORBIDDEN).await);
-    }
+    };
     if let Err(refusal) = origins.check(
         head_header(&head, "Origin").as_deref(),
         head_header(&head, "Host").as_deref(),
@@ -114,11 +115,11 @@ where
         return Err(HandshakeError::Refused(refusal));
     }
     let head = normalize_target(head);
-    let token = token.clone();
+    let credentials = credentials.clone();
     // The callback's signature (a large `Err`) is tungstenite's, not ours.
     #[allow(clippy::result_large_err)]
     let callback = move |request: &Request, response: Response| {
-        if auth::is_authorized(request, &token) {
+        if auth::request_grant(request, &credentials).is_some() {
             Ok(response)
         } else {
             Err(forbidden())
@@ -126,7 +127,7 @@ where
     };
     let prefixed = Prefixed::new(head, stream);
     match tokio_tungstenite::accept_hdr_async_with_config(prefixed, callback, Some(config)).await {
-        Ok(ws) => Ok(ws),
+        Ok(ws) => Ok((ws, grant)),
         Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
             Err(HandshakeError::Rejected(response.status().as_u16()))
         }
@@ -258,35 +259,33 @@ const FORBIDDEN: Rejection = Rejection {
     body: FORBIDDEN_BODY,
 };
 
-/// Whether the request head (already through [`precheck`]) presents `token` in its target's
-/// `tkn` query parameter or an `Authorization: Bearer` header.
-fn head_is_authorized(head: &[u8], token: &Token) -> bool {
+/// The grant of the token the request head (already through [`precheck`]) presents in its
+/// target's `tkn` query parameter or an `Authorization: Bearer` header, if any is ours.
+fn head_grant(head: &[u8], credentials: &Credentials) -> Option<Grant> {
     let end = head
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .unwrap_or(head.len());
-    let Ok(text) = std::str::from_utf8(&head[..end]) else {
-        return false;
-    };
+    let text = std::str::from_utf8(&head[..end]).ok()?;
     let mut lines = text.split("\r\n");
     let target = lines
         .next()
         .and_then(|line| line.split(' ').nth(1))
         .unwrap_or_default();
-    let mut authorized = false;
+    let mut grant = None;
     let query = target.split_once('?').map(|(_, query)| query);
     for presented in auth::query_tokens(query) {
-        authorized |= token.matches(&presented);
+        grant = grant.or(credentials.grant_for(&presented));
     }
     for line in lines {
         if let Some((name, value)) = line.split_once(':')
             && name.trim().eq_ignore_ascii_case("authorization")
             && let Some(presented) = auth::bearer_token(value)
         {
-            authorized |= token.matches(presented.as_bytes());
+            grant = grant.or(credentials.grant_for(presented.as_bytes()));
         }
     }
-    authorized
+    grant
 }
 
 /// The value of the first `name` header of the request head (already through [`precheck`]).

@@ -1,6 +1,7 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt, duplex};
 
 use super::*;
+use crate::token::Token;
 
 const UPGRADE: &str = "GET /?tkn=T HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive, Upgrade\r\n\
     Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
@@ -74,13 +75,13 @@ async fn prefixed_replays_the_prefix_then_reads_the_stream() {
 async fn answer_to(request: &str, token: &Token) -> (String, HandshakeError) {
     let (mut client, server) = duplex(64 * 1024);
     client.write_all(request.as_bytes()).await.unwrap();
-    let token = token.clone();
+    let credentials = Arc::new(Credentials::new(token.clone()));
     let server = tokio::spawn(async move {
         let origins = crate::origin::OriginPolicy::new(
             std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             &[],
         );
-        accept(server, &token, &origins, WebSocketConfig::default())
+        accept(server, &credentials, &origins, WebSocketConfig::default())
             .await
             .err()
             .unwrap()

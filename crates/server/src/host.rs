@@ -26,7 +26,9 @@ use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::access::{READ_METHODS, Scope};
 use crate::checkpoint_commands;
+use crate::clients::ClientBindings;
 use crate::compat::{self, ClientDialect};
 use crate::connection::{Connection, ConnectionId};
 use crate::handler::{ProtocolHandler, Reconnected};
@@ -45,6 +47,10 @@ struct ConnectionOutbox(Connection);
 
 impl Outbox for ConnectionOutbox {
     fn push(&self, frame: Arc<str>) -> bool {
+        // A `session:` token sees the root's news of its own session only.
+        if !crate::access::frame_visible(&self.0.grant().scope, &frame) {
+            return true;
+        }
         // An action the peer's protocol version does not have is left out, not a lag.
         let surface = || self.0.protocol_version().map(|v| v.surface());
         if !compat::frame_allowed(surface, &frame) {
@@ -56,6 +62,8 @@ impl Outbox for ConnectionOutbox {
 
 struct Peers {
     subscribers: HashMap<ConnectionId, SubscriberId>,
+    /// Client ids bound to their token and live connection.
+    clients: ClientBindings,
     /// The channels each connection subscribed to, for `ServerConfig::max_subscriptions`. A
     /// channel removed since (a disposed session) may linger here; it is pruned when the
     /// connection reaches its limit.
@@ -75,6 +83,7 @@ impl Default for Peers {
             subscriptions: Default::default(),
             versions: BoundedMap::new(REMEMBERED_CLIENTS),
             dialects: BoundedMap::new(REMEMBERED_CLIENTS),
+            clients: ClientBindings::default(),
         }
     }
 }
@@ -367,6 +376,7 @@ impl Host {
     ) -> Result<SubscribeResult, RpcError> {
         let channel = self.resolve_chat(channel);
         // Before `ensure_channel`: a refused subscription restores nothing.
+        self.channel_allowed(conn, &channel)?;
         self.subscription_allowed(conn, &channel)?;
         self.service
             .ensure_channel(&channel)
@@ -394,6 +404,7 @@ impl Host {
         method: &str,
         raw: Option<Value>,
     ) -> Result<Value, RpcError> {
+        self.request_allowed(&conn, method, raw.as_ref())?;
         match method {
             "subscribe" => {
                 let p: SubscribeParams = params(raw)?;
@@ -511,10 +522,12 @@ impl Host {
             }
             "listSessions" => {
                 let (limit, cursor) = requests::list_sessions_page(raw.as_ref())?;
-                let page = self
+                let mut page = self
                     .service
                     .list_sessions_page(limit, cursor.as_deref())
                     .map_err(service_error)?;
+                let scope = &conn.grant().scope;
+                page.items.retain(|s| scope.sees_session(&s.resource));
                 encode(&page)
             }
             "fetchTurns" => {
@@ -555,6 +568,114 @@ impl Host {
     /// `rejectionReason` and a fresh `serverSeq`, applied nowhere (AHP §6.1: problems with a
     /// dispatched action are reported through `rejectionReason`). An unknown channel is
     /// ignored as always; an evicted session is not restored for it.
+    /// Binds `client_id` to `conn` (see [`crate::clients`]): refused when another token owns
+    /// it; a connection of the same client it replaces is closed.
+    fn bind_client(&self, conn: &Connection, client_id: &str) -> Result<(), RpcError> {
+        let replaced = self
+            .peers()
+            .clients
+            .bind(client_id, conn)
+            .map_err(|taken| {
+                tracing::warn!(
+                    conn = %conn.id(),
+                    token = conn.grant().name,
+                    owner = taken.owner,
+                    "refused a client id that belongs to another token"
+                );
+                RpcError::permission_denied(format!(
+                    "client id {:?} belongs to another token; choose another client id",
+                    agenthost_protocol::uri::snippet(client_id)
+                ))
+            })?;
+        if let Some(old) = replaced {
+            tracing::info!(conn = %old.id(), by = %conn.id(), "a newer connection took over its client id");
+            old.close_with(
+                crate::connection::CLOSE_POLICY,
+                "another connection of this client took over its client id",
+                false,
+            );
+        }
+        Ok(())
+    }
+
+    /// The session `channel` belongs to (`None` for the root and channels of no session).
+    fn channel_session(&self, channel: &str) -> Option<String> {
+        match agenthost_protocol::Channel::parse(channel).ok()? {
+            agenthost_protocol::Channel::Session(session)
+            | agenthost_protocol::Channel::Annotations(session) => Some(session.into_string()),
+            agenthost_protocol::Channel::Chat(chat) => {
+                self.service.chat_session(&self.resolve_chat(chat.as_str()))
+            }
+            agenthost_protocol::Channel::Changeset(uri) => {
+                agenthost_protocol::uri::ChangesetUri::parse(&uri)
+                    .ok()
+                    .map(|changeset| changeset.session_uri().to_string())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `conn`'s token may see `channel`: a `session:` token only the root and its own
+    /// session's channels.
+    fn channel_allowed(&self, conn: &Connection, channel: &str) -> Result<(), RpcError> {
+        let grant = conn.grant();
+        let Scope::Session(own) = &grant.scope else {
+            return Ok(());
+        };
+        if channel == ROOT_RESOURCE_URI || self.channel_session(channel).as_ref() == Some(own) {
+            return Ok(());
+        }
+        Err(RpcError::permission_denied(format!(
+            "the token {:?} this connection presented is limited to {own}",
+            grant.name
+        )))
+    }
+
+    /// Whether `conn`'s token may make the request `method`: `observe` only the reading ones
+    /// ([`READ_METHODS`]); `session:` only about its own session, and no resource methods
+    /// (they would show the rest of the roots).
+    fn request_allowed(
+        &self,
+        conn: &Connection,
+        method: &str,
+        raw: Option<&Value>,
+    ) -> Result<(), RpcError> {
+        let grant = conn.grant();
+        match &grant.scope {
+            Scope::Full => Ok(()),
+            Scope::Observe if READ_METHODS.contains(&method) => Ok(()),
+            Scope::Observe => Err(RpcError::permission_denied(format!(
+                "{}: the token {:?} this connection presented may only observe",
+                agenthost_protocol::uri::snippet(method),
+                grant.name
+            ))),
+            Scope::Session(own) => {
+                if matches!(
+                    method,
+                    "listSessions" | "resolveSessionConfig" | "unsubscribe"
+                ) {
+                    return Ok(());
+                }
+                let field = |name: &str| raw.and_then(|p| p.get(name)).and_then(Value::as_str);
+                let channel = field("channel").or_else(|| field("session"));
+                let limited = || {
+                    RpcError::permission_denied(format!(
+                        "{}: the token {:?} this connection presented is limited to {own}",
+                        agenthost_protocol::uri::snippet(method),
+                        grant.name
+                    ))
+                };
+                match (method, channel) {
+                    (m, _) if m.starts_with("resource") => Err(limited()),
+                    ("createSession", Some(channel)) if channel == own => Ok(()),
+                    ("createSession", _) => Err(limited()),
+                    (_, Some(channel)) => self.channel_allowed(conn, channel),
+                    (_, None) => Err(limited()),
+                }
+            }
+        }
+    }
+
     fn refuse_rate_limited(&self, conn: &Connection, raw: Option<Value>) {
         let Ok(p) = params::<DispatchActionParams>(raw) else {
             tracing::debug!(conn = %conn.id(), "dropped a malformed dispatchAction over the rate limit");
@@ -578,6 +699,30 @@ impl Host {
 
     async fn dispatch_action(&self, conn: &Connection, p: DispatchActionParams) {
         let channel = self.resolve_chat(&p.channel);
+        let grant = conn.grant();
+        let refusal = if grant.scope.may_write() {
+            self.channel_allowed(conn, &channel)
+                .err()
+                .map(|error| error.message)
+        } else {
+            Some(format!(
+                "the token {:?} this connection presented may only observe",
+                grant.name
+            ))
+        };
+        if let Some(reason) = refusal {
+            let origin = ActionOrigin {
+                client_id: conn.client_id().unwrap_or_default(),
+                client_seq: p.client_seq,
+            };
+            if let Some(echo) = self
+                .state
+                .reject_client(&channel, p.action, origin, &reason)
+            {
+                let _ = conn.send_frame(action_frame(&echo));
+            }
+            return;
+        }
         if let Err(error) = self.service.ensure_channel(&channel).await {
             // An unknown channel: the action is ignored below, as the specification says.
             tracing::debug!(channel, %error, "channel not restorable");
@@ -635,6 +780,7 @@ impl ProtocolHandler for Host {
         version: NegotiatedVersion,
     ) -> BoxFuture<'_, Result<InitializeResult, RpcError>> {
         Box::pin(async move {
+            self.bind_client(&conn, &p.client_id)?;
             {
                 let mut peers = self.peers();
                 peers.versions.insert(p.client_id.clone(), version.clone());
@@ -675,6 +821,7 @@ impl ProtocolHandler for Host {
         p: ReconnectParams,
     ) -> BoxFuture<'_, Result<Reconnected, RpcError>> {
         Box::pin(async move {
+            self.bind_client(&conn, &p.client_id)?;
             // The surface is known before any subscription is attached again, so no live
             // action the peer's version lacks slips out in between.
             let remembered = self.peers().versions.get(&p.client_id).cloned();
@@ -688,6 +835,10 @@ impl ProtocolHandler for Host {
             for channel in &p.subscriptions {
                 let channel = self.resolve_chat(channel);
                 if channels.contains(&channel) {
+                    continue;
+                }
+                if self.channel_allowed(&conn, &channel).is_err() {
+                    refused.push(channel);
                     continue;
                 }
                 // Beyond the connection's limit: "not permitted", reported in `missing`.
@@ -806,6 +957,9 @@ impl ProtocolHandler for Host {
         Box::pin(async move {
             let subscriber = {
                 let mut peers = self.peers();
+                if let Some(client) = conn.client_id() {
+                    peers.clients.disconnected(&client, conn.id());
+                }
                 peers.subscriptions.remove(&conn.id());
                 peers.subscribers.remove(&conn.id())
             };

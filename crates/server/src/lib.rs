@@ -68,8 +68,10 @@
 
 #![deny(missing_docs)]
 
+pub mod access;
 mod auth;
 pub mod checkpoint_commands;
+mod clients;
 pub mod compat;
 mod config;
 mod connection;

@@ -81,8 +81,15 @@ impl BoundServer {
             "ws://{}/?{}={}",
             self.local_addr,
             crate::auth::TOKEN_QUERY_PARAMETER,
-            self.ctx.token.percent_encoded()
+            self.ctx.credentials.primary().percent_encoded()
         )
+    }
+
+    /// The tokens this server accepts: replace its named tokens while it serves
+    /// ([`Credentials::replace_named`](crate::access::Credentials::replace_named)); a connection
+    /// whose token is revoked is closed at once.
+    pub fn credentials(&self) -> Arc<crate::access::Credentials> {
+        self.ctx.credentials.clone()
     }
 
     /// Announces this server in VS Code's local discovery registry `entries_dir` (see
@@ -91,7 +98,11 @@ impl BoundServer {
         &self,
         entries_dir: &std::path::Path,
     ) -> std::io::Result<crate::discovery::DiscoveryEntry> {
-        crate::discovery::DiscoveryEntry::publish(entries_dir, self.local_addr, &self.ctx.token)
+        crate::discovery::DiscoveryEntry::publish(
+            entries_dir,
+            self.local_addr,
+            self.ctx.credentials.primary(),
+        )
     }
 
     /// Accepts connections until `shutdown` resolves, then stops accepting, closes every

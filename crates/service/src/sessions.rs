@@ -989,6 +989,16 @@ impl SessionService {
         Ok(items)
     }
 
+    /// The session `chat` belongs to: live, or as stored; `None` for an unknown chat.
+    pub fn chat_session(&self, chat: &str) -> Option<String> {
+        if let Some(session) = self.state.read(|h| h.chat_session(chat).map(str::to_owned)) {
+            return Some(session);
+        }
+        let uri = ChatUri::parse(chat).ok()?;
+        let record = self.store.chat(&uri).ok()??;
+        Some(record.session.into_string())
+    }
+
     /// Resolves a chat URI a client names: VS Code derives `ahp-chat://default/<session>` itself,
     /// so that form is answered with the session's default chat.
     pub fn resolve_chat(&self, uri: &str) -> String {

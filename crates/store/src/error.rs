@@ -174,6 +174,15 @@ pub enum StoreError {
     },
 
     /// The session, chat or turn a write refers to is not in the store.
+    #[error("a {kind} named `{key}` already exists in the session database; choose another name")]
+    AlreadyExists {
+        /// What kind of record.
+        kind: &'static str,
+        /// Its name.
+        key: String,
+    },
+
+    /// A record that must exist does not.
     #[error("no {kind} `{key}` in the session database; create it before writing to it")]
     NotFound {
         /// `"session"`, `"chat"` or `"turn"`.

@@ -46,6 +46,7 @@
 //! is stored is exactly what a client would be sent. The schema is in the crate's README.
 #![deny(missing_docs)]
 
+mod access;
 mod chats;
 mod checkpoints;
 mod codec;
@@ -58,6 +59,7 @@ mod sessions;
 mod store;
 mod turns;
 
+pub use access::TokenRecord;
 pub use error::{Result, StoreError};
 pub use history::{DEFAULT_BACKLOG_LIMIT, HistoryWrite, HistoryWriter, Repair};
 pub use records::{

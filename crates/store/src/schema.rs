@@ -16,7 +16,7 @@ use crate::error::{BUSY_TIMEOUT_MS, StoreError};
 pub const APPLICATION_ID: i32 = 0x4148_5354;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -157,6 +157,16 @@ CREATE TABLE open_turns (
 ) STRICT;
 ";
 
+/// Version 5: named connection tokens (only a hash of each is kept).
+pub(crate) const V5_ACCESS: &str = "
+CREATE TABLE tokens (
+    name       TEXT PRIMARY KEY NOT NULL,
+    hash       TEXT NOT NULL UNIQUE,
+    scope      TEXT NOT NULL,
+    created_at TEXT NOT NULL
+) STRICT;
+";
+
 /// The schema's history, oldest first. Append a step to change the schema; never edit one that
 /// has shipped.
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -175,6 +185,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 4,
         sql: V4_OPEN_TURNS,
+    },
+    Migration {
+        version: 5,
+        sql: V5_ACCESS,
     },
 ];
 
