@@ -221,7 +221,10 @@ fn services(
         .insert::<dyn LocalCommands>(Arc::new(DefaultLocalCommands))
         .insert::<dyn TitleController>(Arc::new(DefaultTitleController::default()))
         .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry))
-        .insert::<dyn SessionDataStore>(Arc::new(StoreSessionData::new(store.clone())));
+        .insert::<dyn SessionDataStore>(Arc::new(StoreSessionData::new(store.clone())))
+        .insert::<dyn agenthost_services::AuditLog>(Arc::new(
+            agenthost_services::StoreAuditLog::new(store.clone()),
+        ));
     services
         .insert::<dyn TurnTracker>(Arc::new(DefaultTurnTracker::default()))
         .insert::<dyn ToolCallTracker>(Arc::new(DefaultToolCallTracker::default()));
@@ -293,6 +296,10 @@ pub async fn bind_with(
             configuration.set_root(flag, Some(true.into()));
         }
     }
+    let audit = dispatcher
+        .services()
+        .get::<dyn agenthost_services::AuditLog>()
+        .ok();
     let contributions = register_builtin_contributions(&dispatcher)
         .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
     let service = SessionService::new(
@@ -352,6 +359,9 @@ pub async fn bind_with(
         contributions,
     );
     host.set_session_config(session_config);
+    if let Some(audit) = audit {
+        host.set_audit_log(audit);
+    }
     if let Some(limit) = options.idle_eviction {
         host.spawn_idle_eviction(limit);
     }

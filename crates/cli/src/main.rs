@@ -49,6 +49,16 @@ enum Command {
         #[arg(long, global = true, env = "AGENT_HOST_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// The audit log: every confirmation answer, cancel and rollback, with the token and
+    /// client id that made it, oldest first.
+    Audit {
+        /// How many of the latest entries to print.
+        #[arg(long, default_value_t = 100, value_parser = at_least_one)]
+        limit: usize,
+        /// The data directory (default: $XDG_DATA_HOME/agenthost or ~/.local/share/agenthost).
+        #[arg(long, env = "AGENT_HOST_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
     /// The sessions as a table (title, provider, status, last activity, turns), newest first
     /// — of a running host with `--connect`, else of the data directory; `list` and `delete`
     /// work on the database offline (for a running host use `x-deleteSession`).
@@ -726,6 +736,15 @@ fn main() -> ExitCode {
                 TokensCommand::List => agenthost::tokens::list(&dir).map(|t| print!("{t}")),
                 TokensCommand::Revoke { name } => agenthost::tokens::revoke(&dir, &name),
             })
+        }
+        Command::Audit {
+            limit,
+            data_dir: dir,
+        } => {
+            init_logging("warn");
+            data_dir(dir)
+                .and_then(|dir| agenthost::tokens::audit(&dir, limit))
+                .map(|table| print!("{table}"))
         }
         Command::MockModel(args) => {
             init_logging("info");

@@ -137,3 +137,17 @@ pub fn revoke(data_dir: &Path, name: &str) -> Result<(), String> {
         ))
     }
 }
+
+/// `audit`: the last `limit` entries of the audit log, oldest first, one line each — when,
+/// token, client id, what, channel, details.
+pub fn audit(data_dir: &Path, limit: usize) -> Result<String, String> {
+    let entries = open(data_dir)?.audit(limit).map_err(|e| e.to_string())?;
+    let mut out = String::from("AT  TOKEN  CLIENT  ACTION  CHANNEL  DETAIL\n");
+    for entry in entries {
+        out.push_str(&format!(
+            "{}  {}  {}  {}  {}  {}\n",
+            entry.at, entry.token, entry.client_id, entry.action, entry.channel, entry.detail
+        ));
+    }
+    Ok(out)
+}

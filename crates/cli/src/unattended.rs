@@ -227,6 +227,7 @@ impl ClientActionIntake for HostClientActions {
             client_id: Some(client_id.to_owned()),
             client_kind: None,
             launch_kind: self.launch_kind.clone(),
+            token: None,
         };
         match host.client_action(channel, action, origin, &context) {
             ClientDispatch::Accepted(envelope) => Ok(envelope.server_seq),

@@ -144,3 +144,65 @@ fn named_tokens_are_scoped_stored_hashed_and_revoked_live() {
     assert!(!text.contains(&mine) && !text.contains(&reader));
     server.process.terminate();
 }
+
+#[test]
+fn the_audit_log_names_the_token_and_client_of_a_cancel() {
+    let place = Place::new();
+    let script = place.script(&json!({ "default": { "steps": [
+        { "kind": "say", "text": "working" },
+        { "kind": "pause", "ms": 60000 },
+        { "kind": "say", "text": "done" }
+    ]}}));
+    let (ok, laptop, err) = tokens(&place, &["add", "laptop"]);
+    assert!(ok, "{err}");
+    let server = Server::start(&place, Some(&script));
+    runtime().block_on(async {
+        let mut peer = Peer::connect(&with_token(&server.url, &laptop), "vscode-1").await;
+        let (_, chat) = peer.create_session("audited").await;
+        let mut view = peer.open_chat(&chat).await;
+        peer.conn.start_turn(&chat, "t1", "go").await.unwrap();
+        // Wait until the agent is working (its first words arrived), then cancel.
+        let mut seen = Vec::new();
+        loop {
+            let envelope = peer.next_envelope().await;
+            view.apply(&envelope);
+            seen.push(support::action_type(&envelope));
+            if support::action_type(&envelope) == "chat/delta" {
+                break;
+            }
+            assert!(seen.len() < 100, "the turn never started: {seen:?}");
+        }
+        peer.conn.cancel_turn(&chat, "t1", 5).await.unwrap();
+        loop {
+            let envelope = peer.next_envelope().await;
+            if support::ends_turn(&envelope).is_some() {
+                break;
+            }
+        }
+    });
+    server.process.terminate();
+    let (status, _, stderr) = {
+        let mut process = server.process;
+        process.wait()
+    };
+    assert!(status.success(), "{stderr}");
+    let output = agent_host()
+        .args(["audit", "--data-dir"])
+        .arg(&place.data)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{table}");
+    let line = table
+        .lines()
+        .find(|line| line.contains("chat/turnCancelled"))
+        .unwrap_or_else(|| panic!("no cancel in the audit log:\n{table}"));
+    assert!(line.contains("  laptop  vscode-1  "), "{line}");
+    assert!(line.contains("\"turnId\":\"t1\""), "{line}");
+    let refused = agent_host()
+        .args(["audit", "--limit", "0", "--data-dir"])
+        .arg(&place.data)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+}

@@ -18,6 +18,9 @@ pub struct ClientContext {
     pub client_kind: Option<String>,
     /// How the host process was launched.
     pub launch_kind: LaunchKind,
+    /// The name of the connection token the client presented (`serve` for the primary one),
+    /// when the sender is a connection.
+    pub token: Option<String>,
 }
 
 impl ClientContext {
@@ -27,6 +30,7 @@ impl ClientContext {
             client_id: None,
             client_kind: None,
             launch_kind,
+            token: None,
         }
     }
 }

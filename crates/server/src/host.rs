@@ -143,6 +143,8 @@ pub struct Host {
     /// The session configuration `resolveSessionConfig` describes
     /// ([`set_session_config`](Self::set_session_config)).
     session_config: OnceLock<SessionConfigState>,
+    /// Where rollbacks are recorded ([`set_audit_log`](Self::set_audit_log)).
+    audit: OnceLock<Arc<dyn agenthost_services::AuditLog>>,
     /// When each live session last had activity, for idle eviction.
     activity: Arc<Activity>,
     /// The built-in contributions' registrations, dropped with the host: that unregisters them,
@@ -194,6 +196,7 @@ impl Host {
             subscriptions: OnceLock::new(),
             shutdown_write_timeout: Mutex::new(DEFAULT_SHUTDOWN_WRITE_TIMEOUT),
             session_config: OnceLock::new(),
+            audit: OnceLock::new(),
             _contributions: contributions,
         })
     }
@@ -211,6 +214,12 @@ impl Host {
     /// one the session service gives every new session. Only the first call counts.
     pub fn set_session_config(&self, config: SessionConfigState) {
         let _ = self.session_config.set(config);
+    }
+
+    /// Records every `x-checkpoint/rollback` in `audit` (with the token and client id), as the
+    /// `auditLog` contribution records confirmation answers and cancels. Set once.
+    pub fn set_audit_log(&self, audit: Arc<dyn agenthost_services::AuditLog>) {
+        let _ = self.audit.set(audit);
     }
 
     /// The chat a client names, as the host knows it: a derived default chat in any spelling
@@ -328,6 +337,7 @@ impl Host {
                 .and_then(|id| self.peers().dialects.get(&id).copied())
                 .and_then(ClientDialect::client_kind),
             launch_kind: self.launch_kind.clone(),
+            token: Some(conn.grant().name.clone()),
         }
     }
 
@@ -483,7 +493,19 @@ impl Host {
                 let p: checkpoint_commands::RollbackParams = params(raw)?;
                 let (checkpoints, target) =
                     checkpoint_commands::target(&self.service, &self.state, &p.session).await?;
-                encode(&checkpoint_commands::rollback(checkpoints.as_ref(), &target, &p).await?)
+                let rolled_back =
+                    checkpoint_commands::rollback(checkpoints.as_ref(), &target, &p).await?;
+                if let Some(audit) = self.audit.get() {
+                    audit.record(agenthost_services::audit_entry(
+                        Some(&conn.grant().name),
+                        conn.client_id().as_deref(),
+                        &p.session,
+                        "x-checkpoint/rollback",
+                        serde_json::json!({ "turnId": p.turn_id, "restored": rolled_back.restored.len(),
+                                            "removed": rolled_back.removed.len() }),
+                    ));
+                }
+                encode(&rolled_back)
             }
             "createChat" => {
                 let p: CreateChatParams = params(raw)?;

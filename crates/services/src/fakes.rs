@@ -1115,3 +1115,19 @@ impl std::io::Write for CapturedLogs {
 #[cfg(test)]
 #[path = "fakes_tests.rs"]
 mod tests;
+
+/// [`crate::AuditLog`] keeping every entry in memory.
+#[derive(Debug, Default)]
+pub struct FakeAuditLog {
+    /// The entries recorded, in order.
+    pub entries: Mutex<Vec<agenthost_store::AuditRecord>>,
+}
+
+impl crate::AuditLog for FakeAuditLog {
+    fn record(&self, entry: agenthost_store::AuditRecord) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(entry);
+    }
+}

@@ -31,6 +31,7 @@
 //! | [`CheckpointLedger`](agenthost_checkpoint::CheckpointLedger) | [`StoreLedger`] over `agenthost_store::Store` (the refs survive a restart; `agenthost_checkpoint::MemoryLedger` without a database) | the host's `GitCheckpointService` |
 //! | [`ChangesetService`] | [`CheckpointChangesets`] (changeset channels computed from the checkpoints, published into the state manager) | `checkpointAndChangeset`, the session service |
 //! | [`CheckpointService`] | `agenthost_checkpoint::GitCheckpointService` (re-exported trait) | `checkpointAndChangeset` |
+//! | [`AuditLog`] | [`StoreAuditLog`] (the session database's `audit` table, written in order off the calling thread) | `auditLog`, the server's rollback command |
 //! | [`WorktreeIsolation`] | [`GitWorktrees`] (linked worktrees through `agenthost-checkpoint`, recorded as session metadata) | `worktreeAnnouncement`, the session service (creation, deletion), the orchestrator (the live announcement) |
 //!
 //! # Bounded state
@@ -51,6 +52,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod audit;
 pub mod bounded;
 mod changesets;
 #[cfg(feature = "fakes")]
@@ -79,6 +81,7 @@ pub mod fakes;
 
 /// The checkpoint service contributions capture through (re-exported from `agenthost-checkpoint`).
 pub use agenthost_checkpoint::{CheckpointError, CheckpointService, Worktree};
+pub use audit::{AuditLog, StoreAuditLog, audit_entry};
 pub use changesets::{
     ChangesetError, ChangesetService, CheckpointChangesets, blob_uri, changeset_catalog,
     changeset_file,

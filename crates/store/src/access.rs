@@ -1,4 +1,5 @@
-//! Who may connect: named connection tokens (a hash of each, never the token).
+//! Who may connect and what they decided: named connection tokens (a hash of each, never the
+//! token) and the audit log.
 
 use rusqlite::OptionalExtension;
 
@@ -16,6 +17,23 @@ pub struct TokenRecord {
     pub scope: String,
     /// When it was added (RFC 3339).
     pub created_at: String,
+}
+
+/// One decision a client made, as the audit log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// When (RFC 3339).
+    pub at: String,
+    /// The name of the token the client connected with.
+    pub token: String,
+    /// The client id.
+    pub client_id: String,
+    /// The channel it acted on.
+    pub channel: String,
+    /// What it did (the action type or command).
+    pub action: String,
+    /// The rest, as compact JSON (the tool call, the answer, the turn).
+    pub detail: String,
 }
 
 impl Store {
@@ -64,6 +82,47 @@ impl Store {
                 .prepare_cached("DELETE FROM tokens WHERE name = ?1")?
                 .execute([name])?;
             Ok(removed > 0)
+        })
+    }
+
+    /// Appends one entry to the audit log.
+    pub fn append_audit(&self, entry: &AuditRecord) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO audit (at, token, client_id, channel, action, detail) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute((
+                &entry.at,
+                &entry.token,
+                &entry.client_id,
+                &entry.channel,
+                &entry.action,
+                &entry.detail,
+            ))?;
+            Ok(())
+        })
+    }
+
+    /// The last `limit` audit entries, oldest first.
+    pub fn audit(&self, limit: usize) -> Result<Vec<AuditRecord>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|conn| {
+            let mut statement = conn.prepare_cached(
+                "SELECT at, token, client_id, channel, action, detail FROM \
+                 (SELECT * FROM audit ORDER BY id DESC LIMIT ?1) ORDER BY id",
+            )?;
+            let rows = statement.query_map([limit], |row| {
+                Ok(AuditRecord {
+                    at: row.get(0)?,
+                    token: row.get(1)?,
+                    client_id: row.get(2)?,
+                    channel: row.get(3)?,
+                    action: row.get(4)?,
+                    detail: row.get(5)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
 }

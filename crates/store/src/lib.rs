@@ -59,7 +59,7 @@ mod sessions;
 mod store;
 mod turns;
 
-pub use access::TokenRecord;
+pub use access::{AuditRecord, TokenRecord};
 pub use error::{Result, StoreError};
 pub use history::{DEFAULT_BACKLOG_LIMIT, HistoryWrite, HistoryWriter, Repair};
 pub use records::{

@@ -157,13 +157,24 @@ CREATE TABLE open_turns (
 ) STRICT;
 ";
 
-/// Version 5: named connection tokens (only a hash of each is kept).
+/// Version 5: named connection tokens (only a hash of each is kept) and the audit log of what
+/// clients decided (confirmation answers, cancels, rollbacks), with the token and client id.
 pub(crate) const V5_ACCESS: &str = "
 CREATE TABLE tokens (
     name       TEXT PRIMARY KEY NOT NULL,
     hash       TEXT NOT NULL UNIQUE,
     scope      TEXT NOT NULL,
     created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE audit (
+    id        INTEGER PRIMARY KEY,
+    at        TEXT NOT NULL,
+    token     TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    channel   TEXT NOT NULL,
+    action    TEXT NOT NULL,
+    detail    TEXT NOT NULL
 ) STRICT;
 ";
 

@@ -33,9 +33,11 @@
 //! | 19 | `unattendedPolicy` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
 //! | 20 | `clientDeparture` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
 //! | 21 | `interruptedTurn` | `dyn SessionDataStore` | registered |
+//! | 22 | `auditLog` | `dyn AuditLog` | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
+use agenthost_contrib_audit_log::AuditLogContribution;
 use agenthost_contrib_chat_config::ChatConfig;
 use agenthost_contrib_chat_draft::ChatDraft;
 use agenthost_contrib_chat_surface::ChatSurface;
@@ -90,6 +92,7 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<UnattendedPolicyContribution>()?); // 19
     set.push(dispatcher.register::<ClientDeparture>()?); // 20
     set.push(dispatcher.register::<InterruptedTurn>()?); // 21
+    set.push(dispatcher.register::<AuditLogContribution>()?); // 22
     Ok(set)
 }
 

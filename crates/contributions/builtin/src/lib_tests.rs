@@ -46,7 +46,10 @@ fn services() -> ServiceRegistry {
         ));
     services
         .insert::<dyn TurnTracker>(Arc::new(FakeTurnTracker::default()))
-        .insert::<dyn ToolCallTracker>(Arc::new(FakeToolCallTracker::default()));
+        .insert::<dyn ToolCallTracker>(Arc::new(FakeToolCallTracker::default()))
+        .insert::<dyn agenthost_services::AuditLog>(Arc::new(
+            agenthost_services::fakes::FakeAuditLog::default(),
+        ));
     services
 }
 
@@ -77,7 +80,8 @@ fn the_builtin_order_per_hook() {
             "sessionFlags",
             "unattendedPolicy",
             "clientDeparture",
-            "interruptedTurn"
+            "interruptedTurn",
+            "auditLog"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));

@@ -178,6 +178,7 @@ impl Harness {
             client_id: Some(client.into()),
             client_kind: Some("test".into()),
             launch_kind: LaunchKind::Serve,
+            token: None,
         };
         self.dispatcher
             .did_apply_client_action(&AppliedClientAction {
