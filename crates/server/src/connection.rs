@@ -127,8 +127,12 @@ struct Shared {
     /// The token the client presented on the upgrade.
     grant: Grant,
     peer_state: Mutex<PeerState>,
-    outbound: mpsc::Sender<Arc<str>>,
-    priority: mpsc::Sender<Arc<str>>,
+    outbound: mpsc::Sender<Queued>,
+    priority: mpsc::Sender<Queued>,
+    /// The bytes of every connection's queued frames (shared by the server's connections).
+    queued_bytes: Arc<OutboundBytes>,
+    /// Held by the handler until the answer to the request in hand is queued.
+    reply_guard: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     /// `true` once the `initialize`/`reconnect` response is queued; the writer holds the
     /// outbound queue until then.
     outbound_open: watch::Sender<bool>,
@@ -168,8 +172,8 @@ struct PeerState {
 
 /// The receiving ends of a connection's queues, for its writer.
 pub(crate) struct Queues {
-    outbound: mpsc::Receiver<Arc<str>>,
-    priority: mpsc::Receiver<Arc<str>>,
+    outbound: mpsc::Receiver<Queued>,
+    priority: mpsc::Receiver<Queued>,
     outbound_open: watch::Receiver<bool>,
     close: watch::Receiver<Option<CloseRequest>>,
 }
@@ -178,7 +182,10 @@ pub(crate) struct Queues {
 impl Queues {
     /// The next frame of the outbound queue, if any.
     pub(crate) fn try_next_outbound(&mut self) -> Option<Arc<str>> {
-        self.outbound.try_recv().ok()
+        self.outbound
+            .try_recv()
+            .ok()
+            .map(|queued| queued.frame.clone())
     }
 }
 
@@ -188,6 +195,7 @@ impl Connection {
         peer: Option<SocketAddr>,
         limits: Limits,
         grant: Grant,
+        queued_bytes: Arc<OutboundBytes>,
     ) -> (Self, Queues) {
         let queue = limits.outbound_queue;
         let (outbound_tx, outbound) = mpsc::channel(queue);
@@ -202,6 +210,8 @@ impl Connection {
                 peer_state: Mutex::new(PeerState::default()),
                 outbound: outbound_tx,
                 priority: priority_tx,
+                queued_bytes,
+                reply_guard: Mutex::new(None),
                 outbound_open: open_tx,
                 close: close_tx,
                 lagged: AtomicBool::new(false),
@@ -225,13 +235,49 @@ impl Connection {
     /// it was sent.
     #[cfg(test)]
     pub(crate) fn detached(id: u64, config: &ServerConfig) -> (Self, Queues) {
-        Self::new(ConnectionId(id), None, Limits::of(config), Grant::primary())
+        Self::new(
+            ConnectionId(id),
+            None,
+            Limits::of(config),
+            Grant::primary(),
+            Arc::default(),
+        )
     }
 
     /// Like [`Self::detached`], for a client that presented a token with `grant`.
     #[cfg(test)]
     pub(crate) fn detached_with(id: u64, config: &ServerConfig, grant: Grant) -> (Self, Queues) {
-        Self::new(ConnectionId(id), None, Limits::of(config), grant)
+        Self::new(
+            ConnectionId(id),
+            None,
+            Limits::of(config),
+            grant,
+            Arc::default(),
+        )
+    }
+
+    /// Keeps `guard` until the answer to the request being handled has been serialized and
+    /// queued (a handler bounding how many large answers exist at once holds its permit so).
+    pub(crate) fn hold_until_replied(&self, guard: impl Send + 'static) {
+        *self
+            .shared
+            .reply_guard
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Box::new(guard));
+    }
+
+    fn take_reply_guard(&self) -> Option<Box<dyn std::any::Any + Send>> {
+        self.shared
+            .reply_guard
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// Waits until the frames queued on all of the server's connections, not yet written, are
+    /// fewer than `limit` bytes (a large answer is only built when there is room for it).
+    pub(crate) async fn outbound_room(&self, limit: usize) {
+        self.shared.queued_bytes.room(limit).await;
     }
 
     /// The token the client presented (its name and scope).
@@ -356,11 +402,11 @@ impl Connection {
         let _ = self.enqueue(&self.shared.priority, frame);
     }
 
-    fn enqueue(&self, queue: &mpsc::Sender<Arc<str>>, frame: Arc<str>) -> Result<(), Lagged> {
+    fn enqueue(&self, queue: &mpsc::Sender<Queued>, frame: Arc<str>) -> Result<(), Lagged> {
         if self.is_closed() {
             return Err(Lagged);
         }
-        match queue.try_send(frame) {
+        match queue.try_send(Queued::new(frame, &self.shared.queued_bytes)) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 if !self.shared.lagged.swap(true, Ordering::AcqRel) {
@@ -445,6 +491,8 @@ pub(crate) struct ConnContext {
     pub handshake_timeout: Duration,
     pub close_timeout: Duration,
     pub origins: OriginPolicy,
+    /// The bytes of all connections' queued frames.
+    pub queued_bytes: Arc<OutboundBytes>,
     next_id: AtomicU64,
     /// Connections accepted and not yet finished (see [`OpenSlot`]).
     open: AtomicUsize,
@@ -473,6 +521,7 @@ impl ConnContext {
             handshake_timeout: config.handshake_timeout,
             close_timeout: config.close_timeout,
             origins: OriginPolicy::new(config.listen.ip(), &config.allowed_origins),
+            queued_bytes: Arc::default(),
             next_id: AtomicU64::new(1),
             open: AtomicUsize::new(0),
             refusing: AtomicBool::new(false),
@@ -552,7 +601,7 @@ pub(crate) async fn run<S>(
 
     let id = ConnectionId(ctx.next_id.fetch_add(1, Ordering::Relaxed));
     let mut token_changes = ctx.credentials.changes();
-    let (conn, queues) = Connection::new(id, peer, ctx.limits, grant);
+    let (conn, queues) = Connection::new(id, peer, ctx.limits, grant, ctx.queued_bytes.clone());
     tracing::info!(conn = %id, ?peer, token = conn.grant().name, "client connected");
     let (sink, stream) = ws.split();
     let (inbound_tx, inbound_rx) = mpsc::channel(ctx.inbound_queue);
@@ -711,8 +760,96 @@ async fn shutdown_requested(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
-fn text_message(frame: &str) -> Message {
-    Message::Text(Utf8Bytes::from(frame))
+/// Largest WebSocket frame the host writes: a longer message goes out as continuation frames
+/// of this size. It keeps each connection's write buffer small (the writer keeps the capacity
+/// it once needed) and stays under the 16 MiB frame limit common clients enforce.
+pub(crate) const MAX_WRITE_FRAME: usize = 1024 * 1024;
+
+/// A queued frame as the WebSocket frames of one text message, sharing the frame's memory (no
+/// copy of a large answer): one frame, or fragments of [`MAX_WRITE_FRAME`] bytes.
+fn text_messages(frame: &Arc<str>) -> Vec<Message> {
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let shared = tokio_tungstenite::tungstenite::Bytes::from_owner(SharedFrame(frame.clone()));
+    if shared.len() <= MAX_WRITE_FRAME {
+        return vec![match Utf8Bytes::try_from(shared) {
+            Ok(text) => Message::Text(text),
+            // Cannot happen (the frame is a `str`); a copy is still correct.
+            Err(_) => Message::Text(Utf8Bytes::from(&**frame)),
+        }];
+    }
+    let mut messages = Vec::with_capacity(shared.len().div_ceil(MAX_WRITE_FRAME));
+    let mut start = 0;
+    while start < shared.len() {
+        let end = (start + MAX_WRITE_FRAME).min(shared.len());
+        let opcode = if start == 0 {
+            OpCode::Data(Data::Text)
+        } else {
+            OpCode::Data(Data::Continue)
+        };
+        messages.push(Message::Frame(Frame::message(
+            shared.slice(start..end),
+            opcode,
+            end == shared.len(),
+        )));
+        start = end;
+    }
+    messages
+}
+
+/// An `Arc<str>` frame as the owner of a `Bytes`.
+struct SharedFrame(Arc<str>);
+
+impl AsRef<[u8]> for SharedFrame {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+/// The bytes of frames queued and not yet written, across a server's connections.
+#[derive(Debug, Default)]
+pub(crate) struct OutboundBytes {
+    queued: AtomicUsize,
+    drained: tokio::sync::Notify,
+}
+
+impl OutboundBytes {
+    async fn room(&self, limit: usize) {
+        loop {
+            let drained = self.drained.notified();
+            let mut drained = std::pin::pin!(drained);
+            drained.as_mut().enable();
+            if self.queued.load(Ordering::Acquire) < limit {
+                return;
+            }
+            drained.await;
+        }
+    }
+}
+
+/// A queued frame, counted in [`OutboundBytes`] until it is dropped (written or discarded).
+pub(crate) struct Queued {
+    frame: Arc<str>,
+    bytes: Arc<OutboundBytes>,
+}
+
+impl Queued {
+    fn new(frame: Arc<str>, bytes: &Arc<OutboundBytes>) -> Self {
+        bytes.queued.fetch_add(frame.len(), Ordering::AcqRel);
+        Self {
+            frame,
+            bytes: bytes.clone(),
+        }
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.bytes
+            .queued
+            .fetch_sub(self.frame.len(), Ordering::AcqRel);
+        self.bytes.drained.notify_waiters();
+    }
 }
 
 async fn read_loop<S>(
@@ -804,26 +941,33 @@ where
         let first = tokio::select! {
             biased;
             () = close_requested(&mut close) => break,
-            Some(frame) = priority.recv() => frame,
+            Some(queued) = priority.recv() => queued,
             changed = outbound_open.changed(), if !open => {
                 // An error (sender gone) cannot happen while the connection lives; stay closed.
                 open = changed.is_ok() && *outbound_open.borrow_and_update();
                 continue;
             }
-            Some(frame) = outbound.recv(), if open => frame,
+            Some(queued) = outbound.recv(), if open => queued,
         };
+        // The frames count as queued until written: they are dropped after the flush.
+        let mut batch = vec![first];
         let written = async {
-            sink.feed(text_message(&first)).await?;
+            for message in text_messages(&batch[0].frame) {
+                sink.feed(message).await?;
+            }
             for _ in 1..MAX_WRITE_BATCH {
                 let next = match priority.try_recv() {
-                    Ok(frame) => frame,
+                    Ok(queued) => queued,
                     Err(_) if open => match outbound.try_recv() {
-                        Ok(frame) => frame,
+                        Ok(queued) => queued,
                         Err(_) => break,
                     },
                     Err(_) => break,
                 };
-                sink.feed(text_message(&next)).await?;
+                for message in text_messages(&next.frame) {
+                    sink.feed(message).await?;
+                }
+                batch.push(next);
             }
             sink.flush().await
         };
@@ -851,11 +995,15 @@ where
     });
     let closed = async {
         if request.drain {
-            while let Ok(frame) = priority.try_recv() {
-                sink.feed(text_message(&frame)).await?;
+            while let Ok(queued) = priority.try_recv() {
+                for message in text_messages(&queued.frame) {
+                    sink.feed(message).await?;
+                }
             }
-            while let Ok(frame) = outbound.try_recv() {
-                sink.feed(text_message(&frame)).await?;
+            while let Ok(queued) = outbound.try_recv() {
+                for message in text_messages(&queued.frame) {
+                    sink.feed(message).await?;
+                }
             }
         }
         sink.feed(Message::Close(Some(CloseFrame {
@@ -908,6 +1056,8 @@ async fn work_loop(
                         conn.close_with(code, reason, true);
                     }
                 }
+                // What the handler held until its answer was queued (a read permit) goes now.
+                drop(conn.take_reply_guard());
             }
             Incoming::Notification { method, params } => {
                 if conn.is_ready() {

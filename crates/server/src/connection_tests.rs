@@ -421,3 +421,30 @@ async fn a_connection_over_the_limit_gets_503_and_its_place_is_freed_by_the_firs
     drop(slot);
     assert!(ctx.try_open().is_some(), "the place was freed");
 }
+
+#[test]
+fn a_large_frame_goes_out_in_fragments_that_share_its_memory() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let small: Arc<str> = Arc::from("{\"jsonrpc\":\"2.0\"}");
+    assert!(matches!(text_messages(&small).as_slice(), [Message::Text(_)]));
+    let text = "é".repeat(MAX_WRITE_FRAME) + "tail";
+    let large: Arc<str> = Arc::from(text.as_str());
+    let messages = text_messages(&large);
+    assert_eq!(messages.len(), large.len().div_ceil(MAX_WRITE_FRAME));
+    let mut joined = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let Message::Frame(frame) = message else {
+            panic!("not a raw frame: {message:?}");
+        };
+        let opcode = if index == 0 {
+            OpCode::Data(Data::Text)
+        } else {
+            OpCode::Data(Data::Continue)
+        };
+        assert_eq!(frame.header().opcode, opcode);
+        assert_eq!(frame.header().is_final, index + 1 == messages.len());
+        assert!(frame.payload().len() <= MAX_WRITE_FRAME);
+        joined.extend_from_slice(frame.payload());
+    }
+    assert_eq!(joined, large.as_bytes());
+}

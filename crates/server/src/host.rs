@@ -143,6 +143,8 @@ pub struct Host {
     /// The session configuration `resolveSessionConfig` describes
     /// ([`set_session_config`](Self::set_session_config)).
     session_config: OnceLock<SessionConfigState>,
+    /// Permits for concurrent `resourceRead`s ([`resources::MAX_CONCURRENT_READS`]).
+    reads: Arc<tokio::sync::Semaphore>,
     /// Where rollbacks are recorded ([`set_audit_log`](Self::set_audit_log)).
     audit: OnceLock<Arc<dyn agenthost_services::AuditLog>>,
     /// When each live session last had activity, for idle eviction.
@@ -197,6 +199,7 @@ impl Host {
             shutdown_write_timeout: Mutex::new(DEFAULT_SHUTDOWN_WRITE_TIMEOUT),
             session_config: OnceLock::new(),
             audit: OnceLock::new(),
+            reads: Arc::new(tokio::sync::Semaphore::new(resources::MAX_CONCURRENT_READS)),
             _contributions: contributions,
         })
     }
@@ -478,7 +481,17 @@ impl Host {
             "resourceRead" => {
                 let p: ResourceReadParams = params(raw)?;
                 let roots = self.service.roots().to_vec();
-                encode(&resources::read(p.uri, p.encoding, roots).await?)
+                // An answer is built only while the answers queued and not yet written stay
+                // under `OUTBOUND_ROOM`, and at most `MAX_CONCURRENT_READS` at once.
+                conn.outbound_room(resources::OUTBOUND_ROOM).await;
+                let permit = Arc::clone(&self.reads)
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| RpcError::internal("the host is shutting down"))?;
+                let read = resources::read(p.uri, p.encoding, roots).await?;
+                // Until the answer's frame is built and queued.
+                conn.hold_until_replied(permit);
+                Ok(resources::read_answer(read))
             }
             method if resources::WRITE_METHODS.contains(&method) => Err(
                 RpcError::permission_denied(format!("{method}: this host's files are read-only")),

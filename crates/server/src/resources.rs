@@ -25,6 +25,25 @@ use crate::rpc::RpcError;
 /// The largest file `resourceRead` returns (16 MiB).
 pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
 
+/// How many `resourceRead`s the host runs at once; more wait their turn.
+pub const MAX_CONCURRENT_READS: usize = 2;
+
+/// How many bytes of frames may wait to be written, across all connections, before a new
+/// `resourceRead` answer is built (the read waits for the clients to take what is queued).
+pub const OUTBOUND_ROOM: usize = 64 * 1024 * 1024;
+
+/// The documented bound on the resident memory concurrent `resourceRead`s of a `size`-byte
+/// file add to the serve process, however many clients read at once: at most
+/// [`MAX_CONCURRENT_READS`] answers are built at a time (the file, its base64, the JSON answer
+/// and its frame: under 6 × `size` each), and answers are built only while the frames waiting
+/// to be written stay under [`OUTBOUND_ROOM`] (counted twice: the frame and the copy the
+/// WebSocket writer makes of the one it writes) — plus 64 MiB of allocator slack.
+pub fn read_memory_cap(size: u64) -> u64 {
+    let building = MAX_CONCURRENT_READS as u64 * 6 * size;
+    let waiting = 2 * OUTBOUND_ROOM as u64;
+    building + waiting + 64 * 1024 * 1024
+}
+
 /// The methods answered with "permission denied".
 pub const WRITE_METHODS: [&str; 5] = [
     "resourceWrite",
@@ -183,7 +202,8 @@ pub async fn read(
         };
         let opened = file.metadata().map_err(|e| io_error(&uri, &e))?;
         regular_file(&uri, &opened)?;
-        let mut bytes = Vec::new();
+        let expected = usize::try_from(opened.len()).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(expected.saturating_add(1));
         std::io::Read::read_to_end(
             &mut std::io::Read::take(&mut file, MAX_READ_BYTES + 1),
             &mut bytes,
@@ -229,6 +249,22 @@ fn kind_name(kind: &std::fs::FileType) -> &'static str {
     } else {
         "file"
     }
+}
+
+/// The JSON answer of a read, its text moved rather than copied (a read's answer is the
+/// largest value the host builds).
+pub fn read_answer(read: ResourceReadResult) -> serde_json::Value {
+    let encoding = match read.encoding {
+        ContentEncoding::Base64 => "base64",
+        ContentEncoding::Utf8 => "utf-8",
+    };
+    let mut answer = serde_json::Map::new();
+    answer.insert("data".to_owned(), serde_json::Value::String(read.data));
+    answer.insert("encoding".to_owned(), encoding.into());
+    if let Some(content_type) = read.content_type {
+        answer.insert("contentType".to_owned(), content_type.into());
+    }
+    serde_json::Value::Object(answer)
 }
 
 /// Only regular files are read (a FIFO or a device would block or never end), within the cap.
