@@ -694,3 +694,36 @@ fn a_failed_turn_end_capture_is_reported_to_the_caller() {
         None
     );
 }
+
+#[test]
+fn checkpoint_refs_are_packed_not_loose() {
+    let h = Harness::new();
+    h.baseline();
+    h.turn("t1", |repo| repo.write("a.txt", "edited\n"));
+    h.turn("t2", |repo| repo.write("b.txt", "edited\n"));
+    let loose = h.repo.dir.path().join(".git/refs/agents");
+    let files = walk(&loose);
+    assert!(files.is_empty(), "loose checkpoint refs: {files:?}");
+    let packed = std::fs::read_to_string(h.repo.dir.path().join(".git/packed-refs")).unwrap();
+    let refs = h.refs();
+    assert!(refs.len() >= 3, "{refs:?}");
+    for name in &refs {
+        assert!(packed.contains(name.as_str()), "{name} is not in packed-refs:\n{packed}");
+    }
+    // git itself reads them.
+    assert_eq!(h.repo.git(&["rev-list", "--count", BASE]), "1");
+}
+
+/// Every file under `dir` (none when it does not exist).
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

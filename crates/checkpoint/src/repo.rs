@@ -10,6 +10,9 @@ use gix::hash::ObjectId;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 
 use crate::capture::{self, Capture, CaptureState, Scope};
+
+/// How long a checkpoint ref update waits for another writer's lock on a ref or `packed-refs`.
+const REF_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 use crate::config::{CheckpointConfig, CommitTime};
 use crate::error::{CheckpointError, GitContext};
 
@@ -277,15 +280,30 @@ impl Repo {
             deref: false,
         };
         let _guard = lock(&self.refs);
-        let updated = self.gix().edit_references_as(Some(edit.clone()), None);
+        let updated = self.write_packed(edit.clone());
         if updated.is_err() && self.remove_stale_lock(&edit.name) {
-            self.gix()
-                .edit_references_as(Some(edit), None)
-                .git("update a checkpoint ref")?;
+            self.write_packed(edit).git("update a checkpoint ref")?;
             return Ok(());
         }
         updated.git("update a checkpoint ref")?;
         Ok(())
+    }
+
+    /// Applies `edit` to `packed-refs` (removing a loose copy of the ref): a repository with
+    /// thousands of sessions keeps one file of checkpoint refs, not one file per ref.
+    fn write_packed(&self, edit: RefEdit) -> Result<Vec<RefEdit>, gix::Error> {
+        let repo = self.gix();
+        let fail = gix::lock::acquire::Fail::AfterDurationWithBackoff(REF_LOCK_TIMEOUT);
+        let packed = gix::refs::file::transaction::PackedRefs::DeletionsAndNonSymbolicUpdatesRemoveLooseSourceReference(
+            Box::new(repo.objects.clone()),
+        );
+        let prepared = repo
+            .refs
+            .transaction()
+            .packed_refs(packed)
+            .prepare(Some(edit), fail, fail)
+            .map_err(Into::<gix::Error>::into)?;
+        prepared.commit(None).map_err(Into::into)
     }
 
     /// Removes the lock file of ref `name` when a process that is gone left it (see
