@@ -708,7 +708,10 @@ fn checkpoint_refs_are_packed_not_loose() {
     let refs = h.refs();
     assert!(refs.len() >= 3, "{refs:?}");
     for name in &refs {
-        assert!(packed.contains(name.as_str()), "{name} is not in packed-refs:\n{packed}");
+        assert!(
+            packed.contains(name.as_str()),
+            "{name} is not in packed-refs:\n{packed}"
+        );
     }
     // git itself reads them.
     assert_eq!(h.repo.git(&["rev-list", "--count", BASE]), "1");

@@ -297,13 +297,11 @@ impl Repo {
         let packed = gix::refs::file::transaction::PackedRefs::DeletionsAndNonSymbolicUpdatesRemoveLooseSourceReference(
             Box::new(repo.objects.clone()),
         );
-        let prepared = repo
-            .refs
+        repo.refs
             .transaction()
             .packed_refs(packed)
-            .prepare(Some(edit), fail, fail)
-            .map_err(Into::<gix::Error>::into)?;
-        prepared.commit(None).map_err(Into::into)
+            .prepare(Some(edit), fail, fail)?
+            .commit(None)
     }
 
     /// Removes the lock file of ref `name` when a process that is gone left it (see

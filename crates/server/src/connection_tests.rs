@@ -426,7 +426,10 @@ async fn a_connection_over_the_limit_gets_503_and_its_place_is_freed_by_the_firs
 fn a_large_frame_goes_out_in_fragments_that_share_its_memory() {
     use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
     let small: Arc<str> = Arc::from("{\"jsonrpc\":\"2.0\"}");
-    assert!(matches!(text_messages(&small).as_slice(), [Message::Text(_)]));
+    assert!(matches!(
+        text_messages(&small).as_slice(),
+        [Message::Text(_)]
+    ));
     let text = "é".repeat(MAX_WRITE_FRAME) + "tail";
     let large: Arc<str> = Arc::from(text.as_str());
     let messages = text_messages(&large);

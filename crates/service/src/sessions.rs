@@ -953,22 +953,51 @@ impl SessionService {
                 ))
             })?),
         };
-        let mut all = self.all_sessions()?;
-        if let Some((modified_at, resource)) = &after {
-            // After the cursor in the order: older, or as old with a later URI.
-            all.retain(|s| {
+        let Some(limit) = (limit != usize::MAX).then_some(limit) else {
+            return Ok(ListSessionsResult {
+                next_cursor: None,
+                items: self.all_sessions()?,
+            });
+        };
+        // Live sessions are in memory (few: idle ones are evicted) and may be newer than their
+        // stored row; every other session comes from one indexed page query.
+        let live_uris: Vec<String> = self
+            .state
+            .read(|h| h.session_uris().map(str::to_owned).collect());
+        let live: Vec<SessionSummary> = live_uris
+            .iter()
+            .filter_map(|uri| self.summary(uri))
+            .collect();
+        let is_live = |uri: &str| live.iter().any(|s| s.resource == uri);
+        let after_cursor = |s: &SessionSummary| match &after {
+            None => true,
+            Some((modified_at, resource)) => {
                 s.modified_at < *modified_at
                     || (s.modified_at == *modified_at && s.resource > *resource)
-            });
+            }
+        };
+        let mut page: Vec<SessionSummary> =
+            live.iter().filter(|s| after_cursor(s)).cloned().collect();
+        let stored = self.store.sessions_page(
+            after.as_ref().map(|(m, r)| (m.as_str(), r.as_str())),
+            limit.saturating_add(live.len()).saturating_add(1),
+        )?;
+        for record in stored.iter().filter(|r| !is_live(r.uri.as_str())) {
+            page.push(self.stored_summary(record)?);
         }
-        let next_cursor = (all.len() > limit)
-            .then(|| all.get(limit - 1))
+        page.sort_by(|a, b| {
+            b.modified_at
+                .cmp(&a.modified_at)
+                .then(a.resource.cmp(&b.resource))
+        });
+        let next_cursor = (page.len() > limit)
+            .then(|| page.get(limit - 1))
             .flatten()
             .and_then(|last| serde_json::to_string(&(&last.modified_at, &last.resource)).ok());
-        all.truncate(limit);
+        page.truncate(limit);
         Ok(ListSessionsResult {
             next_cursor,
-            items: all,
+            items: page,
         })
     }
 

@@ -182,6 +182,10 @@ async fn list_sessions_pages_with_limit_and_cursor() {
             .await
             .unwrap();
     }
+    // Some live, some only stored: pages merge both.
+    for n in [1, 3, 5] {
+        service.dispose_session(&format!("scripted:/s{n}")).unwrap();
+    }
     let everything = service.list_sessions().unwrap();
     assert_eq!(everything.items.len(), 7);
     assert_eq!(everything.next_cursor, None);

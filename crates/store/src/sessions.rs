@@ -122,6 +122,36 @@ impl Store {
         })
     }
 
+    /// At most `limit` sessions after the position `after` (`(modified_at, uri)` of the last one
+    /// seen) in the catalog order — most recently modified first, ties by URI — in one indexed
+    /// query, whatever the number of sessions.
+    pub fn sessions_page(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<SessionRecord>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|conn| {
+            let rows = match after {
+                None => conn
+                    .prepare_cached(&format!(
+                        "SELECT {COLUMNS} FROM sessions ORDER BY modified_at DESC, uri LIMIT ?1"
+                    ))?
+                    .query_map([limit], Raw::from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+                Some((modified_at, uri)) => conn
+                    .prepare_cached(&format!(
+                        "SELECT {COLUMNS} FROM sessions \
+                         WHERE modified_at < ?1 OR (modified_at = ?1 AND uri > ?2) \
+                         ORDER BY modified_at DESC, uri LIMIT ?3"
+                    ))?
+                    .query_map((modified_at, uri, limit), Raw::from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            };
+            rows.into_iter().map(Raw::decode).collect()
+        })
+    }
+
     /// Deletes the session and, in the same transaction, everything it owns: its chats, their
     /// turns, failed turns, delegations and metadata, and the session's metadata. Returns
     /// whether the session existed.
