@@ -21,6 +21,7 @@ use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
 use agenthost_reducers::states::empty_chat;
+use agenthost_services::paging::{CatalogCursor, cut_page, page_limit, sort_catalog};
 use agenthost_services::sandbox::{PathUse, Sandbox, client_paths, message_paths};
 use agenthost_services::{
     ChangesetError, ChangesetService, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE,
@@ -935,28 +936,17 @@ impl SessionService {
         limit: Option<i64>,
         cursor: Option<&str>,
     ) -> Result<ListSessionsResult, ServiceError> {
-        let limit = match limit {
-            None => usize::MAX,
-            Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
-            Some(n) => {
-                return Err(ServiceError::InvalidParams(format!(
-                    "limit must be at least 1, not {n}"
-                )));
-            }
-        };
-        let after: Option<(String, String)> = match cursor {
-            None => None,
-            Some(cursor) => Some(serde_json::from_str(cursor).map_err(|_| {
-                ServiceError::InvalidParams(format!(
-                    "cursor {:?} is not one this host issued; start again without a cursor",
-                    agenthost_protocol::uri::snippet(cursor)
-                ))
-            })?),
-        };
-        let Some(limit) = (limit != usize::MAX).then_some(limit) else {
+        let limit = page_limit(limit).map_err(ServiceError::InvalidParams)?;
+        let after = cursor
+            .map(CatalogCursor::parse)
+            .transpose()
+            .map_err(ServiceError::InvalidParams)?;
+        let Some(limit) = limit else {
+            let mut items = self.all_sessions()?;
+            sort_catalog(&mut items);
             return Ok(ListSessionsResult {
                 next_cursor: None,
-                items: self.all_sessions()?,
+                items,
             });
         };
         // Live sessions are in memory (few: idle ones are evicted) and may be newer than their
@@ -964,44 +954,29 @@ impl SessionService {
         let live_uris: Vec<String> = self
             .state
             .read(|h| h.session_uris().map(str::to_owned).collect());
-        let live: Vec<SessionSummary> = live_uris
-            .iter()
-            .filter_map(|uri| self.summary(uri))
-            .collect();
-        let is_live = |uri: &str| live.iter().any(|s| s.resource == uri);
-        let after_cursor = |s: &SessionSummary| match &after {
-            None => true,
-            Some((modified_at, resource)) => {
-                s.modified_at < *modified_at
-                    || (s.modified_at == *modified_at && s.resource > *resource)
-            }
-        };
-        let mut page: Vec<SessionSummary> =
-            live.iter().filter(|s| after_cursor(s)).cloned().collect();
+        let live: Vec<SessionSummary> = live_uris.iter().filter_map(|u| self.summary(u)).collect();
         let stored = self.store.sessions_page(
-            after.as_ref().map(|(m, r)| (m.as_str(), r.as_str())),
+            after
+                .as_ref()
+                .map(|c| (c.modified_at.as_str(), c.resource.as_str())),
             limit.saturating_add(live.len()).saturating_add(1),
         )?;
-        for record in stored.iter().filter(|r| !is_live(r.uri.as_str())) {
-            page.push(self.stored_summary(record)?);
+        let mut candidates = Vec::with_capacity(stored.len() + live.len());
+        for record in stored
+            .iter()
+            .filter(|r| !live_uris.contains(&r.uri.to_string()))
+        {
+            candidates.push(self.stored_summary(record)?);
         }
-        page.sort_by(|a, b| {
-            b.modified_at
-                .cmp(&a.modified_at)
-                .then(a.resource.cmp(&b.resource))
-        });
-        let next_cursor = (page.len() > limit)
-            .then(|| page.get(limit - 1))
-            .flatten()
-            .and_then(|last| serde_json::to_string(&(&last.modified_at, &last.resource)).ok());
-        page.truncate(limit);
-        Ok(ListSessionsResult {
-            next_cursor,
-            items: page,
-        })
+        candidates.extend(
+            live.into_iter()
+                .filter(|s| after.as_ref().is_none_or(|c| c.precedes(s))),
+        );
+        let (items, next_cursor) = cut_page(candidates, limit);
+        Ok(ListSessionsResult { next_cursor, items })
     }
 
-    /// Every session, live or stored, newest first (then by URI).
+    /// Every session, live or stored (unordered).
     fn all_sessions(&self) -> Result<Vec<SessionSummary>, ServiceError> {
         let mut items = Vec::new();
         for record in self.store.sessions()? {
@@ -1010,11 +985,6 @@ impl SessionService {
                 None => items.push(self.stored_summary(&record)?),
             }
         }
-        items.sort_by(|a, b| {
-            b.modified_at
-                .cmp(&a.modified_at)
-                .then(a.resource.cmp(&b.resource))
-        });
         Ok(items)
     }
 

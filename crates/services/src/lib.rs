@@ -64,6 +64,7 @@ mod git_state;
 mod host;
 mod intake;
 mod local_commands;
+pub mod paging;
 pub mod periodic;
 mod provider;
 pub mod sandbox;
