@@ -56,7 +56,9 @@ impl Outbox for ConnectionOutbox {
         if !compat::frame_allowed(surface, &frame) {
             return true;
         }
-        self.0.send_frame(frame).is_ok()
+        // A connection that is closing (its client left) takes nothing more and is forgotten by
+        // `disconnected`; only one that lagged is dropped as a subscriber that cannot keep up.
+        self.0.send_frame(frame).is_ok() || !self.0.is_lagged()
     }
 }
 
