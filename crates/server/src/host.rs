@@ -473,16 +473,16 @@ impl Host {
             }
             "resourceList" => {
                 let p: ResourceListParams = params(raw)?;
-                encode(&resources::list(p.uri, self.service.roots().to_vec()).await?)
+                encode(&resources::list(p.uri, self.service.sandbox().clone()).await?)
             }
             "resourceResolve" => {
                 let p: ResourceResolveParams = params(raw)?;
-                let roots = self.service.roots().to_vec();
-                encode(&resources::resolve(p.uri, p.follow_symlinks, roots).await?)
+                let sandbox = self.service.sandbox().clone();
+                encode(&resources::resolve(p.uri, p.follow_symlinks, sandbox).await?)
             }
             "resourceRead" => {
                 let p: ResourceReadParams = params(raw)?;
-                let roots = self.service.roots().to_vec();
+                let sandbox = self.service.sandbox().clone();
                 // An answer is built only while the answers queued and not yet written stay
                 // under `OUTBOUND_ROOM`, and at most `MAX_CONCURRENT_READS` at once.
                 conn.outbound_room(resources::OUTBOUND_ROOM).await;
@@ -490,7 +490,7 @@ impl Host {
                     .acquire_owned()
                     .await
                     .map_err(|_| RpcError::internal("the host is shutting down"))?;
-                let read = resources::read(p.uri, p.encoding, roots).await?;
+                let read = resources::read(p.uri, p.encoding, sandbox).await?;
                 // Until the answer's frame is built and queued.
                 conn.hold_until_replied(permit);
                 Ok(resources::read_answer(read))

@@ -11,13 +11,14 @@
 //! base64. `resourceWrite`, `resourceCopy`, `resourceDelete`, `resourceMove` and
 //! `resourceMkdir` are `-32009`: a token holder gets no remote file-write API.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use agenthost_protocol::ahp_types::commands::{
     ContentEncoding, DirectoryEntry, ResourceListResult, ResourceReadResult, ResourceResolveResult,
     ResourceType,
 };
-use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
+use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri, snippet};
+use agenthost_services::sandbox::{self, PathRefusal, PathUse, Sandbox};
 use base64::Engine as _;
 
 use crate::rpc::RpcError;
@@ -54,42 +55,50 @@ pub const WRITE_METHODS: [&str; 5] = [
 ];
 
 fn denied(uri: &str) -> RpcError {
-    RpcError::permission_denied(format!("{uri} is outside the folders this host serves"))
+    RpcError::permission_denied(format!(
+        "{} is outside the folders this host serves",
+        snippet(uri)
+    ))
 }
 
-/// `uri` as a path inside `roots`, symlinks resolved (`follow`) or only its parent's.
-fn inside(uri: &str, roots: &[PathBuf], follow: bool) -> Result<PathBuf, RpcError> {
+/// `uri` as a path inside the sandbox's roots, symlinks resolved (`follow`) or only its
+/// parent's — the sandbox's own check (every client-supplied path goes through it), with the
+/// answers of the resource methods: outside is "permission denied", missing inside a root is
+/// "not found".
+fn inside(uri: &str, sandbox: &Sandbox, follow: bool) -> Result<PathBuf, RpcError> {
     if !uri.starts_with("file:") {
         return Err(RpcError::invalid_params(format!(
-            "only file: URIs can be read on this host, not {uri}"
+            "only file: URIs can be read on this host, not {}",
+            snippet(uri)
         )));
     }
-    let path =
-        file_uri_to_path(uri).map_err(|e| RpcError::invalid_params(format!("{uri}: {e}")))?;
-    let within = |p: &Path| roots.iter().any(|root| p.starts_with(root));
+    let path = file_uri_to_path(uri)
+        .map_err(|e| RpcError::invalid_params(format!("{}: {e}", snippet(uri))))?;
     let resolved = if follow {
-        path.canonicalize()
+        match sandbox.check(uri, PathUse::Reference, &[]) {
+            Ok(resolved) => resolved,
+            Err(PathRefusal::NotLocal { .. }) => {
+                return Err(RpcError::invalid_params(format!(
+                    "{} is not a file: URI of this machine",
+                    snippet(uri)
+                )));
+            }
+            Err(_) => return Err(denied(uri)),
+        }
     } else {
-        match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) => parent.canonicalize().map(|p| p.join(name)),
-            _ => path.canonicalize(),
+        let parent = path.parent().and_then(sandbox::resolve);
+        match (parent, path.file_name()) {
+            (Some(parent), Some(name)) if sandbox.contains(&parent, &[]) => parent.join(name),
+            _ => return Err(denied(uri)),
         }
     };
-    match resolved {
-        Ok(resolved) if within(&resolved) => Ok(resolved),
-        Ok(_) => Err(denied(uri)),
-        Err(_) => {
-            // Missing: "not found" only when its folder is one of ours.
-            let parent = path
-                .parent()
-                .and_then(|parent| parent.canonicalize().ok())
-                .filter(|parent| within(parent));
-            match parent {
-                Some(_) => Err(RpcError::not_found(format!("{uri} does not exist"))),
-                None => Err(denied(uri)),
-            }
-        }
+    if std::fs::symlink_metadata(&resolved).is_err() {
+        return Err(RpcError::not_found(format!(
+            "{} does not exist",
+            snippet(uri)
+        )));
     }
+    Ok(resolved)
 }
 
 async fn blocking<T: Send + 'static>(
@@ -102,25 +111,27 @@ async fn blocking<T: Send + 'static>(
 
 fn io_error(uri: &str, error: &std::io::Error) -> RpcError {
     match error.kind() {
-        std::io::ErrorKind::NotFound => RpcError::not_found(format!("{uri} does not exist")),
-        std::io::ErrorKind::PermissionDenied => {
-            RpcError::permission_denied(format!("{uri} cannot be read by the host"))
+        std::io::ErrorKind::NotFound => {
+            RpcError::not_found(format!("{} does not exist", snippet(uri)))
         }
-        _ => RpcError::internal(format!("{uri}: {error}")),
+        std::io::ErrorKind::PermissionDenied => {
+            RpcError::permission_denied(format!("{} cannot be read by the host", snippet(uri)))
+        }
+        _ => RpcError::internal(format!("{}: {error}", snippet(uri))),
     }
 }
 
 /// `resourceList`: the entries of a directory, sorted by name.
-pub async fn list(uri: String, roots: Vec<PathBuf>) -> Result<ResourceListResult, RpcError> {
+pub async fn list(uri: String, sandbox: Sandbox) -> Result<ResourceListResult, RpcError> {
     blocking(move || {
-        let dir = inside(&uri, &roots, true)?;
+        let dir = inside(&uri, &sandbox, true)?;
         let entries = std::fs::read_dir(&dir).map_err(|e| io_error(&uri, &e))?;
         let mut out = Vec::new();
         for entry in entries.flatten() {
             let Ok(target) = entry.path().canonicalize() else {
                 continue;
             };
-            if !roots.iter().any(|root| target.starts_with(root)) {
+            if !sandbox.contains(&target, &[]) {
                 continue;
             }
             let Ok(metadata) = std::fs::metadata(&target) else {
@@ -142,11 +153,11 @@ pub async fn list(uri: String, roots: Vec<PathBuf>) -> Result<ResourceListResult
 pub async fn resolve(
     uri: String,
     follow_symlinks: Option<bool>,
-    roots: Vec<PathBuf>,
+    sandbox: Sandbox,
 ) -> Result<ResourceResolveResult, RpcError> {
     blocking(move || {
         let follow = follow_symlinks.unwrap_or(true);
-        let path = inside(&uri, &roots, follow)?;
+        let path = inside(&uri, &sandbox, follow)?;
         let metadata = if follow {
             std::fs::metadata(&path)
         } else {
@@ -184,10 +195,10 @@ pub async fn resolve(
 pub async fn read(
     uri: String,
     encoding: Option<ContentEncoding>,
-    roots: Vec<PathBuf>,
+    sandbox: Sandbox,
 ) -> Result<ResourceReadResult, RpcError> {
     blocking(move || {
-        let path = inside(&uri, &roots, true)?;
+        let path = inside(&uri, &sandbox, true)?;
         let metadata = std::fs::metadata(&path).map_err(|e| io_error(&uri, &e))?;
         regular_file(&uri, &metadata)?;
         // Never blocks: opening a FIFO swapped in since the check does not wait for a writer,
@@ -271,12 +282,14 @@ pub fn read_answer(read: ResourceReadResult) -> serde_json::Value {
 fn regular_file(uri: &str, metadata: &std::fs::Metadata) -> Result<(), RpcError> {
     if metadata.is_dir() {
         return Err(RpcError::invalid_params(format!(
-            "{uri} is a folder: use resourceList"
+            "{} is a folder: use resourceList",
+            snippet(uri)
         )));
     }
     if !metadata.is_file() {
         return Err(RpcError::invalid_params(format!(
-            "{uri} is a {}, not a regular file: only regular files can be read",
+            "{} is a {}, not a regular file: only regular files can be read",
+            snippet(uri),
             kind_name(&metadata.file_type())
         )));
     }
@@ -288,7 +301,8 @@ fn regular_file(uri: &str, metadata: &std::fs::Metadata) -> Result<(), RpcError>
 
 fn too_large(uri: &str, len: u64) -> RpcError {
     RpcError::invalid_params(format!(
-        "{uri} is {len} bytes; the host reads at most {MAX_READ_BYTES}"
+        "{} is {len} bytes; the host reads at most {MAX_READ_BYTES}",
+        snippet(uri)
     ))
 }
 

@@ -1,5 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::Path;
+
 use super::*;
 
 struct Place {
@@ -30,6 +32,10 @@ fn place() -> Place {
     }
 }
 
+fn sandbox(p: &Place) -> Sandbox {
+    Sandbox::new([p.root.clone()]).unwrap()
+}
+
 fn uri(path: &Path) -> String {
     path_to_file_uri(path).unwrap()
 }
@@ -37,7 +43,7 @@ fn uri(path: &Path) -> String {
 #[tokio::test]
 async fn a_folder_lists_its_entries_without_links_that_leave_the_roots() {
     let p = place();
-    let listed = list(uri(&p.root), vec![p.root.clone()]).await.unwrap();
+    let listed = list(uri(&p.root), sandbox(&p)).await.unwrap();
     let names: Vec<(String, String)> = listed
         .entries
         .into_iter()
@@ -57,7 +63,7 @@ async fn a_folder_lists_its_entries_without_links_that_leave_the_roots() {
 #[tokio::test]
 async fn reads_give_text_as_utf8_and_bytes_as_base64() {
     let p = place();
-    let roots = vec![p.root.clone()];
+    let roots = sandbox(&p);
     let text = read(uri(&p.root.join("a.txt")), None, roots.clone())
         .await
         .unwrap();
@@ -90,7 +96,7 @@ async fn reads_give_text_as_utf8_and_bytes_as_base64() {
 #[tokio::test]
 async fn nothing_outside_the_roots_is_read_resolved_or_listed() {
     let p = place();
-    let roots = vec![p.root.clone()];
+    let roots = sandbox(&p);
     for outside in [
         uri(&p.base.join("secret.txt")),
         uri(&p.root.join("out-link")),
@@ -131,21 +137,34 @@ async fn a_named_pipe_is_listed_as_one_and_never_read() {
         .status()
         .unwrap();
     assert!(status.success());
-    let listed = list(uri(&p.root), vec![p.root.clone()]).await.unwrap();
+    let listed = list(uri(&p.root), sandbox(&p)).await.unwrap();
     let pipe = listed.entries.iter().find(|e| e.name == "pipe").unwrap();
     assert_eq!(pipe.r#type, "fifo");
     // No writer ever comes: a blocking open would never return. The paused clock is not used,
     // the read returns at once or the test hangs (the suite's own timeout catches that).
-    let error = read(uri(&fifo), None, vec![p.root.clone()])
-        .await
-        .unwrap_err();
+    let error = read(uri(&fifo), None, sandbox(&p)).await.unwrap_err();
     assert!(
         error.message.contains("not a regular file"),
         "{}",
         error.message
     );
-    let resolved = resolve(uri(&fifo), None, vec![p.root.clone()])
-        .await
-        .unwrap();
+    let resolved = resolve(uri(&fifo), None, sandbox(&p)).await.unwrap();
     assert_eq!(resolved.r#type, ResourceType::Unknown("fifo".to_owned()));
+}
+
+#[tokio::test]
+async fn errors_quote_a_huge_uri_briefly() {
+    let p = place();
+    let huge = format!("{}/{}", uri(&p.root), "x".repeat(100_000));
+    for answer in [
+        read(huge.clone(), None, sandbox(&p)).await.err(),
+        list(huge.clone(), sandbox(&p)).await.err(),
+        resolve(huge.clone(), Some(false), sandbox(&p)).await.err(),
+        read(format!("http://{}", "y".repeat(100_000)), None, sandbox(&p))
+            .await
+            .err(),
+    ] {
+        let error = answer.unwrap();
+        assert!(error.message.len() < 400, "{} bytes", error.message.len());
+    }
 }
