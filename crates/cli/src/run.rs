@@ -485,10 +485,18 @@ pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, Str
     outcome
 }
 
-/// Connects `client_id` to the host at `url`, with an error a person can act on: a refused
-/// token, an unreachable host (the token is never printed).
-pub async fn connect_host(url: &str, client_id: &str) -> Result<HostConnection, String> {
-    HostConnection::connect(url, client_id).await.map_err(|e| {
+/// Connects to the host at `url` as a client of this invocation,
+/// `<kind>-<process id>-<start time>` (a client id is bound to one live connection and to its
+/// token, so two commands running at once, or with different tokens, must not share one), with
+/// an error a person can act on: a refused token, an unreachable host (the token is never
+/// printed).
+pub async fn connect_host(url: &str, kind: &str) -> Result<HostConnection, String> {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let client_id = format!("{kind}-{}-{started:x}", std::process::id());
+    HostConnection::connect(url, &client_id).await.map_err(|e| {
         let text = e.to_string();
         if text.contains("403") {
             format!(

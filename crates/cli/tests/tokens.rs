@@ -206,3 +206,38 @@ fn the_audit_log_names_the_token_and_client_of_a_cancel() {
         .unwrap();
     assert!(!refused.status.success());
 }
+
+#[test]
+fn commands_with_different_tokens_do_not_collide_on_a_client_id() {
+    let place = Place::new();
+    let (ok, laptop, err) = tokens(&place, &["add", "laptop"]);
+    assert!(ok, "{err}");
+    let server = Server::start(&place, None);
+    for url in [with_token(&server.url, &laptop), server.url.clone()] {
+        let output = agent_host()
+            .args([
+                "run",
+                "--provider",
+                "scripted",
+                "--yes",
+                "--connect",
+                &url,
+                "--cwd",
+            ])
+            .arg(&place.work)
+            .arg("hello")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    server.process.terminate();
+    assert!(
+        !server.process.stderr().contains("WARN"),
+        "{}",
+        server.process.stderr()
+    );
+}
