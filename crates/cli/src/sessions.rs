@@ -143,7 +143,7 @@ pub async fn table(url: &str, all: bool) -> Result<String, String> {
     Ok(out)
 }
 
-fn existing_store(data_dir: &Path) -> Result<agenthost_store::Store, String> {
+pub(crate) fn existing_store(data_dir: &Path) -> Result<agenthost_store::Store, String> {
     if !data_dir.join(DATABASE_FILE).exists() {
         return Err(format!(
             "no session database in {} (expected {DATABASE_FILE})",

@@ -5,7 +5,7 @@
 //! within a second.
 
 use std::path::Path;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agenthost_server::Token;
@@ -13,6 +13,8 @@ use agenthost_server::access::{
     Credentials, Grant, NamedToken, PRIMARY_TOKEN_NAME, Scope, token_hash,
 };
 use agenthost_store::{Store, TokenRecord};
+
+use crate::sessions::existing_store;
 
 /// How often a running host reads the named tokens again.
 pub const TOKEN_POLL: Duration = Duration::from_millis(500);
@@ -43,23 +45,20 @@ pub fn named_tokens(store: &Store) -> Result<Vec<NamedToken>, String> {
 /// the server is gone. A failed read keeps the tokens as they were.
 pub fn keep_current(store: Store, credentials: &Arc<Credentials>) -> Result<(), String> {
     credentials.replace_named(named_tokens(&store)?);
-    let weak: Weak<Credentials> = Arc::downgrade(credentials);
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(TOKEN_POLL);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            let Some(credentials) = weak.upgrade() else {
-                return;
-            };
+    agenthost_services::periodic::every(
+        Arc::downgrade(credentials),
+        TOKEN_POLL,
+        move |credentials: Arc<Credentials>| {
             let store = store.clone();
-            match tokio::task::spawn_blocking(move || named_tokens(&store)).await {
-                Ok(Ok(tokens)) => credentials.replace_named(tokens),
-                Ok(Err(error)) => tracing::debug!(%error, "cannot read the named tokens"),
-                Err(error) => tracing::debug!(%error, "the token read failed"),
+            async move {
+                match tokio::task::spawn_blocking(move || named_tokens(&store)).await {
+                    Ok(Ok(tokens)) => credentials.replace_named(tokens),
+                    Ok(Err(error)) => tracing::debug!(%error, "cannot read the named tokens"),
+                    Err(error) => tracing::debug!(%error, "the token read failed"),
+                }
             }
-        }
-    });
+        },
+    );
     Ok(())
 }
 
@@ -112,7 +111,9 @@ pub fn add(data_dir: &Path, name: &str, scope: &str) -> Result<String, String> {
 
 /// `tokens list`: a table of the named tokens (never the tokens themselves).
 pub fn list(data_dir: &Path) -> Result<String, String> {
-    let tokens = open(data_dir)?.tokens().map_err(|e| e.to_string())?;
+    let tokens = existing_store(data_dir)?
+        .tokens()
+        .map_err(|e| e.to_string())?;
     let mut out = String::from("NAME  SCOPE  CREATED\n");
     for token in tokens {
         out.push_str(&format!(
@@ -141,7 +142,9 @@ pub fn revoke(data_dir: &Path, name: &str) -> Result<(), String> {
 /// `audit`: the last `limit` entries of the audit log, oldest first, one line each — when,
 /// token, client id, what, channel, details.
 pub fn audit(data_dir: &Path, limit: usize) -> Result<String, String> {
-    let entries = open(data_dir)?.audit(limit).map_err(|e| e.to_string())?;
+    let entries = existing_store(data_dir)?
+        .audit(limit)
+        .map_err(|e| e.to_string())?;
     let mut out = String::from("AT  TOKEN  CLIENT  ACTION  CHANNEL  DETAIL\n");
     for entry in entries {
         out.push_str(&format!(

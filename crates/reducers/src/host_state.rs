@@ -144,19 +144,14 @@ fn reduce_chat(chat: &mut ChatState, action: &StateAction) -> ReduceOutcome {
 /// to end one whose start it cannot compute with (a value stored before starts were validated,
 /// or a host bug). Such a start becomes the chat's last modification time, or the epoch.
 fn repair_start(chat: &mut ChatState, turn_id: &str) {
-    const DECADE: jiff::SignedDuration = jiff::SignedDuration::from_hours(24 * 366 * 10);
-    let usable = |at: &str| {
-        at.parse::<jiff::Timestamp>()
-            .is_ok_and(|at| at.checked_add(DECADE).is_ok())
-    };
-    let fallback = if usable(&chat.modified_at) {
+    let fallback = if validation::usable_start(&chat.modified_at) {
         chat.modified_at.clone()
     } else {
-        "1970-01-01T00:00:00.000Z".to_owned()
+        crate::states::EPOCH.to_owned()
     };
     if let Some(active) = chat.active_turn.as_mut()
         && active.id == turn_id
-        && !usable(&active.started_at)
+        && !validation::usable_start(&active.started_at)
     {
         active.started_at = fallback;
     }

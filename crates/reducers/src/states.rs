@@ -38,7 +38,8 @@ pub fn empty_chat(
     }
 }
 
-const EPOCH: &str = "1970-01-01T00:00:00.000Z";
+/// The start used for a turn whose own start cannot be read.
+pub(crate) const EPOCH: &str = "1970-01-01T00:00:00.000Z";
 
 /// The finished form of `active` ending in the error `part`, exactly as the canonical reducer
 /// ends a turn on `chat/error`: tool calls still in flight become cancelled (`skipped`), the

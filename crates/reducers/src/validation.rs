@@ -578,14 +578,18 @@ fn require_safe_id(field: &'static str, id: &str) -> Result<(), RejectionReason>
         })
 }
 
-/// A start time the host can compute a turn's end from: an RFC 3339 instant with a century of
-/// headroom below the largest representable one.
-fn require_timestamp(field: &'static str, value: &str) -> Result<(), RejectionReason> {
+/// Whether `value` is a start time the host can compute a turn's end from: an RFC 3339 instant
+/// with a century of headroom below the largest representable one.
+pub(crate) fn usable_start(value: &str) -> bool {
     const CENTURY: jiff::SignedDuration = jiff::SignedDuration::from_hours(24 * 366 * 100);
-    let usable = value
+    value
         .parse::<jiff::Timestamp>()
-        .is_ok_and(|at| at.checked_add(CENTURY).is_ok());
-    if usable {
+        .is_ok_and(|at| at.checked_add(CENTURY).is_ok())
+}
+
+/// A client-supplied start time must be [`usable_start`].
+fn require_timestamp(field: &'static str, value: &str) -> Result<(), RejectionReason> {
+    if usable_start(value) {
         Ok(())
     } else {
         Err(RejectionReason::InvalidTimestamp {

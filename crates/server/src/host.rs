@@ -719,14 +719,17 @@ impl Host {
             return;
         };
         let channel = self.resolve_chat(&p.channel);
+        self.refuse(conn, &channel, p, RATE_LIMITED_REASON);
+    }
+
+    /// Echoes a dispatched action back to `conn` alone, rejected with `reason` (an action on an
+    /// unknown channel is ignored, as the specification says).
+    fn refuse(&self, conn: &Connection, channel: &str, p: DispatchActionParams, reason: &str) {
         let origin = ActionOrigin {
             client_id: conn.client_id().unwrap_or_default(),
             client_seq: p.client_seq,
         };
-        match self
-            .state
-            .reject_client(&channel, p.action, origin, RATE_LIMITED_REASON)
-        {
+        match self.state.reject_client(channel, p.action, origin, reason) {
             Some(echo) => {
                 let _ = conn.send_frame(action_frame(&echo));
             }
@@ -748,16 +751,7 @@ impl Host {
             ))
         };
         if let Some(reason) = refusal {
-            let origin = ActionOrigin {
-                client_id: conn.client_id().unwrap_or_default(),
-                client_seq: p.client_seq,
-            };
-            if let Some(echo) = self
-                .state
-                .reject_client(&channel, p.action, origin, &reason)
-            {
-                let _ = conn.send_frame(action_frame(&echo));
-            }
+            self.refuse(conn, &channel, p, &reason);
             return;
         }
         if let Err(error) = self.service.ensure_channel(&channel).await {

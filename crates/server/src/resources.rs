@@ -72,8 +72,6 @@ fn inside(uri: &str, sandbox: &Sandbox, follow: bool) -> Result<PathBuf, RpcErro
             snippet(uri)
         )));
     }
-    let path = file_uri_to_path(uri)
-        .map_err(|e| RpcError::invalid_params(format!("{}: {e}", snippet(uri))))?;
     let resolved = if follow {
         match sandbox.check(uri, PathUse::Reference, &[]) {
             Ok(resolved) => resolved,
@@ -86,6 +84,8 @@ fn inside(uri: &str, sandbox: &Sandbox, follow: bool) -> Result<PathBuf, RpcErro
             Err(_) => return Err(denied(uri)),
         }
     } else {
+        let path = file_uri_to_path(uri)
+            .map_err(|e| RpcError::invalid_params(format!("{}: {e}", snippet(uri))))?;
         let parent = path.parent().and_then(sandbox::resolve);
         match (parent, path.file_name()) {
             (Some(parent), Some(name)) if sandbox.contains(&parent, &[]) => parent.join(name),

@@ -145,12 +145,12 @@ impl Sandbox {
         action: &mut StateAction,
         extra: &[PathBuf],
     ) -> Result<(), PathRefusal> {
-        self.check_action(action, extra)?;
+        // A working-directory action carries that one path; every other carries attachments.
         let directory = match action {
             StateAction::SessionWorkingDirectorySet(a) => &mut a.directory,
             StateAction::SessionWorkingDirectoryReplaced(a) => &mut a.replacement,
             StateAction::ChatWorkingDirectorySet(a) => &mut a.directory,
-            _ => return Ok(()),
+            _ => return self.check_action(action, extra),
         };
         let resolved = self.check(directory, PathUse::Directory, extra)?;
         if let Ok(canonical) = path_to_file_uri(&resolved) {
