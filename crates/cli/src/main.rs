@@ -645,9 +645,6 @@ fn init_logging(default: &str) {
         .try_init();
 }
 
-/// How long the process waits at exit for tasks still running (after its own orderly stop).
-const EXIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -845,9 +842,8 @@ fn main() -> ExitCode {
             runtime.block_on(agenthost::demo::run(args.verbose))
         }
     };
-    // Everything was flushed above; a task still blocked in the kernel (a file-system call
-    // that never returns) must not keep the process from exiting.
-    runtime.shutdown_timeout(EXIT_DEADLINE);
+    // Everything was flushed above: wait for stragglers only up to the exit deadline.
+    agenthost::stop_runtime(runtime, agenthost::EXIT_DEADLINE);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
