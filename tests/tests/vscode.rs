@@ -111,6 +111,39 @@ mod vscode_1_141 {
     }
 }
 
+/// VS Code main (after 1.141): `vscode.ahpSessionUris` in `initialize` and `reconnect`, 1.0.0
+/// offered first, sessions created as `ahp-session:/<uuid>` with the agent in `provider`.
+mod vscode_main {
+    use serde_json::{Value, json};
+
+    /// `protocolVersions` as offered, most preferred first.
+    pub const OFFER: [&str; 3] = ["1.0.0", "0.10.0", "0.9.0"];
+
+    /// The `_meta` VS Code main sends with `initialize` and `reconnect`.
+    pub fn meta() -> Value {
+        json!({ "vscode.telemetryLevel": "all", "vscode.clientConnectionKind": "direct_websocket",
+                "vscode.clientMachineId": "machine-1", "vscode.clientDevDeviceId": "device-1",
+                "vscode.ahpSessionUris": true })
+    }
+
+    pub fn initialize(client_id: &str) -> Value {
+        json!({
+            "channel": "ahp-root://",
+            "protocolVersions": OFFER,
+            "clientId": client_id,
+            "clientInfo": { "name": "vscode-agents-window", "title": "VS Code Agents Window",
+                            "version": "1.142.0" },
+            "_meta": meta(),
+            "initialSubscriptions": ["ahp-root://"],
+        })
+    }
+
+    pub fn reconnect(client_id: &str, last_seen: i64, subscriptions: &[&str]) -> Value {
+        json!({ "clientId": client_id, "lastSeenServerSeq": last_seen,
+                "subscriptions": subscriptions, "_meta": meta() })
+    }
+}
+
 /// VS Code 1.140.0.
 mod vscode_1_140 {
     /// `protocolVersions` as offered.
@@ -504,9 +537,10 @@ async fn initialize(vscode: &mut VsCode) -> Value {
                 "{model}"
             );
         }
-        assert!(
-            agent.get("protectedResources").is_none(),
-            "no agent of this host needs a token: {agent}"
+        assert_eq!(
+            agent["protectedResources"],
+            json!([]),
+            "no agent of this host needs a token: signed-out users may use it: {agent}"
         );
     }
     let default_directory = result["defaultDirectory"].as_str().unwrap();
@@ -1097,6 +1131,255 @@ async fn vs_code_agents_window_opening_sequence_replayed() {
     assert_converged(&mut vscode, &chat, &first).await;
     let mut vscode = reconnects(vscode, &mut host, &session, &chat).await;
     dispose_keeps_history(&mut vscode, &session, &chat).await;
+}
+
+// ─── VS Code main, and a 1.141 window beside it ─────────────────────────────────────────────
+
+fn say_script() -> Value {
+    json!({ "default": { "steps": [{ "kind": "say", "text": "Hello from the agent.", "chunk": 4 }] } })
+}
+
+/// What VS Code main needs to treat this host as a remote one (not its own) and to let a
+/// signed-out user in.
+fn assert_main_can_use(init: &Value) {
+    assert_eq!(init["protocolVersion"], "1.0.0", "{init}");
+    let meta = init.get("_meta").cloned().unwrap_or(Value::Null);
+    assert!(
+        meta.get("vscode.agentHost").is_none(),
+        "`vscode.agentHost` makes VS Code treat the host as its own: {init}"
+    );
+    let root = init["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["resource"] == ROOT_RESOURCE_URI)
+        .unwrap();
+    assert!(
+        root["state"]
+            .get("_meta")
+            .and_then(|m| m.get("hostBuild"))
+            .is_none(),
+        "root `_meta.hostBuild` makes VS Code treat the host as its own: {root}"
+    );
+    for agent in root["state"]["agents"].as_array().unwrap() {
+        assert_eq!(
+            agent["protectedResources"],
+            json!([]),
+            "an agent without `protectedResources: []` needs a Copilot sign-in: {agent}"
+        );
+        assert!(!agent["models"].as_array().unwrap().is_empty(), "{agent}");
+    }
+}
+
+/// Every action envelope `vscode` received since `from` (an index into `received`), as text.
+fn received_text(vscode: &VsCode, from: usize) -> String {
+    vscode.received[from..]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vs_code_main_and_a_1_141_window_share_a_session_under_two_spellings() {
+    let mut host = Host::start(say_script()).await;
+    let project = file_uri(&host.work);
+    let id = uuid();
+    let canonical = format!("ahp-session:/{id}");
+    let provider_spelled = format!("scripted:/{id}");
+
+    // VS Code main: `ahp-session:/<uuid>`, the agent in `provider`.
+    let mut main = VsCode::open(&host.url, &uuid()).await;
+    let init = main
+        .request(
+            "initialize",
+            vscode_main::initialize(&main.client_id.clone()),
+        )
+        .await
+        .unwrap();
+    assert_main_can_use(&init);
+    let client_id = main.client_id.clone();
+    main.request(
+        "createSession",
+        json!({ "channel": canonical, "provider": "scripted", "workingDirectories": [project],
+                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
+    )
+    .await
+    .unwrap();
+    let added = main.until(|f| f["method"] == "root/sessionAdded").await;
+    assert_eq!(added["params"]["summary"]["resource"], canonical.as_str());
+    assert_eq!(added["params"]["summary"]["provider"], "scripted");
+    let main_chat = derived_chat(&canonical);
+    main.request("subscribe", json!({ "channel": canonical }))
+        .await
+        .unwrap();
+    main.request("subscribe", json!({ "channel": main_chat }))
+        .await
+        .unwrap();
+
+    // A 1.141 window lists the session, turns it into `scripted:/<uuid>` and subscribes so.
+    let mut older = VsCode::open(&host.url, &uuid()).await;
+    older
+        .request(
+            "initialize",
+            vscode_1_141::initialize(&older.client_id.clone()),
+        )
+        .await
+        .unwrap();
+    let old_chat = derived_chat(&provider_spelled);
+    let snapshot = older
+        .request("subscribe", json!({ "channel": provider_spelled }))
+        .await
+        .expect("the provider spelling names the session");
+    assert_eq!(snapshot["snapshot"]["resource"], provider_spelled.as_str());
+    assert_eq!(
+        snapshot["snapshot"]["state"]["defaultChat"],
+        old_chat.as_str()
+    );
+    let chat_snapshot = older
+        .request("subscribe", json!({ "channel": old_chat }))
+        .await
+        .expect("the chat derived from the provider spelling resolves");
+    assert_eq!(chat_snapshot["snapshot"]["resource"], old_chat.as_str());
+    // Creating the session again under the other spelling is refused.
+    let older_id = older.client_id.clone();
+    let refused = older
+        .request(
+            "createSession",
+            json!({ "channel": provider_spelled, "workingDirectories": [project],
+                    "activeClient": { "clientId": older_id, "displayName": "VS Code", "tools": [] } }),
+        )
+        .await
+        .expect_err("a session's other spelling is taken");
+    assert_eq!(refused["code"], -32003, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("already exists"),
+        "{refused}"
+    );
+    // Its catalog names the session its way too.
+    let listed = older.request("listSessions", json!({})).await.unwrap();
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["resource"] == provider_spelled.as_str()),
+        "{listed}"
+    );
+
+    // One turn from main: both windows see it live, each in its own spelling.
+    let (main_from, older_from) = (main.received.len(), older.received.len());
+    main.dispatch(
+        &main_chat,
+        1,
+        json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
+                "message": { "text": "Say hello", "origin": { "kind": "user" } } }),
+    )
+    .await;
+    main.action(&main_chat, "chat/turnComplete", |e| {
+        e["action"]["turnId"] == "turn-1"
+    })
+    .await;
+    let seen = older
+        .action(&old_chat, "chat/turnComplete", |e| {
+            e["action"]["turnId"] == "turn-1"
+        })
+        .await;
+    assert!(seen.get("rejectionReason").is_none(), "{seen}");
+    older.barrier().await;
+    // A second turn from the 1.141 window, in its spelling, reaches main in main's.
+    older
+        .dispatch(
+            &old_chat,
+            1,
+            json!({ "type": "chat/turnStarted", "turnId": "turn-2", "startedAt": STARTED_AT,
+                    "message": { "text": "Again", "origin": { "kind": "user" } } }),
+        )
+        .await;
+    let echo = older
+        .action(&old_chat, "chat/turnStarted", |e| {
+            e["action"]["turnId"] == "turn-2"
+        })
+        .await;
+    assert!(echo.get("rejectionReason").is_none(), "{echo}");
+    older
+        .action(&old_chat, "chat/turnComplete", |e| {
+            e["action"]["turnId"] == "turn-2"
+        })
+        .await;
+    main.action(&main_chat, "chat/turnComplete", |e| {
+        e["action"]["turnId"] == "turn-2"
+    })
+    .await;
+    main.barrier().await;
+    older.barrier().await;
+    let older_saw = received_text(&older, older_from);
+    let main_saw = received_text(&main, main_from);
+    let canonical_b64 = derived_chat(&canonical)
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let spelled_b64 = old_chat.rsplit('/').next().unwrap().to_owned();
+    assert!(older_saw.contains("\"chat/delta\""), "{older_saw}");
+    assert!(
+        !older_saw.contains(&canonical) && !older_saw.contains(&canonical_b64),
+        "the 1.141 window was sent the host's spelling: {older_saw}"
+    );
+    assert!(
+        !main_saw.contains(&provider_spelled) && !main_saw.contains(&spelled_b64),
+        "main was sent the 1.141 window's spelling: {main_saw}"
+    );
+    let turns = main
+        .request("subscribe", json!({ "channel": main_chat }))
+        .await
+        .unwrap()["snapshot"]["state"]["turns"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(turns, 2, "one chat, two turns");
+
+    // After a restart, main reconnects with its `_meta`; the session is still one.
+    let last_seen = main.last_seen;
+    drop(main);
+    drop(older);
+    host.restart().await;
+    let mut main = VsCode::open(&host.url, &client_id).await;
+    let reconnected = main
+        .request(
+            "reconnect",
+            vscode_main::reconnect(
+                &client_id,
+                last_seen,
+                &[ROOT_RESOURCE_URI, &canonical, &main_chat],
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reconnected["type"], "snapshot", "{reconnected}");
+    let mut older = VsCode::open(&host.url, &uuid()).await;
+    older
+        .request(
+            "initialize",
+            vscode_1_141::initialize(&older.client_id.clone()),
+        )
+        .await
+        .unwrap();
+    let restored = older
+        .request("subscribe", json!({ "channel": old_chat }))
+        .await
+        .expect("the provider spelling still names the session after a restart");
+    assert_eq!(
+        restored["snapshot"]["state"]["turns"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(!restored.to_string().contains(&canonical_b64), "{restored}");
 }
 
 // ─── §11.2: Microsoft's client with VS Code's offer ─────────────────────────────────────────

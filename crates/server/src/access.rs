@@ -27,8 +27,9 @@ pub enum Scope {
     /// Read only: subscribe, list, fetch turns, read resources. Every action and every command
     /// that changes something is refused.
     Observe,
-    /// Only the session with this URI (and its chats): the root channel and `listSessions`
-    /// show no other session.
+    /// Only the session with this URI (and its chats), under either of its spellings
+    /// (`ahp-session:/<id>` and `<provider>:/<id>`): the root channel and `listSessions` show no
+    /// other session.
     Session(String),
 }
 
@@ -42,7 +43,7 @@ impl Scope {
     pub fn sees_session(&self, session: &str) -> bool {
         match self {
             Scope::Full | Scope::Observe => true,
-            Scope::Session(own) => own == session,
+            Scope::Session(own) => same_session(own, session),
         }
     }
 }
@@ -219,7 +220,19 @@ pub(crate) fn frame_visible(scope: &Scope, frame: &str) -> bool {
         Some("root/sessionRemoved" | "root/sessionSummaryChanged") => params["session"].as_str(),
         _ => return true,
     };
-    session == Some(own.as_str())
+    session.is_some_and(|session| same_session(own, session))
+}
+
+/// Whether two session URIs name one session (see `SessionUri::same_session`); an unparsable
+/// one names none.
+fn same_session(own: &str, session: &str) -> bool {
+    match (
+        agenthost_protocol::SessionUri::parse(own),
+        agenthost_protocol::SessionUri::parse(session),
+    ) {
+        (Ok(own), Ok(session)) => own.same_session(&session),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

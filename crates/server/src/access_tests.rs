@@ -56,3 +56,24 @@ fn the_hash_is_sha256_hex() {
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }
+
+#[test]
+fn a_session_scope_covers_both_spellings_of_its_session() {
+    let scope: Scope = "session:claude:/abc".parse().unwrap();
+    assert!(scope.sees_session("claude:/abc"));
+    assert!(scope.sees_session("ahp-session:/abc"));
+    assert!(
+        !scope.sees_session("codex:/abc"),
+        "another provider's session"
+    );
+    assert!(!scope.sees_session("ahp-session:/abcd"));
+    let canonical: Scope = "session:ahp-session:/abc".parse().unwrap();
+    assert!(canonical.sees_session("claude:/abc"));
+    let added = |uri: &str| {
+        serde_json::json!({ "jsonrpc": "2.0", "method": "root/sessionAdded",
+                            "params": { "summary": { "resource": uri } } })
+        .to_string()
+    };
+    assert!(frame_visible(&scope, &added("ahp-session:/abc")));
+    assert!(!frame_visible(&scope, &added("ahp-session:/other")));
+}

@@ -19,12 +19,17 @@
 //! | `ping` at any time, before `initialize` too | the connection's reader answers it ahead of queued work (`connection` module) |
 //! | `disposeSession` of a session it still shows | `disposeSession` frees live state only (`agenthost-service`): history, listing and restore stay; no `root/sessionRemoved` |
 //!
-//! **URIs: published, not translated.** The host publishes VS Code's shapes to every client:
-//! a client-named `<provider>:/<id>` session keeps that URI (and `createSession` takes the
-//! provider from the scheme when `provider` is absent), and every session's default chat *is*
-//! `ahp-chat://default/<base64url(session URI)>` (`ChatUri::default_for`). So no per-connection
-//! URI rewriting exists; a session another client creates as `ahp-session:/…` is listed for
-//! VS Code under that URI.
+//! **URIs: one session, two spellings.** The host publishes VS Code's shapes: a client-named
+//! `<provider>:/<id>` session keeps that URI (and `createSession` takes the provider from the
+//! scheme when `provider` is absent), and every session's default chat *is*
+//! `ahp-chat://default/<base64url(session URI)>` (`ChatUri::default_for`). VS Code main creates
+//! `ahp-session:/<id>` sessions, while a 1.141 window turns every listed `ahp-session:/<id>` into
+//! `<provider>:/<id>` before subscribing. So the two spellings name one session
+//! ([`UriSpellings`]): what a connection sends in the other spelling is read in the host's
+//! ([`ProtocolHandler::to_host_spelling`](crate::ProtocolHandler::to_host_spelling), before any
+//! request or notification is handled), and every frame it is sent is written in its own — the
+//! session URI and the URIs derived from it. This per-connection URI spelling is part of the wire
+//! surface.
 //!
 //! **Per connection: the dialect and the wire surface.** [`ClientDialect::detect`] recognises
 //! VS Code by `clientInfo.name` (`vscode-…`) or a `vscode.*` `_meta` key; it is remembered per
@@ -34,10 +39,14 @@
 //! ([`INTRODUCED_IN_1_0`]) from its frames and replays; `x-` actions pass.
 
 use std::borrow::Cow;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use agenthost_protocol::commands::{CreateSessionParams, InitializeParams};
 use agenthost_protocol::state::{ClientPluginCustomization, ToolDefinition};
-use agenthost_protocol::{ActionEnvelope, ChatUri};
+use agenthost_protocol::{ActionEnvelope, ChatUri, SessionUri};
 use serde_json::{Map, Value};
 
 use crate::version::WireSurface;
@@ -163,6 +172,241 @@ pub fn create_session_params(raw: Option<Value>) -> Result<CreateSessionParams, 
         "createSession: left out client tools or customizations this host cannot read"
     );
     Ok(params)
+}
+
+/// The session URIs one connection spells differently from the host.
+///
+/// `ahp-session:/<id>` and `<provider>:/<id>` name one session: VS Code main creates and names
+/// sessions the first way, VS Code 1.141 turns every listed `ahp-session:/<id>` back into
+/// `<provider>:/<id>` before it subscribes. The host knows each session under the spelling it
+/// was created with; a connection that names it the other way gets answers and updates in its
+/// own spelling — the session URI and every URI derived from it (the default chat
+/// `ahp-chat://default/<base64url(session)>`, peer chats `ahp-chat://<id>/<base64url(session)>`,
+/// subagent chats, changesets) — and what it sends is read in the host's. The
+/// [`Host`](crate::Host) finds the pairs (it asks the session service which session a spelling
+/// names) and records them here; the connection's writer rewrites each frame it sends.
+#[derive(Debug, Default)]
+pub struct UriSpellings {
+    pairs: std::sync::RwLock<Vec<Spelling>>,
+    /// Spellings the host already resolved for this connection (its own, or a pair's).
+    resolved: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// One session's two spellings, each with the base64url form derived URIs carry.
+#[derive(Debug, Clone)]
+struct Spelling {
+    host: String,
+    client: String,
+    host_b64: String,
+    client_b64: String,
+}
+
+/// At most this many sessions are remembered per connection (a client naming endless sessions
+/// makes the host look them up again instead of growing this set).
+const MAX_RESOLVED: usize = 4096;
+
+impl UriSpellings {
+    /// Whether the host already resolved `uri` for this connection.
+    pub fn is_resolved(&self, uri: &str) -> bool {
+        self.resolved_set().contains(uri)
+    }
+
+    /// `uri` names the session under its own spelling.
+    pub fn resolved_as_itself(&self, uri: &str) {
+        let mut resolved = self.resolved_set();
+        if resolved.len() < MAX_RESOLVED {
+            resolved.insert(uri.to_owned());
+        }
+    }
+
+    /// This connection names the session `host` as `client`. The first spelling a connection
+    /// used for a session stays its spelling.
+    pub fn add(&self, host: &SessionUri, client: &SessionUri) {
+        self.resolved_as_itself(client.as_str());
+        let mut pairs = self
+            .pairs
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pairs.iter().any(|pair| pair.host == host.as_str()) || pairs.len() >= MAX_RESOLVED {
+            return;
+        }
+        pairs.push(Spelling {
+            host: host.as_str().to_owned(),
+            client: client.as_str().to_owned(),
+            host_b64: URL_SAFE_NO_PAD.encode(host.as_str()),
+            client_b64: URL_SAFE_NO_PAD.encode(client.as_str()),
+        });
+    }
+
+    /// A frame for this connection, in its spellings (the frame itself when it names none of
+    /// the sessions it spells differently).
+    pub fn to_client(&self, frame: &Arc<str>) -> Arc<str> {
+        let pairs = self.pairs();
+        let mut text: Option<String> = None;
+        for pair in pairs.iter() {
+            let current = text.as_deref().unwrap_or(frame);
+            if let Some(next) = respell(
+                current,
+                &pair.host,
+                &pair.client,
+                &pair.host_b64,
+                &pair.client_b64,
+            ) {
+                text = Some(next);
+            }
+        }
+        text.map_or_else(|| Arc::clone(frame), Arc::from)
+    }
+
+    /// Rewrites every string of a client's params from its spellings into the host's.
+    pub fn to_host(&self, params: &mut Value) {
+        let pairs = self.pairs();
+        if pairs.is_empty() {
+            return;
+        }
+        visit_strings(params, &mut |text| {
+            let mut current = chat_spelling(text).into_owned();
+            let mut changed = current != *text;
+            for pair in pairs.iter() {
+                if let Some(next) = respell(
+                    &current,
+                    &pair.client,
+                    &pair.host,
+                    &pair.client_b64,
+                    &pair.host_b64,
+                ) {
+                    current = next;
+                    changed = true;
+                }
+            }
+            changed.then_some(current)
+        });
+    }
+
+    fn pairs(&self) -> std::sync::RwLockReadGuard<'_, Vec<Spelling>> {
+        self.pairs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn resolved_set(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.resolved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The sessions a client's params name: every string that is a session URI, or a URI derived
+/// from one (a derived default, peer or subagent chat, a changeset), without repeats.
+pub fn named_sessions(params: &Value) -> Vec<SessionUri> {
+    let mut found: Vec<SessionUri> = Vec::new();
+    let mut note = |session: SessionUri| {
+        if !found.contains(&session) {
+            found.push(session);
+        }
+    };
+    let mut strings = Vec::new();
+    collect_strings(params, &mut strings);
+    for text in strings {
+        if text.len() > agenthost_protocol::uri::MAX_URI_LEN || !text.contains(":/") {
+            continue;
+        }
+        if let Ok(session) = SessionUri::parse(text) {
+            note(session);
+        } else if let Ok(chat) = ChatUri::parse(text) {
+            if let Ok(Some(session)) = chat.default_chat_session() {
+                note(session);
+            } else if let Ok(Some((session, _))) = chat.subagent_parent() {
+                note(session);
+            } else if let Some(session) = peer_chat_session(text) {
+                note(session);
+            }
+        } else if let Ok(changeset) = agenthost_protocol::uri::ChangesetUri::parse(text) {
+            note(changeset.session_uri().clone());
+        }
+    }
+    found
+}
+
+/// The session of a peer chat `ahp-chat://<chat id>/<base64url(session)>`.
+fn peer_chat_session(uri: &str) -> Option<SessionUri> {
+    let rest = uri.strip_prefix("ahp-chat://")?;
+    let (_, payload) = rest.split_once('/')?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
+    SessionUri::parse(std::str::from_utf8(&bytes).ok()?).ok()
+}
+
+fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|item| collect_strings(item, out)),
+        Value::Object(map) => map.values().for_each(|item| collect_strings(item, out)),
+        _ => {}
+    }
+}
+
+fn visit_strings(value: &mut Value, rewrite: &mut impl FnMut(&str) -> Option<String>) {
+    match value {
+        Value::String(text) => {
+            if let Some(next) = rewrite(text) {
+                *text = next;
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| visit_strings(item, rewrite)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|item| visit_strings(item, rewrite)),
+        _ => {}
+    }
+}
+
+/// `text` with every whole occurrence of the session URI `from` replaced by `to`, and of the
+/// base64url form `from_b64` (after a `/`, as derived URIs carry it) by `to_b64`; `None` when
+/// there is none. "Whole": the URI is not followed by another id character (so `…/ab` is not
+/// found in `…/abc`) nor preceded by a scheme character; the base64 form not followed by another
+/// base64url character.
+fn respell(text: &str, from: &str, to: &str, from_b64: &str, to_b64: &str) -> Option<String> {
+    if !text.contains(from) && !text.contains(from_b64) {
+        return None;
+    }
+    fn id_char(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '%' | '+')
+    }
+    fn b64_char(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '-' | '_')
+    }
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let uri = rest.starts_with(from)
+            && !text[..at].chars().next_back().is_some_and(id_char)
+            && !rest[from.len()..].chars().next().is_some_and(id_char);
+        let b64 = !uri
+            && rest.starts_with(from_b64)
+            && text[..at].ends_with('/')
+            && !rest[from_b64.len()..].chars().next().is_some_and(b64_char);
+        let (matched, replacement) = match (uri, b64) {
+            (true, _) => (from.len(), to),
+            (_, true) => (from_b64.len(), to_b64),
+            _ => {
+                at += rest.chars().next().map_or(1, char::len_utf8);
+                continue;
+            }
+        };
+        out.push_str(&text[copied..at]);
+        out.push_str(replacement);
+        at += matched;
+        copied = at;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
 }
 
 /// Action types AHP 1.0 introduced (`ahp-protocol.md` §5): a peer served the 0.9 surface

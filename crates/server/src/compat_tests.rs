@@ -157,3 +157,97 @@ fn create_session_is_still_refused_when_something_else_is_malformed() {
     }
     assert!(create_session_params(None).is_err());
 }
+
+fn session(uri: &str) -> SessionUri {
+    SessionUri::parse(uri).unwrap()
+}
+
+#[test]
+fn a_frame_is_written_in_the_clients_spelling_of_a_session_and_its_derived_uris() {
+    let host = session("ahp-session:/abc");
+    let client = session("claude:/abc");
+    let spellings = UriSpellings::default();
+    let frame: Arc<str> = Arc::from(
+        serde_json::json!({
+            "resource": host.as_str(),
+            "defaultChat": ChatUri::default_for(&host).as_str(),
+            "subagent": ChatUri::subagent(&host, &agenthost_protocol::SafeId::new("t1").unwrap()).as_str(),
+            "text": format!("see [the plan]({}) and {}/annotations", ChatUri::default_for(&host), host),
+            "longer": "ahp-session:/abcd",
+            "prefixed": "xahp-session:/abc",
+        })
+        .to_string(),
+    );
+    assert!(
+        Arc::ptr_eq(&spellings.to_client(&frame), &frame),
+        "no pair: the frame itself"
+    );
+    spellings.add(&host, &client);
+    let written: Value = serde_json::from_str(&spellings.to_client(&frame)).unwrap();
+    assert_eq!(written["resource"], "claude:/abc");
+    assert_eq!(
+        written["defaultChat"],
+        ChatUri::default_for(&client).as_str()
+    );
+    assert_eq!(
+        written["subagent"],
+        ChatUri::subagent(&client, &agenthost_protocol::SafeId::new("t1").unwrap()).as_str()
+    );
+    assert_eq!(
+        written["text"],
+        format!(
+            "see [the plan]({}) and claude:/abc/annotations",
+            ChatUri::default_for(&client)
+        )
+    );
+    assert_eq!(
+        written["longer"], "ahp-session:/abcd",
+        "another session's id is not cut"
+    );
+    assert_eq!(written["prefixed"], "xahp-session:/abc");
+}
+
+#[test]
+fn what_a_client_sends_in_its_spelling_is_read_in_the_hosts() {
+    let host = session("claude:/abc");
+    let client = session("ahp-session:/abc");
+    let spellings = UriSpellings::default();
+    spellings.add(&host, &client);
+    let padded = format!("{}==", ChatUri::default_for(&client));
+    let mut params = serde_json::json!({
+        "channel": client.as_str(),
+        "action": { "type": "chat/turnStarted", "chat": ChatUri::default_for(&client).as_str() },
+        "subscriptions": [padded, "ahp-session:/other"],
+    });
+    spellings.to_host(&mut params);
+    assert_eq!(params["channel"], "claude:/abc");
+    assert_eq!(
+        params["action"]["chat"],
+        ChatUri::default_for(&host).as_str()
+    );
+    assert_eq!(
+        params["subscriptions"][0],
+        ChatUri::default_for(&host).as_str()
+    );
+    assert_eq!(params["subscriptions"][1], "ahp-session:/other");
+    // The first spelling a connection used stays its spelling.
+    spellings.add(&host, &session("ahp-session:/abc"));
+    assert!(spellings.is_resolved("ahp-session:/abc"));
+}
+
+#[test]
+fn the_sessions_a_clients_params_name_are_found_in_every_uri_shape() {
+    let a = session("claude:/a");
+    let b = session("ahp-session:/b");
+    let c = session("codex:/c");
+    let d = session("ahp-session:/d");
+    let params = serde_json::json!({
+        "channel": a.as_str(),
+        "chats": [ChatUri::default_for(&b).as_str(), ChatUri::default_for(&b).as_str()],
+        "nested": { "subagent": ChatUri::subagent(&c, &agenthost_protocol::SafeId::new("t").unwrap()).as_str() },
+        "peer": format!("ahp-chat://side-1/{}", URL_SAFE_NO_PAD.encode(d.as_str())),
+        "text": "not a uri",
+        "file": "file:///etc/passwd",
+    });
+    assert_eq!(named_sessions(&params), vec![a, b, c, d]);
+}

@@ -37,6 +37,7 @@ use tokio_tungstenite::tungstenite::protocol::{Message, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Utf8Bytes};
 
 use crate::access::{Credentials, Grant};
+use crate::compat::UriSpellings;
 use crate::config::ServerConfig;
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::handshake::{self, Prefixed};
@@ -142,6 +143,8 @@ struct Shared {
     max_subscriptions: usize,
     /// The `dispatchAction` budget (`ServerConfig::dispatch_rate` / `dispatch_burst`).
     dispatch_budget: Mutex<TokenBucket>,
+    /// The session URIs this client spells differently from the host (shared with the writer).
+    spellings: Arc<UriSpellings>,
 }
 
 /// The per-connection limits a handler enforces (from [`ServerConfig`]).
@@ -176,16 +179,18 @@ pub(crate) struct Queues {
     priority: mpsc::Receiver<Queued>,
     outbound_open: watch::Receiver<bool>,
     close: watch::Receiver<Option<CloseRequest>>,
+    /// Every frame is written in the client's spellings of session URIs.
+    spellings: Arc<UriSpellings>,
 }
 
 #[cfg(test)]
 impl Queues {
-    /// The next frame of the outbound queue, if any.
+    /// The next frame of the outbound queue, if any, as it would be written.
     pub(crate) fn try_next_outbound(&mut self) -> Option<Arc<str>> {
         self.outbound
             .try_recv()
             .ok()
-            .map(|queued| queued.frame.clone())
+            .map(|queued| self.spellings.to_client(&queued.frame))
     }
 }
 
@@ -202,6 +207,7 @@ impl Connection {
         let (priority_tx, priority) = mpsc::channel(queue);
         let (open_tx, outbound_open) = watch::channel(false);
         let (close_tx, close) = watch::channel(None);
+        let spellings = Arc::new(UriSpellings::default());
         let connection = Self {
             shared: Arc::new(Shared {
                 id,
@@ -220,6 +226,7 @@ impl Connection {
                     limits.dispatch_rate,
                     limits.dispatch_burst,
                 )),
+                spellings: Arc::clone(&spellings),
             }),
         };
         let queues = Queues {
@@ -227,6 +234,7 @@ impl Connection {
             priority,
             outbound_open,
             close,
+            spellings,
         };
         (connection, queues)
     }
@@ -299,6 +307,12 @@ impl Connection {
     /// `None` before.
     pub fn protocol_version(&self) -> Option<NegotiatedVersion> {
         self.peer_state().version.clone()
+    }
+
+    /// The session URIs this client spells differently from the host: what it sends is read,
+    /// and every frame it is sent written, in its spellings.
+    pub fn spellings(&self) -> &UriSpellings {
+        &self.shared.spellings
     }
 
     /// The `clientId` of `initialize`/`reconnect`; `None` before.
@@ -935,7 +949,9 @@ where
         mut priority,
         mut outbound_open,
         mut close,
+        spellings,
     } = queues;
+    let messages = |frame: &Arc<str>| text_messages(&spellings.to_client(frame));
     let mut open = *outbound_open.borrow();
     loop {
         let first = tokio::select! {
@@ -952,7 +968,7 @@ where
         // The frames count as queued until written: they are dropped after the flush.
         let mut batch = vec![first];
         let written = async {
-            for message in text_messages(&batch[0].frame) {
+            for message in messages(&batch[0].frame) {
                 sink.feed(message).await?;
             }
             for _ in 1..MAX_WRITE_BATCH {
@@ -964,7 +980,7 @@ where
                     },
                     Err(_) => break,
                 };
-                for message in text_messages(&next.frame) {
+                for message in messages(&next.frame) {
                     sink.feed(message).await?;
                 }
                 batch.push(next);
@@ -996,12 +1012,12 @@ where
     let closed = async {
         if request.drain {
             while let Ok(queued) = priority.try_recv() {
-                for message in text_messages(&queued.frame) {
+                for message in messages(&queued.frame) {
                     sink.feed(message).await?;
                 }
             }
             while let Ok(queued) = outbound.try_recv() {
-                for message in text_messages(&queued.frame) {
+                for message in messages(&queued.frame) {
                     sink.feed(message).await?;
                 }
             }
@@ -1038,7 +1054,16 @@ async fn work_loop(
 ) {
     while let Some(incoming) = inbound.recv().await {
         match incoming {
-            Incoming::Request { id, method, params } => {
+            Incoming::Request {
+                id,
+                method,
+                mut params,
+            } => {
+                if method != "ping"
+                    && let Some(params) = params.as_mut()
+                {
+                    handler.to_host_spelling(&conn, params);
+                }
                 let reply = handle_request(&conn, &*handler, id, method, params).await;
                 // Before initialization the outbound queue is held: answer on the priority one.
                 let ready = conn.is_ready();
@@ -1059,7 +1084,10 @@ async fn work_loop(
                 // What the handler held until its answer was queued (a read permit) goes now.
                 drop(conn.take_reply_guard());
             }
-            Incoming::Notification { method, params } => {
+            Incoming::Notification { method, mut params } => {
+                if let Some(params) = params.as_mut() {
+                    handler.to_host_spelling(&conn, params);
+                }
                 if conn.is_ready() {
                     handler.notification(conn.clone(), method, params).await;
                 } else {

@@ -84,6 +84,14 @@ pub trait ProtocolHandler: Send + Sync + 'static {
         Box::pin(async {})
     }
 
+    /// Before any other call with a client's params (not `ping`'s): rewrite the session URIs
+    /// this client spells differently from the host into the host's spelling (see
+    /// [`UriSpellings`](crate::compat::UriSpellings)), recording new pairs on `conn`. The
+    /// default changes nothing.
+    fn to_host_spelling(&self, conn: &Connection, params: &mut Value) {
+        let _ = (conn, params);
+    }
+
     /// The client answered a request the host sent it (`resource*` requests may flow either
     /// way). Called from the reader, **not** in order with requests (so a request handler may
     /// wait for such an answer without deadlocking): do not block; complete a oneshot or

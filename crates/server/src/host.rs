@@ -659,7 +659,11 @@ impl Host {
         let Scope::Session(own) = &grant.scope else {
             return Ok(());
         };
-        if channel == ROOT_RESOURCE_URI || self.channel_session(channel).as_ref() == Some(own) {
+        if channel == ROOT_RESOURCE_URI
+            || self
+                .channel_session(channel)
+                .is_some_and(|session| grant.scope.sees_session(&session))
+        {
             return Ok(());
         }
         Err(RpcError::permission_denied(format!(
@@ -704,7 +708,7 @@ impl Host {
                 };
                 match (method, channel) {
                     (m, _) if m.starts_with("resource") => Err(limited()),
-                    ("createSession", Some(channel)) if channel == own => Ok(()),
+                    ("createSession", Some(channel)) if grant.scope.sees_session(channel) => Ok(()),
                     ("createSession", _) => Err(limited()),
                     (_, Some(channel)) => self.channel_allowed(conn, channel),
                     (_, None) => Err(limited()),
@@ -946,6 +950,24 @@ impl ProtocolHandler for Host {
         raw: Option<Value>,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
         Box::pin(async move { self.handle_request(conn, &method, raw).await })
+    }
+
+    fn to_host_spelling(&self, conn: &Connection, params: &mut Value) {
+        let spellings = conn.spellings();
+        for named in compat::named_sessions(params) {
+            if spellings.is_resolved(named.as_str()) {
+                continue;
+            }
+            match self.service.session_spelling(&named) {
+                Some(host) if host != named => {
+                    tracing::debug!(conn = %conn.id(), client = %named, host = %host, "the client spells this session differently");
+                    spellings.add(&host, &named);
+                }
+                Some(_) => spellings.resolved_as_itself(named.as_str()),
+                None => {}
+            }
+        }
+        spellings.to_host(params);
     }
 
     fn notification(

@@ -300,11 +300,12 @@ impl SessionService {
         client_id: &str,
     ) -> Result<SessionSummary, ServiceError> {
         let uri = SessionUri::parse(&params.channel)?;
-        if !self.creating().insert(uri.to_string()) {
+        // Keyed by id: two spellings of one id are one session.
+        if !self.creating().insert(uri.id().to_string()) {
             return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
         }
         let created = self.create_reserved(&uri, params, client_id).await;
-        self.creating().remove(uri.as_str());
+        self.creating().remove(uri.id().as_str());
         created
     }
 
@@ -335,6 +336,15 @@ impl SessionService {
         }
         if self.state.snapshot(uri.as_str()).is_some() || self.store.session(uri)?.is_some() {
             return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
+        }
+        if let Some(existing) = self
+            .spellings_of(uri)
+            .into_iter()
+            .find(|other| self.session_provider(other).is_some())
+        {
+            return Err(ServiceError::SessionAlreadyExists(format!(
+                "{uri} (the session {existing} has that id)"
+            )));
         }
         let directories = match &params.working_directories {
             Some(dirs) if !dirs.is_empty() => dirs
@@ -986,6 +996,44 @@ impl SessionService {
             }
         }
         Ok(items)
+    }
+
+    /// The session a client's URI names. `ahp-session:/<id>` and `<provider>:/<id>` spell one
+    /// session (VS Code main names it the first way, VS Code 1.141 the second): `uri` itself when
+    /// the host knows it so, else the session under its other spelling when that session's
+    /// provider is the one named; `None` for a session the host does not know.
+    pub fn session_spelling(&self, uri: &SessionUri) -> Option<SessionUri> {
+        if self.session_provider(uri).is_some() {
+            return Some(uri.clone());
+        }
+        self.spellings_of(uri).into_iter().find(|other| {
+            other.same_session(uri)
+                && self.session_provider(other).is_some_and(|provider| {
+                    uri.provider_scheme().or(other.provider_scheme()) == Some(provider.as_str())
+                })
+        })
+    }
+
+    /// The provider of a live or stored session; `None` for an unknown one.
+    fn session_provider(&self, uri: &SessionUri) -> Option<String> {
+        self.state
+            .read(|h| h.session(uri.as_str()).map(|s| s.provider.clone()))
+            .or_else(|| {
+                let record = self.store.session(uri).ok().flatten()?;
+                Some(record.provider)
+            })
+    }
+
+    /// `uri`'s id under every other spelling the host could know it by: `ahp-session:/<id>`
+    /// and `<provider>:/<id>` for each advertised provider.
+    fn spellings_of(&self, uri: &SessionUri) -> Vec<SessionUri> {
+        let providers: Vec<String> = self
+            .state
+            .read(|h| h.root().agents.iter().map(|a| a.provider.clone()).collect());
+        std::iter::once(SessionUri::canonical(uri.id().clone()))
+            .chain(providers.iter().filter_map(|p| uri.respelled(p).ok()))
+            .filter(|other| other != uri)
+            .collect()
     }
 
     /// The session `chat` belongs to: live, or as stored; `None` for an unknown chat.

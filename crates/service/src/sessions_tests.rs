@@ -1063,3 +1063,69 @@ async fn subagent_chats_and_their_turns_are_stored_and_other_chats_keep_being_st
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn a_session_is_one_under_its_two_spellings_and_its_id_is_taken_under_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_path = dir.path().join("agenthost.db");
+    let uri = |text: &str| SessionUri::parse(text).unwrap();
+    {
+        let (_, service) = service_on(dir.path(), Store::open(&store_path).unwrap());
+        let params: CreateSessionParams =
+            serde_json::from_value(json!({ "channel": "ahp-session:/s1", "provider": "claude" }))
+                .unwrap();
+        service.create_session(params, "c").await.unwrap();
+        service
+            .create_session(create("scripted:/s2"), "c")
+            .await
+            .unwrap();
+        assert_eq!(
+            service.session_spelling(&uri("ahp-session:/s1")),
+            Some(uri("ahp-session:/s1"))
+        );
+        assert_eq!(
+            service.session_spelling(&uri("claude:/s1")),
+            Some(uri("ahp-session:/s1"))
+        );
+        assert_eq!(
+            service.session_spelling(&uri("scripted:/s1")),
+            None,
+            "not its provider"
+        );
+        assert_eq!(
+            service.session_spelling(&uri("ahp-session:/s2")),
+            Some(uri("scripted:/s2"))
+        );
+        assert_eq!(service.session_spelling(&uri("claude:/s2")), None);
+        assert_eq!(service.session_spelling(&uri("claude:/s3")), None);
+        for (taken, provider) in [
+            ("claude:/s1", "claude"),
+            ("scripted:/s1", "scripted"),
+            ("ahp-session:/s2", "scripted"),
+            ("claude:/s2", "claude"),
+        ] {
+            let params: CreateSessionParams =
+                serde_json::from_value(json!({ "channel": taken, "provider": provider })).unwrap();
+            let error = service.create_session(params, "c").await.unwrap_err();
+            assert_eq!(error.code(), -32003, "{taken}: {error}");
+        }
+    }
+    // A restarted host finds the other spelling in the store.
+    let (_, service) = service_on(dir.path(), Store::open(&store_path).unwrap());
+    assert_eq!(
+        service.session_spelling(&uri("claude:/s1")),
+        Some(uri("ahp-session:/s1"))
+    );
+    assert_eq!(
+        service.session_spelling(&uri("ahp-session:/s2")),
+        Some(uri("scripted:/s2"))
+    );
+    assert_eq!(
+        service
+            .create_session(create("claude:/s1"), "c")
+            .await
+            .unwrap_err()
+            .code(),
+        -32003
+    );
+}

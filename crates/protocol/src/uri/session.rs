@@ -104,6 +104,26 @@ impl SessionUri {
         self.uri
     }
 
+    /// Whether `self` and `other` are two spellings of one session: the same id, and the same
+    /// scheme or one of them `ahp-session`. VS Code main names a session `ahp-session:/<id>`
+    /// where VS Code 1.141 names the same session `<provider>:/<id>`; the host keeps session ids
+    /// unique across spellings, so the id decides (the provider is checked where it is known).
+    pub fn same_session(&self, other: &SessionUri) -> bool {
+        self.id == other.id
+            && (self.scheme() == other.scheme()
+                || self.scheme() == SESSION_SCHEME
+                || other.scheme() == SESSION_SCHEME)
+    }
+
+    /// This session's id under `scheme` (`ahp-session` or a provider scheme).
+    pub fn respelled(&self, scheme: &str) -> Result<Self, UriError> {
+        if scheme == SESSION_SCHEME {
+            Ok(Self::canonical(self.id.clone()))
+        } else {
+            Self::with_provider(scheme, self.id.clone())
+        }
+    }
+
     /// This session's annotations channel, `<session URI>/annotations`.
     pub fn annotations_uri(&self) -> Uri {
         format!("{}{ANNOTATIONS_SUFFIX}", self.uri)

@@ -239,3 +239,21 @@ fn display_from_str_and_debug() {
     assert_eq!(format!("{uri:?}"), r#"SessionUri("ahp-session:/s1")"#);
     assert_eq!(String::from(uri), "ahp-session:/s1");
 }
+
+#[test]
+fn the_two_spellings_of_one_session_are_the_same_session() {
+    let canonical = SessionUri::parse("ahp-session:/abc").unwrap();
+    let claude = SessionUri::parse("claude:/abc").unwrap();
+    let codex = SessionUri::parse("codex:/abc").unwrap();
+    let other = SessionUri::parse("claude:/abd").unwrap();
+    assert!(canonical.same_session(&claude) && claude.same_session(&canonical));
+    assert!(claude.same_session(&claude));
+    assert!(
+        !claude.same_session(&codex),
+        "two providers never share a session"
+    );
+    assert!(!claude.same_session(&other));
+    assert_eq!(canonical.respelled("claude").unwrap(), claude);
+    assert_eq!(claude.respelled("ahp-session").unwrap(), canonical);
+    assert!(claude.respelled("ahp-chat").is_err());
+}

@@ -79,7 +79,7 @@ impl Provider for ClaudeProvider {
                           and thinking, tool calls with host confirmations, subagents."
                 .into(),
             models,
-            protected_resources: None,
+            protected_resources: Some(Vec::new()),
             customizations: None,
             capabilities: None,
         }

@@ -62,7 +62,7 @@ impl Provider for CodexProvider {
                           and reasoning, shell commands and file changes with host approvals."
                 .into(),
             models,
-            protected_resources: None,
+            protected_resources: Some(Vec::new()),
             customizations: None,
             capabilities: None,
         }

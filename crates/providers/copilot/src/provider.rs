@@ -62,7 +62,7 @@ impl Provider for CopilotProvider {
                           streamed messages and reasoning, tools with host approvals, subagents."
                 .into(),
             models,
-            protected_resources: None,
+            protected_resources: Some(Vec::new()),
             customizations: None,
             capabilities: None,
         }

@@ -118,7 +118,7 @@ impl Provider for ScriptedProvider {
                 MODEL_ID,
                 "Scripted 1",
             )],
-            protected_resources: None,
+            protected_resources: Some(Vec::new()),
             customizations: None,
             capabilities: None,
         }
