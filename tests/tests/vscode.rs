@@ -1382,6 +1382,114 @@ async fn vs_code_main_and_a_1_141_window_share_a_session_under_two_spellings() {
     assert!(!restored.to_string().contains(&canonical_b64), "{restored}");
 }
 
+/// VS Code main delegating a session to this host: the root state offers delegation and the
+/// machine's resources, the diagnostics requests are answered, and a session created with a
+/// delegation origin and the `send_remote_message` tool tells its agent to report back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_delegated_by_vs_code_main_is_told_to_report_back() {
+    let host = Host::start(json!({ "default": { "steps": [
+        { "kind": "echo", "instructions": true, "chunk": 4096 }
+    ] } }))
+    .await;
+    let mut main = VsCode::open(&host.url, &uuid()).await;
+    let init = main
+        .request(
+            "initialize",
+            vscode_main::initialize(&main.client_id.clone()),
+        )
+        .await
+        .unwrap();
+    let root = init["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["resource"] == ROOT_RESOURCE_URI)
+        .unwrap();
+    let meta = &root["state"]["_meta"];
+    assert_eq!(meta["vscode.remoteSessions"], true, "{root}");
+    let resources = &meta["vscode.agentHost.resources"];
+    assert_eq!(resources["platform"], std::env::consts::OS, "{resources}");
+    assert!(
+        resources["cpuCount"].as_u64().is_some_and(|n| n > 0),
+        "{resources}"
+    );
+    let network = main
+        .request("getNetworkDiagnosticsInfo", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(network["os"], std::env::consts::OS, "{network}");
+    assert!(
+        network["proxyEnv"].is_object() && network["endpoints"] == json!([]),
+        "{network}"
+    );
+    let managed = main
+        .request("getManagedSettingsDiagnostics", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(managed, json!([]));
+
+    let send_remote_message = json!({ "name": "send_remote_message",
+                                      "description": "Send a message to the origin session",
+                                      "inputSchema": { "type": "object" } });
+    let mut sessions = Vec::new();
+    for (origin, tools) in [
+        (true, vec![send_remote_message.clone()]),
+        (false, vec![send_remote_message.clone()]),
+        (true, vec![]),
+    ] {
+        let session = format!("ahp-session:/{}", uuid());
+        let client_id = main.client_id.clone();
+        let mut params = json!({
+            "channel": session, "provider": "scripted",
+            "workingDirectories": [file_uri(&host.work)],
+            "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": tools },
+        });
+        if origin {
+            params["_meta"] = json!({ "vscode.remoteSession.origin": {
+                "session": "ahp-session:/origin-1", "chat": "ahp-chat:/origin-chat", "depth": 1 } });
+        }
+        main.request("createSession", params).await.unwrap();
+        let chat = derived_chat(&session);
+        main.request("subscribe", json!({ "channel": chat }))
+            .await
+            .unwrap();
+        main.dispatch(
+            &chat,
+            1,
+            json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
+                    "message": { "text": "Fix the bug", "origin": { "kind": "user" } } }),
+        )
+        .await;
+        main.action(&chat, "chat/turnComplete", |e| {
+            e["action"]["turnId"] == "turn-1"
+        })
+        .await;
+        let turns = main
+            .request("subscribe", json!({ "channel": chat }))
+            .await
+            .unwrap()["snapshot"]["state"]["turns"]
+            .clone();
+        sessions.push(turns.to_string());
+    }
+    assert!(
+        sessions[0].contains("remote_session_origin")
+            && sessions[0].contains("send_remote_message")
+            && sessions[0].contains("ahp-session:/origin-1"),
+        "the delegated session's agent was not told to report back: {}",
+        sessions[0]
+    );
+    assert!(
+        !sessions[1].contains("remote_session_origin"),
+        "no origin: {}",
+        sessions[1]
+    );
+    assert!(
+        !sessions[2].contains("remote_session_origin"),
+        "no tool: {}",
+        sessions[2]
+    );
+}
+
 // ─── §11.2: Microsoft's client with VS Code's offer ─────────────────────────────────────────
 
 /// Receives events, keeping every accepted action envelope in `received`, until `done` holds

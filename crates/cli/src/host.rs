@@ -281,7 +281,10 @@ pub async fn bind_with(
     };
     let store = open_store(options.data_dir.as_deref())?;
     let agents = providers.iter().map(|p| p.agent_info()).collect();
-    let state = state_for(&store, root_state(agents)).map_err(|e| e.to_string())?;
+    let machine = machine_facts();
+    let mut root = root_state(agents);
+    root.meta = Some(agenthost_server::machine::root_meta(&machine));
+    let state = state_for(&store, root).map_err(|e| e.to_string())?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
     let dispatcher = Dispatcher::new(services(&state, &store, provider_ids, &roots));
     let unattended = crate::unattended::Wiring::new(dispatcher.services(), &options.unattended);
@@ -359,6 +362,7 @@ pub async fn bind_with(
         contributions,
     );
     host.set_session_config(session_config);
+    host.set_machine(machine);
     if let Some(audit) = audit {
         host.set_audit_log(audit);
     }
@@ -372,6 +376,32 @@ pub async fn bind_with(
         .map_err(|e| e.to_string())?;
     crate::tokens::keep_current(token_store, &server.credentials())?;
     Ok(server)
+}
+
+/// The machine this process runs on: the operating system, architecture, CPUs and memory
+/// (`/proc/meminfo` where there is one; unknown elsewhere) and the proxy variables set.
+fn machine_facts() -> agenthost_server::machine::MachineFacts {
+    let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|line| line.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kib.checked_mul(1024)
+        });
+    let proxy_env = agenthost_server::machine::PROXY_VARIABLES
+        .iter()
+        .flat_map(|name| [name.to_string(), name.to_ascii_lowercase()])
+        .filter_map(|name| std::env::var(&name).ok().map(|value| (name, value)))
+        .collect();
+    agenthost_server::machine::MachineFacts {
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
+        cpu_count: std::thread::available_parallelism()
+            .ok()
+            .and_then(|n| u64::try_from(n.get()).ok()),
+        memory_bytes,
+        proxy_env,
+    }
 }
 
 /// The options of a host started in this process to answer one command (`sessions`, `diff`,

@@ -188,7 +188,7 @@ impl Credentials {
 }
 
 /// The requests an `observe` token may make: they read and change nothing.
-pub const READ_METHODS: [&str; 10] = [
+pub const READ_METHODS: [&str; 12] = [
     "subscribe",
     "unsubscribe",
     "listSessions",
@@ -198,6 +198,8 @@ pub const READ_METHODS: [&str; 10] = [
     "resourceRead",
     "resolveSessionConfig",
     "completions",
+    "getNetworkDiagnosticsInfo",
+    "getManagedSettingsDiagnostics",
     "x-checkpoint/diff",
 ];
 

@@ -145,6 +145,8 @@ pub struct Host {
     /// The session configuration `resolveSessionConfig` describes
     /// ([`set_session_config`](Self::set_session_config)).
     session_config: OnceLock<SessionConfigState>,
+    /// The machine, for the diagnostics requests (see [`Self::set_machine`]).
+    machine: OnceLock<crate::machine::MachineFacts>,
     /// Permits for concurrent `resourceRead`s ([`resources::MAX_CONCURRENT_READS`]).
     reads: Arc<tokio::sync::Semaphore>,
     /// Where rollbacks are recorded ([`set_audit_log`](Self::set_audit_log)).
@@ -200,6 +202,7 @@ impl Host {
             subscriptions: OnceLock::new(),
             shutdown_write_timeout: Mutex::new(DEFAULT_SHUTDOWN_WRITE_TIMEOUT),
             session_config: OnceLock::new(),
+            machine: OnceLock::new(),
             audit: OnceLock::new(),
             reads: Arc::new(tokio::sync::Semaphore::new(resources::MAX_CONCURRENT_READS)),
             _contributions: contributions,
@@ -213,6 +216,12 @@ impl Host {
             .shutdown_write_timeout
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = timeout;
+    }
+
+    /// The machine the host runs on, for `getNetworkDiagnosticsInfo` (without it the answer
+    /// names no operating system, architecture or proxy variable).
+    pub fn set_machine(&self, machine: crate::machine::MachineFacts) {
+        let _ = self.machine.set(machine);
     }
 
     /// The session configuration (schema and defaults) `resolveSessionConfig` answers with: the
@@ -597,6 +606,12 @@ impl Host {
                 let p: AuthenticateParams = params(raw)?;
                 Err(requests::authenticate(&p))
             }
+            "getNetworkDiagnosticsInfo" => Ok(crate::machine::network_diagnostics(
+                self.machine
+                    .get()
+                    .unwrap_or(&crate::machine::MachineFacts::default()),
+            )),
+            "getManagedSettingsDiagnostics" => Ok(crate::machine::managed_settings_diagnostics()),
             other => Err(RpcError::method_not_found(other)),
         }
     }
@@ -693,7 +708,11 @@ impl Host {
             Scope::Session(own) => {
                 if matches!(
                     method,
-                    "listSessions" | "resolveSessionConfig" | "unsubscribe"
+                    "listSessions"
+                        | "resolveSessionConfig"
+                        | "unsubscribe"
+                        | "getNetworkDiagnosticsInfo"
+                        | "getManagedSettingsDiagnostics"
                 ) {
                     return Ok(());
                 }

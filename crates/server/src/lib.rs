@@ -79,6 +79,7 @@ pub mod discovery;
 mod handler;
 mod handshake;
 mod host;
+pub mod machine;
 pub mod origin;
 mod rate;
 mod requests;

@@ -24,9 +24,9 @@ use agenthost_reducers::states::empty_chat;
 use agenthost_services::paging::{CatalogCursor, cut_page, page_limit, sort_catalog};
 use agenthost_services::sandbox::{PathUse, Sandbox, client_paths, message_paths};
 use agenthost_services::{
-    ChangesetError, ChangesetService, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE,
-    IsolatedSession, IsolationError, SESSION_CONFIG_KEY, WORKTREE_META_KEY, WorktreeIsolation,
-    wants_worktree,
+    CREATION_META_KEY, ChangesetError, ChangesetService, ISOLATION_KEY, ISOLATION_NONE,
+    ISOLATION_WORKTREE, IsolatedSession, IsolationError, MAX_CREATION_META_BYTES,
+    SESSION_CONFIG_KEY, WORKTREE_META_KEY, WorktreeIsolation, wants_worktree,
 };
 use agenthost_state::{ClientDispatch, StateConfig, StateManager};
 use agenthost_store::{MetaOwner, SessionRecord, Store};
@@ -405,6 +405,7 @@ impl SessionService {
     ) -> Result<(), ServiceError> {
         let now = now_iso();
         let default_chat = ChatUri::default_for(uri);
+        let creation_meta = params.meta.clone();
         let session = SessionState {
             provider,
             title: "New session".to_owned(),
@@ -428,6 +429,7 @@ impl SessionService {
         };
         self.store
             .put_session(&session_record(uri, &session, &now))?;
+        self.keep_creation_meta(uri, creation_meta.as_ref());
         if let (Some(record), Some(worktrees)) = (isolated, self.worktrees.get())
             && let Err(error) = worktrees.record(uri, record).await
         {
@@ -449,6 +451,24 @@ impl SessionService {
             return Err(ServiceError::SessionAlreadyExists(uri.to_string()));
         }
         Ok(())
+    }
+
+    /// Keeps the client's `createSession` `_meta` as session metadata ([`CREATION_META_KEY`])
+    /// for the contributions that read it; one too large is left out (logged).
+    fn keep_creation_meta(&self, uri: &SessionUri, meta: Option<&JsonObject>) {
+        let Some(json) = meta.and_then(|meta| serde_json::to_string(meta).ok()) else {
+            return;
+        };
+        if json.len() > MAX_CREATION_META_BYTES {
+            tracing::info!(session = %uri, bytes = json.len(), "createSession _meta not kept: too large");
+            return;
+        }
+        if let Err(error) =
+            self.store
+                .set_meta(MetaOwner::Session(uri), CREATION_META_KEY, Some(&json))
+        {
+            tracing::warn!(session = %uri, %error, "createSession _meta not kept");
+        }
     }
 
     fn add_chat(

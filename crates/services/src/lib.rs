@@ -101,8 +101,8 @@ pub use local_commands::{
 };
 pub use provider::{DefaultProviderLocator, ProviderLocator, StateProviderLocator};
 pub use session_data::{
-    DataError, DataFuture, DataOwner, Flags, SESSION_CONFIG_KEY, SessionDataStore,
-    StoreSessionData, StoredTitle, TitleSource,
+    CREATION_META_KEY, DataError, DataFuture, DataOwner, Flags, MAX_CREATION_META_BYTES,
+    SESSION_CONFIG_KEY, SessionDataStore, StoreSessionData, StoredTitle, TitleSource,
 };
 pub use subscriptions::{
     ListenerId, LiveSubscriptions, SubscriptionChange, SubscriptionListener, SubscriptionTracker,

@@ -54,6 +54,15 @@ impl DataOwner {
 /// by the `sessionFlags` contribution, read by the session service when it restores a session.
 pub const SESSION_CONFIG_KEY: &str = "sessionConfig";
 
+/// Session metadata key of the `_meta` object the client sent with `createSession` (JSON),
+/// kept as it came when it is at most [`MAX_CREATION_META_BYTES`]: written by the session
+/// service at creation, read by contributions that act on how a session was created
+/// (`remoteSessionOrigin`).
+pub const CREATION_META_KEY: &str = "creationMeta";
+
+/// The largest `createSession` `_meta` kept under [`CREATION_META_KEY`], serialized.
+pub const MAX_CREATION_META_BYTES: usize = 64 * 1024;
+
 /// A stored title and who chose it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredTitle {

@@ -34,6 +34,7 @@
 //! | 20 | `clientDeparture` | `dyn HostState`, `dyn Configuration`, `dyn SubscriptionTracker`, `dyn ClientActionIntake` | registered |
 //! | 21 | `interruptedTurn` | `dyn SessionDataStore` | registered |
 //! | 22 | `auditLog` | `dyn AuditLog` | registered |
+//! | 23 | `remoteSessionOrigin` | `dyn SessionDataStore`, `dyn HostState` | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
@@ -50,6 +51,7 @@ use agenthost_contrib_mark_unread::MarkUnread;
 use agenthost_contrib_markdown_plan_rich_links::MarkdownPlanRichLinks;
 use agenthost_contrib_persisted_turn_usage::PersistedTurnUsage;
 use agenthost_contrib_queue_drain::QueueDrain;
+use agenthost_contrib_remote_session_origin::RemoteSessionOrigin;
 use agenthost_contrib_session_flags::SessionFlags;
 use agenthost_contrib_session_input_needed::SessionInputNeeded;
 use agenthost_contrib_session_title::SessionTitle;
@@ -93,6 +95,7 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<ClientDeparture>()?); // 20
     set.push(dispatcher.register::<InterruptedTurn>()?); // 21
     set.push(dispatcher.register::<AuditLogContribution>()?); // 22
+    set.push(dispatcher.register::<RemoteSessionOrigin>()?); // 23
     Ok(set)
 }
 

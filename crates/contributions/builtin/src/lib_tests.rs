@@ -81,7 +81,8 @@ fn the_builtin_order_per_hook() {
             "unattendedPolicy",
             "clientDeparture",
             "interruptedTurn",
-            "auditLog"
+            "auditLog",
+            "remoteSessionOrigin"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));
