@@ -280,7 +280,10 @@ pub enum NormEvent {
         cache_read: Option<u64>,
         /// The model.
         model: Option<String>,
-        /// Provider-specific metadata (cost, …).
+        /// Provider-specific metadata. VS Code renders a numeric `cost` as "N credits" in the
+        /// response footer, so `cost` is never a money amount (Claude's dollars go under
+        /// `totalCostUsd`); the mapper drops a `cost` that is not a number ≥ 0 and every
+        /// `quotaSnapshots` (it would overwrite the user's Copilot quota display).
         meta: Option<JsonObject>,
     },
     /// What the agent is doing now; `None` clears it.
@@ -749,7 +752,7 @@ impl TurnMap {
                     output_tokens: Some(tokens(output)),
                     model,
                     cache_read_tokens: cache_read.map(tokens),
-                    meta,
+                    meta: meta.and_then(usage_meta),
                 };
                 out.action(
                     parent.as_ref(),
@@ -1399,6 +1402,20 @@ fn valid_id(id: &str, what: &str) -> Option<SafeId> {
             None
         }
     }
+}
+
+/// A provider's usage `_meta` as clients may see it: no `quotaSnapshots` (VS Code would show it as
+/// the user's Copilot quota) and a `cost` only when it is a number ≥ 0 (VS Code shows it as
+/// credits); `None` when nothing is left.
+fn usage_meta(mut meta: JsonObject) -> Option<JsonObject> {
+    meta.remove("quotaSnapshots");
+    if meta
+        .get("cost")
+        .is_some_and(|cost| !cost.as_f64().is_some_and(|n| n >= 0.0))
+    {
+        meta.remove("cost");
+    }
+    (!meta.is_empty()).then_some(meta)
 }
 
 fn tokens(count: u64) -> i64 {

@@ -657,6 +657,36 @@ fn usage_becomes_chat_usage() {
 }
 
 #[test]
+fn usage_meta_never_carries_quota_snapshots_or_a_cost_that_is_not_credits() {
+    let usage = |meta: serde_json::Value| {
+        let mut m = mapper();
+        let out = run(
+            &mut m,
+            vec![NormEvent::Usage {
+                scope: Scope::Root,
+                input: 1,
+                output: 1,
+                cache_read: None,
+                model: None,
+                meta: serde_json::from_value(meta).unwrap(),
+            }],
+        );
+        out[0]["usage"].get("_meta").cloned()
+    };
+    assert_eq!(
+        usage(json!({ "cost": 1.5, "totalCostUsd": 0.02,
+                      "quotaSnapshots": { "premium_interactions": { "remainingPercentage": 10 } } })),
+        Some(json!({ "cost": 1.5, "totalCostUsd": 0.02 }))
+    );
+    assert_eq!(
+        usage(json!({ "cost": "$0.02", "reasoningTokens": 3 })),
+        Some(json!({ "reasoningTokens": 3 }))
+    );
+    assert_eq!(usage(json!({ "cost": -1 })), None);
+    assert_eq!(usage(json!({ "quotaSnapshots": {} })), None);
+}
+
+#[test]
 fn idle_completes_the_turn_exactly_once() {
     let mut m = mapper();
     assert!(!m.turn_ended());

@@ -702,6 +702,16 @@ fn a_result_reports_usage_then_completes_the_turn() {
 }
 
 #[test]
+fn the_dollar_cost_is_never_reported_as_credits() {
+    let out = terminal(json!({ "total_cost_usd": 0.0016 }));
+    assert_eq!(
+        out[0]["usage"]["_meta"],
+        json!({ "totalCostUsd": 0.0016 }),
+        "VS Code shows `cost` as credits: dollars go under their own key"
+    );
+}
+
+#[test]
 fn an_error_result_ends_the_turn_with_chat_error() {
     let out = terminal(json!({ "is_error": true, "terminal_reason": "api_error",
                                "result": "API Error: 500" }));
