@@ -402,6 +402,19 @@ async fn an_approved_tool_call_creates_the_file(agent: Agent) {
         2,
         "one call for the tool, one for the answer"
     );
+    // The agent reported its model's context window: the host's model list carries it (what
+    // VS Code's model picker shows), under the model entry the session runs on.
+    let root: serde_json::Value = run
+        .client
+        .client()
+        .request("subscribe", serde_json::json!({ "channel": "ahp-root://" }))
+        .await
+        .unwrap();
+    let model = &root["snapshot"]["state"]["agents"][0]["models"][0];
+    assert!(
+        model["maxContextWindow"].as_u64().is_some_and(|n| n > 0),
+        "no context window learned from the agent: {root}"
+    );
 }
 
 async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes(agent: Agent) {

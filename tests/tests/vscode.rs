@@ -1382,6 +1382,80 @@ async fn vs_code_main_and_a_1_141_window_share_a_session_under_two_spellings() {
     assert!(!restored.to_string().contains(&canonical_b64), "{restored}");
 }
 
+/// The model limits an agent reports reach VS Code's model picker (`maxPromptTokens`, which
+/// it reads, and `maxContextWindow`) live, and stay after a restart; none is ever invented.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_limits_an_agent_reports_reach_the_model_list_and_survive_a_restart() {
+    let mut host = Host::start(json!({ "default": { "steps": [
+        { "kind": "say", "text": "ok" },
+        { "kind": "usage", "input": 10, "output": 2,
+          "limits": { "maxPromptTokens": 128000, "maxContextWindow": 200000 } }
+    ] } }))
+    .await;
+    let model_of = |root: &Value| root["agents"].as_array().unwrap()[0]["models"][0].clone();
+    let mut main = VsCode::open(&host.url, &uuid()).await;
+    let init = main
+        .request(
+            "initialize",
+            vscode_main::initialize(&main.client_id.clone()),
+        )
+        .await
+        .unwrap();
+    let root = init["snapshots"][0]["state"].clone();
+    let before = model_of(&root);
+    assert!(
+        before.get("maxPromptTokens").is_none() && before.get("maxContextWindow").is_none(),
+        "no limit before the agent reported one: {before}"
+    );
+    let session = format!("ahp-session:/{}", uuid());
+    let client_id = main.client_id.clone();
+    main.request(
+        "createSession",
+        json!({ "channel": session, "provider": "scripted", "workingDirectories": [file_uri(&host.work)],
+                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
+    )
+    .await
+    .unwrap();
+    let chat = derived_chat(&session);
+    main.request("subscribe", json!({ "channel": chat }))
+        .await
+        .unwrap();
+    main.dispatch(
+        &chat,
+        1,
+        json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
+                "message": { "text": "hi", "origin": { "kind": "user" } } }),
+    )
+    .await;
+    let changed = main
+        .action(ROOT_RESOURCE_URI, "root/agentsChanged", |_| true)
+        .await;
+    let model = model_of(&changed["action"]);
+    assert_eq!(model["maxPromptTokens"], 128000, "{changed}");
+    assert_eq!(model["maxContextWindow"], 200000, "{changed}");
+    assert!(
+        model.get("maxOutputTokens").is_none(),
+        "not reported, not invented: {model}"
+    );
+    main.action(&chat, "chat/turnComplete", |_| true).await;
+    drop(main);
+    host.restart().await;
+    let mut again = VsCode::open(&host.url, &uuid()).await;
+    let init = again
+        .request(
+            "initialize",
+            vscode_main::initialize(&again.client_id.clone()),
+        )
+        .await
+        .unwrap();
+    let model = model_of(&init["snapshots"][0]["state"]);
+    assert_eq!(
+        model["maxPromptTokens"], 128000,
+        "kept across the restart: {model}"
+    );
+    assert_eq!(model["maxContextWindow"], 200000, "{model}");
+}
+
 /// VS Code main delegating a session to this host: the root state offers delegation and the
 /// machine's resources, the diagnostics requests are answered, and a session created with a
 /// delegation origin and the `send_remote_message` tool tells its agent to report back.

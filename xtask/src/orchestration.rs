@@ -127,6 +127,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Orchestrator::stop_all_agents", Reason::Lifecycle),
     ("agenthost-side-effects::routing::<SubagentBuffer as Default>::default", Reason::Routing),
     ("agenthost-side-effects::routing::SubagentBuffer::new", Reason::Routing),
+    ("agenthost-side-effects::routing::model_limits", Reason::Routing),
     ("agenthost-side-effects::routing::SubagentBuffer::push", Reason::Routing),
     ("agenthost-side-effects::routing::SubagentBuffer::take", Reason::Routing),
     ("agenthost-side-effects::routing::SubagentBuffer::fail", Reason::Routing),
@@ -223,6 +224,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1120),
+    ("agenthost-side-effects", 1145),
     ("agenthost-service", 1255),
 ];

@@ -280,7 +280,16 @@ pub async fn bind_with(
         options.roots.clone()
     };
     let store = open_store(options.data_dir.as_deref())?;
-    let agents = providers.iter().map(|p| p.agent_info()).collect();
+    let mut agents: Vec<_> = providers.iter().map(|p| p.agent_info()).collect();
+    // The model limits agents reported in earlier runs (they are learned from turns).
+    match store.host_value(agenthost_side_effects::MODEL_LIMITS_KEY) {
+        Ok(Some(stored)) => match serde_json::from_str(&stored) {
+            Ok(stored) => agenthost_provider_api::apply_stored_model_limits(&mut agents, &stored),
+            Err(error) => tracing::info!(%error, "stored model limits ignored: not JSON"),
+        },
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%error, "stored model limits could not be read"),
+    }
     let machine = machine_facts();
     let mut root = root_state(agents);
     root.meta = Some(agenthost_server::machine::root_meta(&machine));

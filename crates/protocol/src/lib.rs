@@ -29,7 +29,7 @@ pub use ahp_types::{actions, commands, common, errors, messages, notifications, 
 
 pub use ids::{InputKey, ToolCallKey};
 pub use signal::{
-    ActionSignal, AgentSignal, ModelCallCompleted, PendingConfirmation, PermissionKind,
-    SteeringConsumed, SubagentCompleted, SubagentStarted,
+    ActionSignal, AgentSignal, ModelCallCompleted, ModelLimits, ModelLimitsReported,
+    PendingConfirmation, PermissionKind, SteeringConsumed, SubagentCompleted, SubagentStarted,
 };
 pub use uri::{Channel, ChatUri, SafeId, SessionUri, UriError};

@@ -28,6 +28,8 @@ pub enum AgentSignal {
     SteeringConsumed(SteeringConsumed),
     /// One model call finished (accounting and telemetry).
     ModelCallCompleted(ModelCallCompleted),
+    /// The agent reported the limits of the model the session runs on.
+    ModelLimits(ModelLimitsReported),
 }
 
 impl AgentSignal {
@@ -40,6 +42,7 @@ impl AgentSignal {
             Self::SubagentCompleted(signal) => &signal.session,
             Self::SteeringConsumed(signal) => &signal.session,
             Self::ModelCallCompleted(signal) => &signal.session,
+            Self::ModelLimits(signal) => &signal.session,
         }
     }
 
@@ -51,7 +54,8 @@ impl AgentSignal {
             Self::SubagentStarted(signal) => signal.parent_tool_call_id.as_ref(),
             Self::SubagentCompleted(_)
             | Self::SteeringConsumed(_)
-            | Self::ModelCallCompleted(_) => None,
+            | Self::ModelCallCompleted(_)
+            | Self::ModelLimits(_) => None,
         }
     }
 
@@ -200,6 +204,38 @@ pub struct ModelCallCompleted {
     pub model_call_id: String,
 }
 
+/// A model's token limits, as an agent reported them; each is left out when the agent did not
+/// say it (the host never estimates one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelLimits {
+    /// The most tokens a prompt may have.
+    pub max_prompt_tokens: Option<u64>,
+    /// The model's context window, in tokens.
+    pub max_context_window: Option<u64>,
+    /// The most tokens one response may have.
+    pub max_output_tokens: Option<u64>,
+}
+
+impl ModelLimits {
+    /// Whether no limit is known.
+    pub fn is_empty(&self) -> bool {
+        self.max_prompt_tokens.is_none()
+            && self.max_context_window.is_none()
+            && self.max_output_tokens.is_none()
+    }
+}
+
+/// The limits of the model a session runs on, as its agent reported them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelLimitsReported {
+    /// The session.
+    pub session: SessionUri,
+    /// The model, by the id the host advertises it under (the agent's `models[].id`).
+    pub model: String,
+    /// What the agent said.
+    pub limits: ModelLimits,
+}
+
 macro_rules! impl_from_payload {
     ($($payload:ident => $variant:ident),* $(,)?) => {
         $(impl From<$payload> for AgentSignal {
@@ -217,6 +253,7 @@ impl_from_payload! {
     SubagentCompleted => SubagentCompleted,
     SteeringConsumed => SteeringConsumed,
     ModelCallCompleted => ModelCallCompleted,
+    ModelLimitsReported => ModelLimits,
 }
 
 #[cfg(test)]

@@ -27,3 +27,4 @@ mod routing;
 mod turns;
 
 pub use orchestrator::{Orchestrator, OrchestratorConfig, OrchestratorError};
+pub use routing::MODEL_LIMITS_KEY;

@@ -153,6 +153,41 @@ pub(crate) fn route(shared: &Arc<Shared>, chat: &str, signal: AgentSignal) {
                 "model call completed"
             );
         }
+        AgentSignal::ModelLimits(reported) => model_limits(shared, &reported),
+    }
+}
+
+/// The host-value key under which the model limits agents reported are kept across restarts.
+pub const MODEL_LIMITS_KEY: &str = "modelLimits";
+
+/// An agent reported the limits of a session's model: the root's entry for that model gets
+/// them (`root/agentsChanged`, only when they changed) and the store keeps them for the next
+/// start.
+fn model_limits(shared: &Arc<Shared>, reported: &agenthost_protocol::ModelLimitsReported) {
+    let Some(provider) = shared.state.read(|h| {
+        h.session(reported.session.as_str())
+            .map(|s| s.provider.clone())
+    }) else {
+        return;
+    };
+    let mut agents = shared.state.read(|h| h.root().agents.clone());
+    if !agenthost_provider_api::apply_model_limits(
+        &mut agents,
+        &provider,
+        &reported.model,
+        &reported.limits,
+    ) {
+        return;
+    }
+    let stored = agenthost_provider_api::model_limits_json(&agents).to_string();
+    shared.dispatch(
+        agenthost_protocol::ROOT_RESOURCE_URI,
+        StateAction::RootAgentsChanged(
+            agenthost_protocol::ahp_types::actions::RootAgentsChangedAction { agents },
+        ),
+    );
+    if let Err(error) = shared.store.set_host_value(MODEL_LIMITS_KEY, Some(&stored)) {
+        tracing::warn!(%error, "the model limits the agent reported were not stored");
     }
 }
 

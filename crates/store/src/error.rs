@@ -173,6 +173,10 @@ pub enum StoreError {
         source: serde_json::Error,
     },
 
+    /// A host value key reserved for the store itself.
+    #[error("`{0}` is the store's own key and cannot be set as a host value")]
+    InvalidKey(String),
+
     /// The session, chat or turn a write refers to is not in the store.
     #[error("a {kind} named `{key}` already exists in the session database; choose another name")]
     AlreadyExists {

@@ -444,3 +444,30 @@ fn two_stores_on_one_file_see_each_others_writes() {
     second.raise_server_seq_high_water(5).unwrap();
     assert_eq!(first.server_seq_high_water().unwrap(), 5);
 }
+
+#[test]
+fn host_values_are_kept_and_the_high_water_mark_is_not_one() {
+    let (_dir, path) = temp_db();
+    {
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.host_value("modelLimits").unwrap(), None);
+        store.set_host_value("modelLimits", Some("{}")).unwrap();
+        store
+            .set_host_value("modelLimits", Some("{\"a\":1}"))
+            .unwrap();
+        store.raise_server_seq_high_water(7).unwrap();
+        assert!(matches!(
+            store.set_host_value("server_seq_high_water", Some("0")),
+            Err(StoreError::InvalidKey(_))
+        ));
+        assert_eq!(store.host_value("server_seq_high_water").unwrap(), None);
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.host_value("modelLimits").unwrap().as_deref(),
+        Some("{\"a\":1}")
+    );
+    assert_eq!(store.server_seq_high_water().unwrap(), 7);
+    store.set_host_value("modelLimits", None).unwrap();
+    assert_eq!(store.host_value("modelLimits").unwrap(), None);
+}

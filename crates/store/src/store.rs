@@ -236,6 +236,43 @@ impl Store {
         })
     }
 
+    /// A host-wide value stored under `key` (the host's own settings and what it learned, e.g.
+    /// the model limits agents reported); `None` when unset. The `serverSeq` high-water mark is
+    /// not one of them.
+    pub fn host_value(&self, key: &str) -> Result<Option<String>> {
+        if key == SERVER_SEQ_HIGH_WATER {
+            return Ok(None);
+        }
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+                .query_row([key], |row| row.get(0))
+                .optional()?)
+        })
+    }
+
+    /// Sets (`Some`) or removes (`None`) the host-wide value under `key`. The `serverSeq`
+    /// high-water mark cannot be written this way.
+    pub fn set_host_value(&self, key: &str, value: Option<&str>) -> Result<()> {
+        if key == SERVER_SEQ_HIGH_WATER {
+            return Err(StoreError::InvalidKey(key.to_owned()));
+        }
+        self.write(|tx| {
+            match value {
+                Some(value) => tx
+                    .prepare_cached(
+                        "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    )?
+                    .execute((key, value))?,
+                None => tx
+                    .prepare_cached("DELETE FROM meta WHERE key = ?1")?
+                    .execute([key])?,
+            };
+            Ok(())
+        })
+    }
+
     /// Locks the connection. A panic while it was held cannot have left a transaction open (its
     /// guard rolls back while unwinding), so a poisoned lock is simply taken over.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {

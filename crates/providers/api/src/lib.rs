@@ -137,6 +137,93 @@ pub fn model_info(provider: &str, id: &str, name: &str) -> SessionModelInfo {
     }
 }
 
+/// Puts `limits` on the model `model` of `provider`'s entry in `agents` (only the limits that
+/// are known; a known one replaces what was there). Returns whether anything changed.
+pub fn apply_model_limits(
+    agents: &mut [AgentInfo],
+    provider: &str,
+    model: &str,
+    limits: &agenthost_protocol::ModelLimits,
+) -> bool {
+    let Some(entry) = agents
+        .iter_mut()
+        .filter(|agent| agent.provider == provider)
+        .flat_map(|agent| agent.models.iter_mut())
+        .find(|entry| entry.id == model)
+    else {
+        return false;
+    };
+    let before = (
+        entry.max_prompt_tokens,
+        entry.max_context_window,
+        entry.max_output_tokens,
+    );
+    let count = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+    if let Some(value) = limits.max_prompt_tokens {
+        entry.max_prompt_tokens = Some(count(value));
+    }
+    if let Some(value) = limits.max_context_window {
+        entry.max_context_window = Some(count(value));
+    }
+    if let Some(value) = limits.max_output_tokens {
+        entry.max_output_tokens = Some(count(value));
+    }
+    before
+        != (
+            entry.max_prompt_tokens,
+            entry.max_context_window,
+            entry.max_output_tokens,
+        )
+}
+
+/// The model limits in `agents`, as JSON for the store:
+/// `{"<provider>": {"<model>": {"maxPromptTokens": n, "maxContextWindow": n, "maxOutputTokens": n}}}`
+/// (models without any limit left out).
+pub fn model_limits_json(agents: &[AgentInfo]) -> serde_json::Value {
+    let mut providers = serde_json::Map::new();
+    for agent in agents {
+        let mut models = serde_json::Map::new();
+        for model in &agent.models {
+            let mut limits = serde_json::Map::new();
+            for (key, value) in [
+                ("maxPromptTokens", model.max_prompt_tokens),
+                ("maxContextWindow", model.max_context_window),
+                ("maxOutputTokens", model.max_output_tokens),
+            ] {
+                if let Some(value) = value {
+                    limits.insert(key.into(), value.into());
+                }
+            }
+            if !limits.is_empty() {
+                models.insert(model.id.clone(), limits.into());
+            }
+        }
+        if !models.is_empty() {
+            providers.insert(agent.provider.clone(), models.into());
+        }
+    }
+    providers.into()
+}
+
+/// Applies limits stored by [`model_limits_json`] to `agents` (models the agents no longer
+/// advertise, and values that are not non-negative integers, are skipped).
+pub fn apply_stored_model_limits(agents: &mut [AgentInfo], stored: &serde_json::Value) {
+    let Some(providers) = stored.as_object() else {
+        return;
+    };
+    for (provider, models) in providers {
+        for (model, limits) in models.as_object().into_iter().flatten() {
+            let value = |key: &str| limits.get(key).and_then(serde_json::Value::as_u64);
+            let limits = agenthost_protocol::ModelLimits {
+                max_prompt_tokens: value("maxPromptTokens"),
+                max_context_window: value("maxContextWindow"),
+                max_output_tokens: value("maxOutputTokens"),
+            };
+            apply_model_limits(agents, provider, model, &limits);
+        }
+    }
+}
+
 /// A provider signal tagged with the chat whose provider session produced it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoutedSignal {
@@ -412,5 +499,70 @@ mod tests {
             quiet.to_string(),
             "the agent exited unexpectedly (signal 9)"
         );
+    }
+}
+
+#[cfg(test)]
+mod limits_tests {
+    use super::*;
+
+    fn agents() -> Vec<AgentInfo> {
+        let agent = |provider: &str| AgentInfo {
+            provider: provider.into(),
+            display_name: provider.into(),
+            description: String::new(),
+            models: vec![
+                model_info(provider, "default", "Default"),
+                model_info(provider, "big", "Big"),
+            ],
+            protected_resources: Some(Vec::new()),
+            customizations: None,
+            capabilities: None,
+        };
+        vec![agent("claude"), agent("codex")]
+    }
+
+    #[test]
+    fn reported_limits_go_to_one_model_and_round_trip_through_the_store_form() {
+        let mut agents = agents();
+        let limits = agenthost_protocol::ModelLimits {
+            max_prompt_tokens: None,
+            max_context_window: Some(200_000),
+            max_output_tokens: Some(8_000),
+        };
+        assert!(apply_model_limits(&mut agents, "codex", "big", &limits));
+        assert!(
+            !apply_model_limits(&mut agents, "codex", "big", &limits),
+            "unchanged"
+        );
+        assert!(!apply_model_limits(&mut agents, "codex", "gone", &limits));
+        assert!(!apply_model_limits(&mut agents, "nobody", "big", &limits));
+        let big = &agents[1].models[1];
+        assert_eq!(
+            (
+                big.max_prompt_tokens,
+                big.max_context_window,
+                big.max_output_tokens
+            ),
+            (None, Some(200_000), Some(8_000))
+        );
+        assert_eq!(
+            agents[0].models[1].max_context_window, None,
+            "another agent's model"
+        );
+        let stored = model_limits_json(&agents);
+        assert_eq!(
+            stored,
+            serde_json::json!({ "codex": { "big": { "maxContextWindow": 200_000, "maxOutputTokens": 8_000 } } })
+        );
+        let mut fresh = self::agents();
+        apply_stored_model_limits(&mut fresh, &stored);
+        assert_eq!(fresh, agents);
+        // Garbage in the stored form is skipped, never applied.
+        apply_stored_model_limits(
+            &mut fresh,
+            &serde_json::json!({ "codex": { "big": { "maxContextWindow": -1, "maxOutputTokens": "x" } }, "x": 3 }),
+        );
+        assert_eq!(fresh, agents);
     }
 }

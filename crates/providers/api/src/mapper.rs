@@ -39,9 +39,9 @@ use agenthost_protocol::state::{
     ToolResultContent, UsageInfo,
 };
 use agenthost_protocol::{
-    ActionSignal, AgentSignal, ModelCallCompleted, PendingConfirmation, PermissionKind, SafeId,
-    SessionUri, StateAction, SteeringConsumed, StringOrMarkdown, SubagentCompleted,
-    SubagentStarted,
+    ActionSignal, AgentSignal, ModelCallCompleted, ModelLimits, ModelLimitsReported,
+    PendingConfirmation, PermissionKind, SafeId, SessionUri, StateAction, SteeringConsumed,
+    StringOrMarkdown, SubagentCompleted, SubagentStarted,
 };
 use serde_json::json;
 
@@ -301,6 +301,13 @@ pub enum NormEvent {
         /// The steering message id.
         id: String,
     },
+    /// The agent reported the limits of the conversation's model (the one
+    /// [`Mapper::set_model`] names); nothing is signalled while that model is unknown or the
+    /// limits are empty.
+    ModelLimits {
+        /// What the agent said.
+        limits: ModelLimits,
+    },
     /// One model call of the turn finished.
     ModelCallCompleted {
         /// The provider's id of the call.
@@ -364,6 +371,8 @@ impl ToolError {
 pub struct Mapper {
     session: SessionUri,
     turn: Option<TurnMap>,
+    /// The conversation's model, by the id the host advertises it under.
+    model: Option<String>,
 }
 
 impl Mapper {
@@ -372,7 +381,14 @@ impl Mapper {
         Self {
             session,
             turn: None,
+            model: None,
         }
+    }
+
+    /// The model the conversation runs on, by the id the host advertises it under (the
+    /// agent's `models[].id`): reported limits are signalled for it.
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.model = Some(model.into());
     }
 
     /// The session the signals belong to.
@@ -436,6 +452,18 @@ impl Mapper {
                     }));
                 return out.signals;
             }
+            // Limits belong to the model, not to a turn: reported whenever the agent says them.
+            NormEvent::ModelLimits { limits } => {
+                if let Some(model) = self.model.clone().filter(|_| !limits.is_empty()) {
+                    out.signals
+                        .push(AgentSignal::ModelLimits(ModelLimitsReported {
+                            session: self.session.clone(),
+                            model,
+                            limits,
+                        }));
+                }
+                return out.signals;
+            }
             event => {
                 let Some(turn) = self.turn.as_mut() else {
                     tracing::warn!(event = kind(&event), "dropping an event outside any turn");
@@ -491,6 +519,7 @@ fn kind(event: &NormEvent) -> &'static str {
         NormEvent::Title { .. } => "title",
         NormEvent::SteeringConsumed { .. } => "steeringConsumed",
         NormEvent::ModelCallCompleted { .. } => "modelCallCompleted",
+        NormEvent::ModelLimits { .. } => "modelLimits",
         NormEvent::Failed { .. } => "failed",
         NormEvent::Cancelled { .. } => "cancelled",
         NormEvent::Idle { .. } => "idle",
@@ -836,7 +865,8 @@ impl TurnMap {
             // Handled by `Mapper::map` before a turn is needed.
             NormEvent::Activity { .. }
             | NormEvent::Title { .. }
-            | NormEvent::SteeringConsumed { .. } => {}
+            | NormEvent::SteeringConsumed { .. }
+            | NormEvent::ModelLimits { .. } => {}
         }
     }
 

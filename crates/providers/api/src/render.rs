@@ -171,6 +171,13 @@ pub fn signal_json(signal: &AgentSignal) -> Value {
             "turnId": call.turn_id,
             "modelCallId": call.model_call_id,
         }),
+        AgentSignal::ModelLimits(reported) => json!({
+            "signal": "modelLimits",
+            "model": reported.model,
+            "maxPromptTokens": reported.limits.max_prompt_tokens,
+            "maxContextWindow": reported.limits.max_context_window,
+            "maxOutputTokens": reported.limits.max_output_tokens,
+        }),
     }
 }
 

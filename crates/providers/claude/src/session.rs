@@ -219,10 +219,17 @@ impl Inner {
             .as_ref()
             .map(|model| model.id.clone())
             .or_else(|| self.default_model.clone());
+        let advertised = model
+            .clone()
+            .unwrap_or_else(|| crate::DEFAULT_MODEL.to_owned());
         let process = self.ensure_process(model).await?;
         let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);
         {
-            lock(&self.translator).begin_turn(&turn.turn_id);
+            {
+                let mut translator = lock(&self.translator);
+                translator.set_model(advertised);
+                translator.begin_turn(&turn.turn_id);
+            }
             lock(&self.state).turn = Some(RunningTurn {
                 id: turn.turn_id.clone(),
                 started: Instant::now(),

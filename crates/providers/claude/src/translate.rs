@@ -176,6 +176,8 @@ pub struct Translator {
     /// `result`s still owed by aborted turns. The CLI handles user messages one after the other,
     /// so until they arrive every line belongs to an aborted turn and is dropped.
     stale_results: usize,
+    /// The CLI's main model (`system/init`'s `model`): its `modelUsage` entry carries the limits.
+    cli_model: Option<String>,
 }
 
 /// A content block streamed with `--include-partial-messages`.
@@ -239,7 +241,14 @@ impl Translator {
             session_id: None,
             cli_requests: HashMap::new(),
             stale_results: 0,
+            cli_model: None,
         }
+    }
+
+    /// The model this conversation runs on, by the id the host advertises it under (`default`,
+    /// `sonnet`, …): the limits Claude Code reports for its main model reach the host's model list.
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.mapper.set_model(model);
     }
 
     /// Starts protocol turn `turn_id` (the driver then writes the user message).
@@ -361,9 +370,32 @@ impl Translator {
         }
     }
 
+    /// The main model's `contextWindow` and `maxOutputTokens` from a `result`'s `modelUsage`
+    /// (Claude Code reports no prompt limit of its own: none is derived).
+    fn report_limits(&mut self, result: &ResultLine, out: &mut Vec<Output>) {
+        let (Some(models), Some(model)) = (&result.model_usage, &self.cli_model) else {
+            return;
+        };
+        let Some(usage) = models.get(model) else {
+            return;
+        };
+        let value = |key: &str| usage.get(key).and_then(serde_json::Value::as_u64);
+        let limits = agenthost_protocol::ModelLimits {
+            max_prompt_tokens: None,
+            max_context_window: value("contextWindow"),
+            max_output_tokens: value("maxOutputTokens"),
+        };
+        self.emit(NormEvent::ModelLimits { limits }, out);
+    }
+
     fn system(&mut self, system: SystemLine, out: &mut Vec<Output>) {
         match system {
-            SystemLine::Init(init) => self.session_id_seen(&init.session_id, out),
+            SystemLine::Init(init) => {
+                if init.model.is_some() {
+                    self.cli_model.clone_from(&init.model);
+                }
+                self.session_id_seen(&init.session_id, out);
+            }
             SystemLine::PermissionDenied(denied) => {
                 // The error tool result follows; remember that it is a denial.
                 if let Some(turn) = &mut self.turn {
@@ -930,6 +962,7 @@ impl Translator {
             tracing::debug!("a result outside a turn");
             return;
         };
+        self.report_limits(&result, out);
         if let Some(usage) = &result.usage {
             let model = result
                 .model_usage

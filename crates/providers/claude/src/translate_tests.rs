@@ -988,3 +988,32 @@ fn a_withdrawn_request_is_reported() {
         }]
     );
 }
+
+#[test]
+fn the_main_models_context_window_is_reported_for_the_advertised_model() {
+    let mut t = Translator::new(session());
+    t.set_model("default");
+    t.begin_turn("t1");
+    let out = feed(
+        &mut t,
+        &[
+            json!({ "type": "system", "subtype": "init", "session_id": "cli-1", "model": "claude-opus-5-5" }),
+            result(json!({ "modelUsage": {
+                "claude-opus-5-5": { "inputTokens": 200, "contextWindow": 1_000_000, "maxOutputTokens": 128_000 },
+                "claude-haiku-5-5": { "contextWindow": 200_000, "maxOutputTokens": 64_000 },
+            } })),
+        ],
+    );
+    let limits: Vec<Value> = signals(&out)
+        .into_iter()
+        .filter(|signal| signal["signal"] == "modelLimits")
+        .collect();
+    assert_eq!(
+        limits,
+        vec![
+            json!({ "signal": "modelLimits", "model": "default", "maxPromptTokens": null,
+                     "maxContextWindow": 1_000_000, "maxOutputTokens": 128_000 })
+        ],
+        "the main model's limits only; no prompt limit is derived"
+    );
+}

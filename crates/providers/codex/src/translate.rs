@@ -262,6 +262,13 @@ impl Translator {
         }
     }
 
+    /// The model this conversation runs on, by the id the host advertises it under: the
+    /// context window Codex reports for it reaches the host's model list. (Not the model name
+    /// Codex reports in `thread/started`, which usage carries.)
+    pub fn set_advertised_model(&mut self, model: impl Into<String>) {
+        self.mapper.set_model(model);
+    }
+
     /// Starts protocol turn `turn_id`, before `turn/start` is sent. A turn still running is
     /// forgotten (its later output is dropped).
     pub fn begin_turn(&mut self, turn_id: &str) {
@@ -847,6 +854,17 @@ impl Translator {
             turn.model_calls
         );
         let last = params.token_usage.last;
+        if let Some(window) = params
+            .token_usage
+            .model_context_window
+            .and_then(|window| u64::try_from(window).ok())
+        {
+            let limits = agenthost_protocol::ModelLimits {
+                max_context_window: Some(window),
+                ..agenthost_protocol::ModelLimits::default()
+            };
+            self.emit(NormEvent::ModelLimits { limits }, out);
+        }
         self.emit(
             NormEvent::Usage {
                 scope: Scope::Root,

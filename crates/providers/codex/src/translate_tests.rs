@@ -1180,6 +1180,7 @@ fn reasoning_summaries_and_raw_text_get_their_own_parts() {
 #[test]
 fn token_usage_reports_the_last_call_with_the_thread_s_model() {
     let mut t = translator();
+    t.set_advertised_model("default");
     feed(
         &mut t,
         &[json!({ "id": 2, "result": { "thread": { "id": THREAD }, "model": "gpt-5.5" } })],
@@ -1201,6 +1202,8 @@ fn token_usage_reports_the_last_call_with_the_thread_s_model() {
     assert_eq!(
         signals(&out),
         [
+            json!({ "signal": "modelLimits", "model": "default", "maxPromptTokens": null,
+                    "maxContextWindow": 258400, "maxOutputTokens": null }),
             json!({ "type": "chat/usage", "turnId": "t1", "usage": {
                 "inputTokens": 100, "outputTokens": 20, "cacheReadTokens": 40, "model": "gpt-5.5",
                 "_meta": { "reasoningOutputTokens": 5, "modelContextWindow": 258400 } } }),

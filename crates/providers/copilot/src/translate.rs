@@ -19,7 +19,7 @@ use agenthost_protocol::state::{
     ToolResultContent, ToolResultTextContent,
 };
 use agenthost_protocol::uri::path_to_file_uri;
-use agenthost_protocol::{AgentSignal, SessionUri};
+use agenthost_protocol::{AgentSignal, ModelLimits, SessionUri};
 use agenthost_provider_api::{Mapper, NormEvent, Scope, ToolError};
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -276,6 +276,12 @@ impl Translator {
         }
     }
 
+    /// The model this conversation runs on, by the id the host advertises it under: limits
+    /// Copilot reports for it reach the host's model list.
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.mapper.set_model(model);
+    }
+
     /// Follows Copilot session `id`: events of other sessions are ignored. (Without it, the
     /// session of the first `session.create` / `session.resume` response or event is followed.)
     pub fn set_copilot_session(&mut self, id: &str) {
@@ -460,6 +466,25 @@ impl Translator {
                 }
                 return;
             }
+            EventData::ModelTurnStarted(data) => {
+                // The main agent's model only (a subagent may run on another one).
+                if event.agent_id.is_none()
+                    && let Some(limits) = data
+                        .model_info
+                        .as_ref()
+                        .and_then(|info| info.capabilities.as_ref())
+                        .and_then(|capabilities| capabilities.limits.as_ref())
+                {
+                    let value = |key: &str| limits.get(key).and_then(Value::as_u64);
+                    let limits = ModelLimits {
+                        max_prompt_tokens: value("max_prompt_tokens"),
+                        max_context_window: value("max_context_window_tokens"),
+                        max_output_tokens: value("max_output_tokens"),
+                    };
+                    self.emit(NormEvent::ModelLimits { limits }, out);
+                }
+                return;
+            }
             EventData::SessionIdle(data) => {
                 if event.agent_id.is_some() {
                     // The session's idle is the main agent's; a subagent's ends nothing.
@@ -583,6 +608,7 @@ impl Translator {
             EventData::SessionStart(_)
             | EventData::SessionResume(_)
             | EventData::TitleChanged(_)
+            | EventData::ModelTurnStarted(_)
             | EventData::SessionIdle(_) => {}
             EventData::Other { kind } => tracing::trace!(kind, "ignoring an event"),
         }

@@ -1238,3 +1238,35 @@ proptest! {
         let _ = t.on_message(&idle(2, false).to_string());
     }
 }
+
+#[test]
+fn the_main_models_limits_are_reported_for_the_advertised_model() {
+    let turn_started = |agent: Option<&str>| {
+        event_at(
+            "model.turn_started",
+            json!({ "kind": "turn_started", "model": "gpt-5.4",
+                    "modelInfo": { "id": "gpt-5.4", "capabilities": { "limits": {
+                        "max_prompt_tokens": 128000, "max_context_window_tokens": 1050000,
+                        "vision": { "max_prompt_images": 1 } } } } }),
+            agent,
+            1,
+        )
+    };
+    let mut t = translator();
+    assert!(
+        signals(&feed(&mut t, &[turn_started(None)])).is_empty(),
+        "no signal before the advertised model is known"
+    );
+    t.set_model("gpt-5.4");
+    assert_eq!(
+        signals(&feed(&mut t, &[turn_started(None)])),
+        vec![
+            json!({ "signal": "modelLimits", "model": "gpt-5.4", "maxPromptTokens": 128000,
+                     "maxContextWindow": 1050000, "maxOutputTokens": null })
+        ]
+    );
+    assert!(
+        signals(&feed(&mut t, &[turn_started(Some("sub-1"))])).is_empty(),
+        "a subagent's model is not the conversation's"
+    );
+}

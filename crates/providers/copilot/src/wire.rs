@@ -315,6 +315,8 @@ pub enum EventData {
     SessionIdle(SessionIdleData),
     /// `model.call_finished`.
     ModelCallFinished(ModelCallFinishedData),
+    /// `model.turn_started`: a model round begins, with the model's description.
+    ModelTurnStarted(ModelTurnStartedData),
     /// Any other type (`assistant.turn_start`, `assistant.streaming_delta`, `model.*`, …).
     Other {
         /// The event type.
@@ -370,6 +372,8 @@ pub mod kinds {
     pub const SESSION_IDLE: &str = "session.idle";
     /// `model.call_finished`.
     pub const MODEL_CALL_FINISHED: &str = "model.call_finished";
+    /// `model.turn_started`.
+    pub const MODEL_TURN_STARTED: &str = "model.turn_started";
 }
 
 impl EventData {
@@ -400,6 +404,7 @@ impl EventData {
             SESSION_ERROR => Self::SessionError(decode_data(k, data)?),
             SESSION_IDLE => Self::SessionIdle(decode_data(k, data)?),
             MODEL_CALL_FINISHED => Self::ModelCallFinished(decode_data(k, data)?),
+            MODEL_TURN_STARTED => Self::ModelTurnStarted(decode_data(k, data)?),
             _ => Self::Other { kind },
         })
     }
@@ -431,6 +436,7 @@ impl EventData {
             Self::SessionError(_) => SESSION_ERROR,
             Self::SessionIdle(_) => SESSION_IDLE,
             Self::ModelCallFinished(_) => MODEL_CALL_FINISHED,
+            Self::ModelTurnStarted(_) => MODEL_TURN_STARTED,
             Self::Other { kind } => kind,
         }
     }
@@ -921,6 +927,31 @@ pub struct ModelCallFinishedData {
     /// `success`, `error`, …
     #[serde(default)]
     pub outcome: Option<String>,
+}
+
+/// `model.turn_started` data: the model of the round, as Copilot describes it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelTurnStartedData {
+    /// The model's description (`{id, name, capabilities: {supports, limits}}`).
+    #[serde(default)]
+    pub model_info: Option<ModelInfoData>,
+}
+
+/// A model's description in Copilot's events and `models.list`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ModelInfoData {
+    /// What the model can do and take.
+    #[serde(default)]
+    pub capabilities: Option<ModelCapabilitiesData>,
+}
+
+/// `capabilities` of a model.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ModelCapabilitiesData {
+    /// Token limits; values that are not non-negative integers are ignored.
+    #[serde(default)]
+    pub limits: Option<serde_json::Map<String, Value>>,
 }
 
 #[cfg(test)]

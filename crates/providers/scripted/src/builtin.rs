@@ -29,6 +29,7 @@ fn usage(input: i64, output: i64) -> Step {
         input,
         output,
         model: Some(crate::MODEL_ID.into()),
+        limits: None,
     })
 }
 

@@ -199,7 +199,22 @@ impl TurnRun {
                     },
                     meta: None,
                 });
-                self.emit(scope, action).await
+                self.emit(scope, action).await?;
+                match usage.limits {
+                    Some(limits) => {
+                        self.signal(agenthost_protocol::ModelLimitsReported {
+                            session: self.session.clone(),
+                            model: crate::MODEL_ID.to_owned(),
+                            limits: agenthost_protocol::ModelLimits {
+                                max_prompt_tokens: limits.max_prompt_tokens,
+                                max_context_window: limits.max_context_window,
+                                max_output_tokens: limits.max_output_tokens,
+                            },
+                        })
+                        .await
+                    }
+                    None => Ok(()),
+                }
             }
             Step::Subagent(subagent) => self.subagent(subagent, scope).await,
             Step::Error(fail) => Err(Stop::Failed {

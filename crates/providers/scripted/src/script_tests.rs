@@ -88,6 +88,7 @@ fn every_step_kind_parses_with_its_defaults() {
                     input: 10,
                     output: 2,
                     model: Some("m".into()),
+                    limits: None,
                 }),
                 Step::Subagent(Subagent {
                     agent: "explore".into(),
