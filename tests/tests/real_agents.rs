@@ -417,6 +417,41 @@ async fn an_approved_tool_call_creates_the_file(agent: Agent) {
     );
 }
 
+/// The session switched to plan mode (VS Code's Agent Mode picker): the same request that
+/// writes `out.txt` otherwise changes nothing — the agent runs in its own plan mode and the
+/// host denies every confirmation it still asks for — and the turn still ends.
+async fn in_plan_mode_the_agent_changes_nothing(agent: Agent) {
+    let Some((_place, mut run)) = Run::fresh(agent, MockModelConfig::default()).await else {
+        return;
+    };
+    let session = SessionUri::with_provider(agent.provider(), SafeId::new("s1").unwrap()).unwrap();
+    let plan: agenthost_protocol::StateAction = serde_json::from_value(
+        serde_json::json!({ "type": "session/configChanged", "config": { "mode": "plan" } }),
+    )
+    .unwrap();
+    run.client
+        .client()
+        .dispatch(session.to_string(), plan)
+        .await
+        .unwrap();
+    run.client
+        .start_turn(&run.chat, "t1", "Create out.txt containing hi")
+        .await
+        .unwrap();
+    // Confirmations are left to the host (it denies them in plan mode).
+    let (events, _error, cancelled) = run.turn_end().await;
+    assert!(!cancelled, "{events:?}");
+    assert_eq!(
+        read(&run.work.join("out.txt")),
+        None,
+        "the agent changed a file in plan mode: {events:?}"
+    );
+    assert!(
+        tool_results(&events).iter().all(|ran| !ran),
+        "a tool ran successfully in plan mode: {events:?}"
+    );
+}
+
 async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes(agent: Agent) {
     let Some((_place, mut run)) = Run::fresh(agent, MockModelConfig::default()).await else {
         return;
@@ -616,6 +651,7 @@ macro_rules! for_each_agent {
 
 for_each_agent!(
     an_approved_tool_call_creates_the_file,
+    in_plan_mode_the_agent_changes_nothing,
     a_denied_tool_call_does_not_run_and_the_turn_still_completes,
     an_api_error_surfaces_as_a_chat_error,
     cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on,

@@ -1456,6 +1456,170 @@ async fn model_limits_an_agent_reports_reach_the_model_list_and_survive_a_restar
     assert_eq!(model["maxContextWindow"], 200000, "{model}");
 }
 
+/// VS Code's Agent Mode and Approvals pickers: the schema shapes it recognises, `autoApprove`
+/// approving with no client answering, a switch to plan mode taking effect on the next turn
+/// (every confirmation denied, nothing changed, the plan instruction sent), and the legacy
+/// `autoApprove: "autopilot"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_mode_and_approvals_pickers_do_what_they_say() {
+    let host = Host::start(json!({ "default": { "steps": [
+        { "kind": "echo", "instructions": true, "chunk": 4096 },
+        { "kind": "tool", "name": "append_log", "confirm": true,
+          "effect": { "kind": "appendFile", "path": "log.txt", "content": "confirmed\n" } },
+        { "kind": "tool", "name": "append_log_quietly",
+          "effect": { "kind": "appendFile", "path": "log.txt", "content": "unasked\n" } },
+        { "kind": "say", "text": "Done." }
+    ] } }))
+    .await;
+    let mut main = VsCode::open(&host.url, &uuid()).await;
+    main.request(
+        "initialize",
+        vscode_main::initialize(&main.client_id.clone()),
+    )
+    .await
+    .unwrap();
+    let resolved = main
+        .request(
+            "resolveSessionConfig",
+            json!({ "channel": ROOT_RESOURCE_URI, "provider": "scripted", "config": {} }),
+        )
+        .await
+        .unwrap();
+    let properties = &resolved["schema"]["properties"];
+    assert_eq!(
+        properties["mode"]["enum"],
+        json!(["interactive", "plan", "autopilot"]),
+        "{resolved}"
+    );
+    assert_eq!(properties["mode"]["type"], "string");
+    assert_eq!(properties["mode"]["sessionMutable"], true);
+    assert_eq!(
+        properties["autoApprove"]["enum"],
+        json!(["default", "autoApprove"]),
+        "{resolved}"
+    );
+    assert_eq!(resolved["values"]["mode"], "interactive");
+    assert_eq!(resolved["values"]["autoApprove"], "default");
+
+    let session = format!("ahp-session:/{}", uuid());
+    let client_id = main.client_id.clone();
+    main.request(
+        "createSession",
+        json!({ "channel": session, "provider": "scripted", "workingDirectories": [file_uri(&host.work)],
+                "config": { "autoApprove": "autoApprove" },
+                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
+    )
+    .await
+    .unwrap();
+    let chat = derived_chat(&session);
+    main.request("subscribe", json!({ "channel": session }))
+        .await
+        .unwrap();
+    main.request("subscribe", json!({ "channel": chat }))
+        .await
+        .unwrap();
+    let log = host.work.join("log.txt");
+    // Turn 1, `autoApprove`: nobody answers, the host approves.
+    main.dispatch(
+        &chat,
+        1,
+        json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
+                "message": { "text": "Log it", "origin": { "kind": "user" } } }),
+    )
+    .await;
+    let approved = main
+        .action(&chat, "chat/toolCallConfirmed", |e| {
+            e["action"]["turnId"] == "turn-1"
+        })
+        .await;
+    assert_eq!(approved["action"]["approved"], true, "{approved}");
+    assert_eq!(approved["action"]["confirmed"], "setting", "{approved}");
+    assert_eq!(
+        approved["origin"]["clientId"], "agenthost:session-mode",
+        "{approved}"
+    );
+    main.action(&chat, "chat/turnComplete", |e| {
+        e["action"]["turnId"] == "turn-1"
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "confirmed\nunasked\n"
+    );
+
+    // The picker switches to plan mode: from the next turn, nothing changes.
+    main.dispatch(
+        &session,
+        2,
+        json!({ "type": "session/configChanged", "config": { "mode": "plan" } }),
+    )
+    .await;
+    let changed = main
+        .action(&session, "session/configChanged", |e| {
+            e["origin"]["clientSeq"] == 2
+        })
+        .await;
+    assert!(changed.get("rejectionReason").is_none(), "{changed}");
+    main.dispatch(
+        &chat,
+        3,
+        json!({ "type": "chat/turnStarted", "turnId": "turn-2", "startedAt": STARTED_AT,
+                "message": { "text": "Log it again", "origin": { "kind": "user" } } }),
+    )
+    .await;
+    let denied = main
+        .action(&chat, "chat/toolCallConfirmed", |e| {
+            e["action"]["turnId"] == "turn-2"
+        })
+        .await;
+    assert_eq!(denied["action"]["approved"], false, "{denied}");
+    assert!(
+        denied["action"]["reasonMessage"]
+            .as_str()
+            .unwrap()
+            .contains("plan mode"),
+        "{denied}"
+    );
+    main.action(&chat, "chat/turnComplete", |e| {
+        e["action"]["turnId"] == "turn-2"
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "confirmed\nunasked\n",
+        "plan mode changed a file"
+    );
+    let turns = main
+        .request("subscribe", json!({ "channel": chat }))
+        .await
+        .unwrap()["snapshot"]["state"]["turns"]
+        .clone();
+    let second = turns[1].to_string();
+    assert!(second.contains("This session is in plan mode"), "{second}");
+    assert!(
+        second.contains("Not done in plan mode"),
+        "the agent's own refusal: {second}"
+    );
+
+    // VS Code's legacy spelling of autopilot.
+    let legacy = format!("ahp-session:/{}", uuid());
+    main.request(
+        "createSession",
+        json!({ "channel": legacy, "provider": "scripted", "workingDirectories": [file_uri(&host.work)],
+                "config": { "autoApprove": "autopilot" },
+                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
+    )
+    .await
+    .unwrap();
+    let snapshot = main
+        .request("subscribe", json!({ "channel": legacy }))
+        .await
+        .unwrap();
+    let values = &snapshot["snapshot"]["state"]["config"]["values"];
+    assert_eq!(values["mode"], "autopilot", "{snapshot}");
+    assert_eq!(values["autoApprove"], "default", "{snapshot}");
+}
+
 /// VS Code main delegating a session to this host: the root state offers delegation and the
 /// machine's resources, the diagnostics requests are answered, and a session created with a
 /// delegation origin and the `send_remote_message` tool tells its agent to report back.

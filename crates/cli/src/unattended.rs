@@ -41,12 +41,21 @@ pub fn session_config(options: &UnattendedOptions) -> SessionConfigState {
         ISOLATION_KEY.to_owned(),
         serde_json::Value::String(ISOLATION_NONE.to_owned()),
     );
+    values.extend(agenthost_contrib_session_modes::session_config_values());
     SessionConfigState {
         schema: SessionConfigSchema {
             r#type: "object".to_owned(),
             properties: [
                 (POLICY_KEY.to_owned(), property),
                 (ISOLATION_KEY.to_owned(), isolation_config_property()),
+                (
+                    agenthost_provider_api::MODE_KEY.to_owned(),
+                    agenthost_contrib_session_modes::mode_property(),
+                ),
+                (
+                    agenthost_contrib_session_modes::AUTO_APPROVE_KEY.to_owned(),
+                    agenthost_contrib_session_modes::auto_approve_property(),
+                ),
             ]
             .into_iter()
             .collect(),

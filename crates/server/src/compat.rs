@@ -409,6 +409,23 @@ fn respell(text: &str, from: &str, to: &str, from_b64: &str, to_b64: &str) -> Op
     Some(out)
 }
 
+/// VS Code's legacy spelling of autopilot, `autoApprove: "autopilot"`, in a session config
+/// (`createSession.config`, `session/configChanged.config`): it becomes `mode: "autopilot"`
+/// (unless the same config asks for `mode: "plan"`) and `autoApprove: "default"`, as VS Code's
+/// own migration does.
+pub fn migrate_legacy_autopilot(config: &mut Value) {
+    let Some(config) = config.as_object_mut() else {
+        return;
+    };
+    if config.get("autoApprove").and_then(Value::as_str) != Some("autopilot") {
+        return;
+    }
+    config.insert("autoApprove".into(), "default".into());
+    if config.get("mode").and_then(Value::as_str) != Some("plan") {
+        config.insert("mode".into(), "autopilot".into());
+    }
+}
+
 /// Action types AHP 1.0 introduced (`ahp-protocol.md` §5): a peer served the 0.9 surface
 /// (VS Code's `0.9.0` and `0.10.0`) is never sent them. `ahp-types` has no such table; extend
 /// this one with every action a later version adds.

@@ -251,3 +251,28 @@ fn the_sessions_a_clients_params_name_are_found_in_every_uri_shape() {
     });
     assert_eq!(named_sessions(&params), vec![a, b, c, d]);
 }
+
+#[test]
+fn the_legacy_autopilot_approval_becomes_the_autopilot_mode() {
+    let mut legacy = json!({ "autoApprove": "autopilot", "unattended": "off" });
+    migrate_legacy_autopilot(&mut legacy);
+    assert_eq!(
+        legacy,
+        json!({ "autoApprove": "default", "mode": "autopilot", "unattended": "off" })
+    );
+    let mut planning = json!({ "autoApprove": "autopilot", "mode": "plan" });
+    migrate_legacy_autopilot(&mut planning);
+    assert_eq!(
+        planning,
+        json!({ "autoApprove": "default", "mode": "plan" })
+    );
+    for untouched in [
+        json!({ "autoApprove": "autoApprove" }),
+        json!("autopilot"),
+        json!({}),
+    ] {
+        let mut value = untouched.clone();
+        migrate_legacy_autopilot(&mut value);
+        assert_eq!(value, untouched);
+    }
+}

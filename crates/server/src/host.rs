@@ -435,6 +435,10 @@ impl Host {
                 encode(&self.subscribe(&conn, &p.channel).await?)
             }
             "createSession" => {
+                let mut raw = raw;
+                if let Some(config) = raw.as_mut().and_then(|p| p.get_mut("config")) {
+                    compat::migrate_legacy_autopilot(config);
+                }
                 let p = compat::create_session_params(raw)
                     .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))?;
                 let client_id = conn.client_id().unwrap_or_default();
@@ -1000,7 +1004,15 @@ impl ProtocolHandler for Host {
                 "dispatchAction" if !conn.admit_dispatch() => {
                     self.refuse_rate_limited(&conn, raw);
                 }
-                "dispatchAction" => match params::<DispatchActionParams>(raw) {
+                "dispatchAction" => match params::<DispatchActionParams>(raw.map(|mut raw| {
+                    if raw.pointer("/action/type").and_then(Value::as_str)
+                        == Some("session/configChanged")
+                        && let Some(config) = raw.pointer_mut("/action/config")
+                    {
+                        compat::migrate_legacy_autopilot(config);
+                    }
+                    raw
+                })) {
                     Ok(p) => self.dispatch_action(&conn, p).await,
                     Err(error) => {
                         tracing::warn!(conn = %conn.id(), %error.message, "malformed dispatchAction");

@@ -164,19 +164,15 @@ pub const MODEL_LIMITS_KEY: &str = "modelLimits";
 /// them (`root/agentsChanged`, only when they changed) and the store keeps them for the next
 /// start.
 fn model_limits(shared: &Arc<Shared>, reported: &agenthost_protocol::ModelLimitsReported) {
-    let Some(provider) = shared.state.read(|h| {
-        h.session(reported.session.as_str())
-            .map(|s| s.provider.clone())
+    let Some((provider, mut agents)) = shared.state.read(|h| {
+        let provider = h.session(reported.session.as_str())?.provider.clone();
+        Some((provider, h.root().agents.clone()))
     }) else {
         return;
     };
-    let mut agents = shared.state.read(|h| h.root().agents.clone());
-    if !agenthost_provider_api::apply_model_limits(
-        &mut agents,
-        &provider,
-        &reported.model,
-        &reported.limits,
-    ) {
+    let limits = &reported.limits;
+    if !agenthost_provider_api::apply_model_limits(&mut agents, &provider, &reported.model, limits)
+    {
         return;
     }
     let stored = agenthost_provider_api::model_limits_json(&agents).to_string();

@@ -12,7 +12,7 @@ use agenthost_protocol::ahp_types::state::{ErrorInfo, Message};
 use agenthost_protocol::uri::file_uri_to_path;
 use agenthost_protocol::{ChatUri, SessionUri, StateAction};
 use agenthost_provider_api::{
-    ProviderError, RestoreSession, SignalSink, StartSession, TurnRequest,
+    AgentMode, ProviderError, RestoreSession, SignalSink, StartSession, TurnRequest,
 };
 use agenthost_services::announcement_part;
 
@@ -152,6 +152,11 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
         instructions: outgoing.instructions.unwrap_or_default(),
         attachments: options.message.attachments.unwrap_or_default(),
         model: options.message.model,
+        mode: (shared.state.read(|h| {
+            h.session(&options.session_channel)
+                .map(AgentMode::of_session)
+        }))
+        .unwrap_or_default(),
     };
     if let Err(error) = runtime.provider.send_turn(request).await {
         fail_started_turn(&shared, &chat, &turn_id, error.to_error_info());

@@ -35,6 +35,7 @@
 //! | 21 | `interruptedTurn` | `dyn SessionDataStore` | registered |
 //! | 22 | `auditLog` | `dyn AuditLog` | registered |
 //! | 23 | `remoteSessionOrigin` | `dyn SessionDataStore`, `dyn HostState` | registered |
+//! | 24 | `sessionModes` | `dyn HostState`, `dyn ClientActionIntake` | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
@@ -54,6 +55,7 @@ use agenthost_contrib_queue_drain::QueueDrain;
 use agenthost_contrib_remote_session_origin::RemoteSessionOrigin;
 use agenthost_contrib_session_flags::SessionFlags;
 use agenthost_contrib_session_input_needed::SessionInputNeeded;
+use agenthost_contrib_session_modes::SessionModes;
 use agenthost_contrib_session_title::SessionTitle;
 use agenthost_contrib_side_chat::SideChat;
 use agenthost_contrib_turn_admission::TurnAdmission;
@@ -96,6 +98,7 @@ pub fn register_builtin_contributions(
     set.push(dispatcher.register::<InterruptedTurn>()?); // 21
     set.push(dispatcher.register::<AuditLogContribution>()?); // 22
     set.push(dispatcher.register::<RemoteSessionOrigin>()?); // 23
+    set.push(dispatcher.register::<SessionModes>()?); // 24
     Ok(set)
 }
 

@@ -82,7 +82,8 @@ fn the_builtin_order_per_hook() {
             "clientDeparture",
             "interruptedTurn",
             "auditLog",
-            "remoteSessionOrigin"
+            "remoteSessionOrigin",
+            "sessionModes"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));

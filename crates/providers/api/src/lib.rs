@@ -317,6 +317,67 @@ pub struct TurnRequest {
     pub attachments: Vec<MessageAttachment>,
     /// The model selected for this turn, if any.
     pub model: Option<ModelSelection>,
+    /// How the agent works this turn (the session's `mode` config value).
+    pub mode: AgentMode,
+}
+
+/// The session config key of the agent mode (VS Code's "Agent Mode" picker).
+pub const MODE_KEY: &str = "mode";
+
+/// How the agent works, as the session's `mode` config value says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum AgentMode {
+    /// `interactive`: step by step, asking where the user's approval is needed.
+    #[default]
+    Interactive,
+    /// `plan`: plan first, change nothing. Each agent is put in its own plan mode (Claude Code
+    /// `--permission-mode plan`, Copilot's `plan` agent mode, Codex in a read-only sandbox that
+    /// asks for nothing) and the host denies every confirmation the agent still asks for.
+    Plan,
+    /// `autopilot`: work to the end without the user; the host answers the agent's questions.
+    Autopilot,
+}
+
+impl AgentMode {
+    /// Every mode's config value, in the picker's order.
+    pub const VALUES: [&'static str; 3] = ["interactive", "plan", "autopilot"];
+
+    /// The mode a config value names; `None` for anything else.
+    pub fn from_value(value: &str) -> Option<Self> {
+        match value {
+            "interactive" => Some(Self::Interactive),
+            "plan" => Some(Self::Plan),
+            "autopilot" => Some(Self::Autopilot),
+            _ => None,
+        }
+    }
+
+    /// The mode of a session's config values (`interactive` when unset or unknown).
+    pub fn of_config(values: &serde_json::Map<String, serde_json::Value>) -> Self {
+        values
+            .get(MODE_KEY)
+            .and_then(serde_json::Value::as_str)
+            .and_then(Self::from_value)
+            .unwrap_or_default()
+    }
+
+    /// The mode of a session (its config values').
+    pub fn of_session(session: &agenthost_protocol::state::SessionState) -> Self {
+        session
+            .config
+            .as_ref()
+            .map(|config| Self::of_config(&config.values))
+            .unwrap_or_default()
+    }
+
+    /// The config value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Interactive => "interactive",
+            Self::Plan => "plan",
+            Self::Autopilot => "autopilot",
+        }
+    }
 }
 
 /// The host's answer to a pending confirmation.

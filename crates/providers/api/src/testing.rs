@@ -41,6 +41,7 @@ pub fn turn_request(id: &str, text: &str) -> TurnRequest {
         instructions: Vec::new(),
         attachments: Vec::new(),
         model: None,
+        mode: crate::AgentMode::Interactive,
     }
 }
 

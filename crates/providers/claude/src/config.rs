@@ -88,6 +88,17 @@ impl ClaudeConfig {
 
     /// The command line for a conversation, resuming CLI session `resume` when given.
     pub fn args(&self, model: Option<&str>, resume: Option<&str>) -> Vec<String> {
+        self.args_in_mode(model, resume, false)
+    }
+
+    /// [`Self::args`] for a conversation in plan mode (`plan`: `--permission-mode plan`, in
+    /// place of the configured permission mode) or not.
+    pub fn args_in_mode(
+        &self,
+        model: Option<&str>,
+        resume: Option<&str>,
+        plan: bool,
+    ) -> Vec<String> {
         let mut args: Vec<String> = [
             "-p",
             "--input-format",
@@ -104,7 +115,9 @@ impl ClaudeConfig {
         if self.partial_messages {
             args.push("--include-partial-messages".to_owned());
         }
-        if let Some(mode) = &self.permission_mode {
+        if plan {
+            args.extend(["--permission-mode".to_owned(), "plan".to_owned()]);
+        } else if let Some(mode) = &self.permission_mode {
             args.extend(["--permission-mode".to_owned(), mode.clone()]);
         }
         if !self.allowed_tools.is_empty() {

@@ -91,6 +91,8 @@ struct State {
 struct Live {
     generation: u64,
     model: Option<String>,
+    /// Started with `--permission-mode plan`.
+    plan: bool,
     process: Arc<ClaudeProcess>,
     reader: JoinHandle<()>,
 }
@@ -222,7 +224,8 @@ impl Inner {
         let advertised = model
             .clone()
             .unwrap_or_else(|| crate::DEFAULT_MODEL.to_owned());
-        let process = self.ensure_process(model).await?;
+        let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
+        let process = self.ensure_process(model, plan).await?;
         let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);
         {
             {
@@ -266,24 +269,30 @@ impl Inner {
     }
 
     /// The running process, started (and initialized) when there is none or when it runs
-    /// another model than `model`.
+    /// another model than `model`, or is not in plan mode as `plan` says.
     async fn ensure_process(
         self: &Arc<Self>,
         model: Option<String>,
+        plan: bool,
     ) -> Result<Arc<ClaudeProcess>, ProviderError> {
         let (stale, resume) = {
             let state = lock(&self.state);
             match &state.process {
-                Some(live) if live.model == model => return Ok(Arc::clone(&live.process)),
+                Some(live) if live.model == model && live.plan == plan => {
+                    return Ok(Arc::clone(&live.process));
+                }
                 Some(live) => (Some(live.generation), state.cli_session_id.clone()),
                 None => (None, state.cli_session_id.clone()),
             }
         };
         if let Some(generation) = stale {
-            // Another model: `claude` takes `--model` at launch; the conversation resumes.
+            // Another model or mode: `claude` takes `--model` and `--permission-mode` at launch;
+            // the conversation resumes.
             self.stop_process(generation).await;
         }
-        let args = self.config.args(model.as_deref(), resume.as_deref());
+        let args = self
+            .config
+            .args_in_mode(model.as_deref(), resume.as_deref(), plan);
         let spawned = ClaudeProcess::spawn(&Launch {
             binary: &self.config.binary,
             args: &args,
@@ -307,6 +316,7 @@ impl Inner {
             state.process = Some(Live {
                 generation,
                 model,
+                plan,
                 process: Arc::clone(&process),
                 reader,
             });

@@ -252,6 +252,31 @@ pub fn turn_start_params(thread_id: &str, input: Vec<Value>) -> Value {
     json!({ "threadId": thread_id, "input": input })
 }
 
+/// The `turn/start` overrides of a turn in plan mode: a read-only sandbox and no approval
+/// requests (a command that would change something fails inside the sandbox and the model is
+/// told so). Codex keeps overrides for the turns after, so [`turn_policy_overrides`] puts the
+/// configured policy back once the session leaves plan mode.
+pub fn plan_overrides() -> [(&'static str, Value); 2] {
+    [
+        ("approvalPolicy", json!("never")),
+        ("sandboxPolicy", json!({ "type": "readOnly" })),
+    ]
+}
+
+/// The `turn/start` overrides restoring the configured `approval_policy` and `sandbox`
+/// (`read-only`, `workspace-write`, `danger-full-access`) after a turn in plan mode.
+pub fn turn_policy_overrides(approval_policy: &str, sandbox: &str) -> [(&'static str, Value); 2] {
+    let sandbox_type = match sandbox {
+        "read-only" => "readOnly",
+        "danger-full-access" => "dangerFullAccess",
+        _ => "workspaceWrite",
+    };
+    [
+        ("approvalPolicy", json!(approval_policy)),
+        ("sandboxPolicy", json!({ "type": sandbox_type })),
+    ]
+}
+
 /// `turn/steer` params: more input for the running app-server turn `expected_turn_id`.
 pub fn turn_steer_params(thread_id: &str, input: Vec<Value>, expected_turn_id: &str) -> Value {
     json!({ "threadId": thread_id, "input": input, "expectedTurnId": expected_turn_id })

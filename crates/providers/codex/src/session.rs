@@ -92,6 +92,8 @@ struct State {
     inputs: HashMap<String, ParkedInput>,
     drain: Option<oneshot::Sender<()>>,
     disposed: bool,
+    /// The last turn started with the plan-mode overrides.
+    plan_overrides: bool,
 }
 
 struct Live {
@@ -331,6 +333,24 @@ impl Inner {
         let mut params = control::turn_start_params(&thread_id, input);
         if let (Some(model), Some(object)) = (&model, params.as_object_mut()) {
             object.insert("model".into(), json!(model));
+        }
+        // Plan mode: a read-only sandbox that asks for nothing; the configured policy again on
+        // the first turn after (Codex keeps a turn's overrides for the next ones).
+        let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
+        let overrides = {
+            let mut state = lock(&self.state);
+            let was_plan = std::mem::replace(&mut state.plan_overrides, plan);
+            match (plan, was_plan) {
+                (true, _) => Some(control::plan_overrides()),
+                (false, true) => Some(control::turn_policy_overrides(
+                    &self.config.approval_policy,
+                    &self.config.sandbox,
+                )),
+                (false, false) => None,
+            }
+        };
+        if let (Some(overrides), Some(object)) = (overrides, params.as_object_mut()) {
+            object.extend(overrides.map(|(key, value)| (key.to_owned(), value)));
         }
         let request = self.allocate_request();
         lock(&self.translator).turn_start_sent(&json!(request.0));

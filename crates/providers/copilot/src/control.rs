@@ -127,12 +127,21 @@ pub fn session_resume_params(
     )
 }
 
-/// `session.send` params; `attachments` is what [`crate::attachments::attachments`] built
+/// `session.send` params (`agentMode`: Copilot's `interactive`, `plan` or `autopilot` for this
+/// message, left out when `None`); `attachments` is what [`crate::attachments::attachments`] built
 /// (omitted when empty).
-pub fn session_send_params(session_id: &str, prompt: &str, attachments: Vec<Value>) -> Value {
+pub fn session_send_params(
+    session_id: &str,
+    prompt: &str,
+    attachments: Vec<Value>,
+    agent_mode: Option<&str>,
+) -> Value {
     let mut params = json!({ "sessionId": session_id, "prompt": prompt });
     if let (false, Value::Object(object)) = (attachments.is_empty(), &mut params) {
         object.insert("attachments".into(), Value::Array(attachments));
+    }
+    if let (Some(mode), Value::Object(object)) = (agent_mode, &mut params) {
+        object.insert("agentMode".into(), mode.into());
     }
     params
 }

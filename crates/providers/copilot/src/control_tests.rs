@@ -42,6 +42,7 @@ fn the_builders_reproduce_the_captured_stdin_messages() {
                     text("/params/sessionId"),
                     text("/params/prompt"),
                     Vec::new(),
+                    None,
                 ),
                 HANDLE_PERMISSION => {
                     let result = &captured["params"]["result"];
@@ -111,11 +112,11 @@ fn permission_answers_in_both_vocabularies() {
 fn send_params_carry_attachments_only_when_there_are_some() {
     let blob = json!({ "type": "blob", "data": "eA==", "mimeType": "text/plain" });
     assert_eq!(
-        session_send_params("s", "hi", vec![blob.clone()]),
+        session_send_params("s", "hi", vec![blob.clone()], None),
         json!({ "sessionId": "s", "prompt": "hi", "attachments": [blob] })
     );
     assert_eq!(
-        session_send_params("s", "hi", Vec::new()),
+        session_send_params("s", "hi", Vec::new(), None),
         json!({ "sessionId": "s", "prompt": "hi" })
     );
 }

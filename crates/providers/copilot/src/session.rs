@@ -18,8 +18,8 @@ use std::time::Duration;
 use agenthost_protocol::ahp_types::state::Turn;
 use agenthost_protocol::{AgentSignal, SessionUri};
 use agenthost_provider_api::{
-    PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
-    stderr_suffix, system_notice, turn_cancelled,
+    AgentMode, PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession,
+    TurnRequest, stderr_suffix, system_notice, turn_cancelled,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
 use futures::future::BoxFuture;
@@ -100,6 +100,8 @@ struct State {
     /// the process is replaced to stop it.
     interrupted_tools: bool,
     disposed: bool,
+    /// A turn of this conversation ran in `plan` or `autopilot`.
+    other_mode_used: bool,
 }
 
 struct Live {
@@ -377,6 +379,18 @@ impl Inner {
             .map(|text| system_notice(&self.session, &turn.turn_id, text))
             .collect();
         self.send_signals(notices).await;
+        // Copilot's own agent mode for this message; `interactive` is said explicitly only
+        // after another mode was used (Copilot's default otherwise).
+        let agent_mode = {
+            let mut state = lock(&self.state);
+            let mode = turn.mode;
+            let said = match mode {
+                AgentMode::Interactive if !state.other_mode_used => None,
+                mode => Some(mode.as_str()),
+            };
+            state.other_mode_used |= mode != AgentMode::Interactive;
+            said
+        };
         let request = self.allocate_request();
         lock(&self.translator).send_sent(&json!(request.0));
         let sent = self
@@ -384,7 +398,7 @@ impl Inner {
                 &process,
                 request,
                 control::SESSION_SEND,
-                control::session_send_params(&session_id, &prompt, items),
+                control::session_send_params(&session_id, &prompt, items, agent_mode),
                 self.config.request_timeout,
             )
             .await;

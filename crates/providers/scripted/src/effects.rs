@@ -17,7 +17,7 @@ pub const IO_ERROR: &str = "ioError";
 /// Why an effect failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct EffectError {
-    /// [`OUTSIDE_WORKING_DIRECTORY`] or [`IO_ERROR`].
+    /// [`OUTSIDE_WORKING_DIRECTORY`], [`IO_ERROR`], or `planMode` (a change refused in plan mode).
     pub code: &'static str,
     /// For the person reading the tool result.
     pub message: String,

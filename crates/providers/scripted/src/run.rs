@@ -417,7 +417,21 @@ impl TurnRun {
         if tool.client.is_some() {
             return self.await_client_result(&tool_call_id).await;
         }
-        let result = match effects::perform(&self.working_directory, &tool.effect).await {
+        // Plan mode: nothing that changes the working directory runs (reads still do).
+        let changes = matches!(tool.effect, Effect::WriteFile(_) | Effect::AppendFile(_));
+        let performed = if changes && self.turn.mode == agenthost_provider_api::AgentMode::Plan {
+            Err(effects::EffectError {
+                code: "planMode",
+                message: format!(
+                    "Not done in plan mode: `{}` would change `{}`.",
+                    tool.name,
+                    tool.effect.path().unwrap_or_default()
+                ),
+            })
+        } else {
+            effects::perform(&self.working_directory, &tool.effect).await
+        };
+        let result = match performed {
             Ok(output) => {
                 let text = tool.result.clone().or(match output {
                     EffectOutput::Nothing => None,

@@ -51,6 +51,7 @@ pub(crate) fn request(turn_id: &str, text: &str) -> TurnRequest {
         instructions: Vec::new(),
         attachments: Vec::new(),
         model: None,
+        mode: agenthost_provider_api::AgentMode::Interactive,
     }
 }
 

@@ -85,6 +85,7 @@ fn turn(turn_id: &str, text: &str) -> TurnRequest {
         instructions: Vec::new(),
         attachments: Vec::new(),
         model: None,
+        mode: agenthost_provider_api::AgentMode::Interactive,
     }
 }
 
