@@ -422,6 +422,17 @@ impl VsCode {
         .await;
     }
 
+    /// Starts turn `turn_id` with the user's `text` on `chat` (`chat/turnStarted`).
+    async fn start_turn(&mut self, chat: &str, client_seq: i64, turn_id: &str, text: &str) {
+        self.dispatch(
+            chat,
+            client_seq,
+            json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": STARTED_AT,
+                    "message": { "text": text, "origin": { "kind": "user" } } }),
+        )
+        .await;
+    }
+
     /// The first frame (from the backlog, then the socket) that `wanted` accepts; every other
     /// frame stays in the backlog.
     async fn until(&mut self, mut wanted: impl FnMut(&Value) -> bool) -> Value {
@@ -1272,13 +1283,7 @@ async fn vs_code_main_and_a_1_141_window_share_a_session_under_two_spellings() {
 
     // One turn from main: both windows see it live, each in its own spelling.
     let (main_from, older_from) = (main.received.len(), older.received.len());
-    main.dispatch(
-        &main_chat,
-        1,
-        json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
-                "message": { "text": "Say hello", "origin": { "kind": "user" } } }),
-    )
-    .await;
+    main.start_turn(&main_chat, 1, "turn-1", "Say hello").await;
     main.action(&main_chat, "chat/turnComplete", |e| {
         e["action"]["turnId"] == "turn-1"
     })
@@ -1291,14 +1296,7 @@ async fn vs_code_main_and_a_1_141_window_share_a_session_under_two_spellings() {
     assert!(seen.get("rejectionReason").is_none(), "{seen}");
     older.barrier().await;
     // A second turn from the 1.141 window, in its spelling, reaches main in main's.
-    older
-        .dispatch(
-            &old_chat,
-            1,
-            json!({ "type": "chat/turnStarted", "turnId": "turn-2", "startedAt": STARTED_AT,
-                    "message": { "text": "Again", "origin": { "kind": "user" } } }),
-        )
-        .await;
+    older.start_turn(&old_chat, 1, "turn-2", "Again").await;
     let echo = older
         .action(&old_chat, "chat/turnStarted", |e| {
             e["action"]["turnId"] == "turn-2"
@@ -1420,13 +1418,7 @@ async fn model_limits_an_agent_reports_reach_the_model_list_and_survive_a_restar
     main.request("subscribe", json!({ "channel": chat }))
         .await
         .unwrap();
-    main.dispatch(
-        &chat,
-        1,
-        json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
-                "message": { "text": "hi", "origin": { "kind": "user" } } }),
-    )
-    .await;
+    main.start_turn(&chat, 1, "turn-1", "hi").await;
     let changed = main
         .action(ROOT_RESOURCE_URI, "root/agentsChanged", |_| true)
         .await;
@@ -1520,13 +1512,7 @@ async fn the_agent_mode_and_approvals_pickers_do_what_they_say() {
         .unwrap();
     let log = host.work.join("log.txt");
     // Turn 1, `autoApprove`: nobody answers, the host approves.
-    main.dispatch(
-        &chat,
-        1,
-        json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
-                "message": { "text": "Log it", "origin": { "kind": "user" } } }),
-    )
-    .await;
+    main.start_turn(&chat, 1, "turn-1", "Log it").await;
     let approved = main
         .action(&chat, "chat/toolCallConfirmed", |e| {
             e["action"]["turnId"] == "turn-1"
@@ -1560,13 +1546,7 @@ async fn the_agent_mode_and_approvals_pickers_do_what_they_say() {
         })
         .await;
     assert!(changed.get("rejectionReason").is_none(), "{changed}");
-    main.dispatch(
-        &chat,
-        3,
-        json!({ "type": "chat/turnStarted", "turnId": "turn-2", "startedAt": STARTED_AT,
-                "message": { "text": "Log it again", "origin": { "kind": "user" } } }),
-    )
-    .await;
+    main.start_turn(&chat, 3, "turn-2", "Log it again").await;
     let denied = main
         .action(&chat, "chat/toolCallConfirmed", |e| {
             e["action"]["turnId"] == "turn-2"
@@ -1691,13 +1671,7 @@ async fn a_session_delegated_by_vs_code_main_is_told_to_report_back() {
         main.request("subscribe", json!({ "channel": chat }))
             .await
             .unwrap();
-        main.dispatch(
-            &chat,
-            1,
-            json!({ "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": STARTED_AT,
-                    "message": { "text": "Fix the bug", "origin": { "kind": "user" } } }),
-        )
-        .await;
+        main.start_turn(&chat, 1, "turn-1", "Fix the bug").await;
         main.action(&chat, "chat/turnComplete", |e| {
             e["action"]["turnId"] == "turn-1"
         })

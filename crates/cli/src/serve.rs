@@ -152,6 +152,9 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
             Some(entry)
         }
     };
+    // Installed before the URL is printed: a stop requested the moment the URL appears is
+    // still a clean shutdown, not the signal's default (death by SIGTERM).
+    let stop = ShutdownSignals::install();
     // The contract: the first line on stdout is the full URL, token included.
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{}", server.url()).map_err(|e| format!("cannot write to stdout: {e}"))?;
@@ -160,40 +163,64 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         .map_err(|e| format!("cannot write to stdout: {e}"))?;
     tracing::info!(address = %server.local_addr(), "serving AHP");
     server
-        .serve(async {
-            let signal = shutdown_signal().await;
+        .serve(async move {
+            let signal = stop.recv().await;
             tracing::info!(signal, "shutting down");
         })
         .await;
     Ok(())
 }
 
-/// Resolves on the first request to stop: Ctrl-C (SIGINT) everywhere, and on Unix also SIGTERM
-/// (a service manager, `kill`) — each one a clean shutdown: agents stopped, the discovery entry
-/// removed. Returns the signal's name. SIGHUP keeps its default: handling it would defeat
-/// `nohup agent-host serve`.
-async fn shutdown_signal() -> &'static str {
+/// The requests to stop, listened for from [`ShutdownSignals::install`] on: Ctrl-C (SIGINT)
+/// everywhere, and on Unix also SIGTERM (a service manager, `kill`) — each one a clean shutdown:
+/// agents stopped, the discovery entry removed. SIGHUP keeps its default: handling it would
+/// defeat `nohup agent-host serve`.
+struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let wait = |kind: SignalKind| async move {
-            match signal(kind) {
-                Ok(mut stream) => {
-                    stream.recv().await;
-                }
-                // Not installable: only the other signals stop the host.
-                Err(_) => std::future::pending::<()>().await,
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignals {
+    /// Installs the handlers now (a signal that cannot be handled leaves its default).
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
             }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => "SIGINT",
-            () = wait(SignalKind::terminate()) => "SIGTERM",
+        }
+        #[cfg(not(unix))]
+        {
+            Self {}
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
+
+    /// Resolves on the first request to stop; returns the signal's name.
+    async fn recv(self) -> &'static str {
+        #[cfg(unix)]
+        {
+            async fn next(signal: Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(mut stream) => {
+                        stream.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                () = next(self.interrupt) => "SIGINT",
+                () = next(self.terminate) => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
     }
 }
 

@@ -338,6 +338,40 @@ fn demo_runs_to_the_end_and_logs_nothing() {
     );
 }
 
+/// SIGTERM the instant the URL line appears is a clean shutdown (exit 0, "shutting down"), never
+/// the signal's default: the handlers are installed before the URL is printed. Twenty times, as
+/// the window was a few microseconds wide.
+#[test]
+fn sigterm_right_after_the_url_is_a_clean_shutdown() {
+    // Started together, so they compete for the CPU while they print their URLs.
+    let roots: Vec<_> = (0..20).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut servers: Vec<_> = roots
+        .iter()
+        .map(|root| {
+            let mut command = agent_host();
+            command
+                .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+                .arg(root.path())
+                .arg("--data-dir")
+                .arg(root.path().join(".agenthost-data"))
+                .env("RUST_LOG", "info");
+            Spawned::spawn(command)
+        })
+        .collect();
+    for server in &mut servers {
+        let _url = server.line();
+        server.terminate();
+    }
+    for mut server in servers {
+        let (status, _, stderr) = server.wait();
+        assert!(status.success(), "{status}\n{stderr}");
+        assert!(
+            stderr.contains("shutting down signal=\"SIGTERM\""),
+            "{stderr}"
+        );
+    }
+}
+
 /// Log lines carry no colour codes when stderr is not a terminal, whatever the level.
 #[test]
 fn logs_on_a_pipe_have_no_colour_codes() {

@@ -3,7 +3,56 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
+use agenthost_protocol::state::SessionConfigPropertySchema;
 use serde_json::Value;
+
+/// A string property of the session configuration schema: `choices` (value, label) are its
+/// enum, in order (none: any string); `session_mutable`: a client may change it after
+/// `createSession` (`session/configChanged`).
+pub fn string_config_property(
+    title: &str,
+    description: &str,
+    default: &str,
+    choices: &[(&str, &str)],
+    session_mutable: bool,
+) -> SessionConfigPropertySchema {
+    let (values, labels) = if choices.is_empty() {
+        (None, None)
+    } else {
+        (
+            Some(
+                choices
+                    .iter()
+                    .map(|(value, _)| Value::from(*value))
+                    .collect(),
+            ),
+            Some(
+                choices
+                    .iter()
+                    .map(|(_, label)| (*label).to_owned())
+                    .collect(),
+            ),
+        )
+    };
+    SessionConfigPropertySchema {
+        r#type: "string".to_owned(),
+        title: title.to_owned(),
+        description: Some(description.to_owned()),
+        default: Some(Value::from(default)),
+        r#enum: values,
+        enum_labels: labels,
+        enum_descriptions: None,
+        read_only: None,
+        items: None,
+        min_items: None,
+        max_items: None,
+        properties: None,
+        required: None,
+        additional_properties: None,
+        enum_dynamic: None,
+        session_mutable: Some(session_mutable),
+    }
+}
 
 /// Configuration values contributions read. Keys are the host's configuration keys; values
 /// JSON. Synchronous: values live in memory (the host seeds them from its flags and from

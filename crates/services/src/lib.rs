@@ -88,7 +88,7 @@ pub use changesets::{
     changeset_file,
 };
 pub use checkpoint_ledger::StoreLedger;
-pub use config::{Configuration, HostConfiguration, InMemoryConfiguration};
+pub use config::{Configuration, HostConfiguration, InMemoryConfiguration, string_config_property};
 pub use files::{BoundedRead, FileError, FileService, LocalFiles};
 pub use git_state::{
     DEFAULT_GITHUB_API, GitHubConfig, GitHubGitState, GitHubSlug, GitState, GitStateError,

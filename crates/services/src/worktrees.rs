@@ -49,34 +49,20 @@ pub const ANNOUNCEMENT_PART_ID: &str = "worktree-announcement";
 /// The `isolation` property of the session configuration schema: chosen at `createSession`,
 /// fixed for the session's life (not session-mutable).
 pub fn isolation_config_property() -> SessionConfigPropertySchema {
-    SessionConfigPropertySchema {
-        r#type: "string".to_owned(),
-        title: "Isolation".to_owned(),
-        description: Some(
-            "Where the agent works. `none`: in the working directories the session was created \
-             with. `worktree`: in a new linked git worktree of each repository \
-             (`<repo>.worktrees/<name>` on branch `agents/<name>`, from HEAD), so the user's \
-             checkout is never touched; chosen at createSession, removed with the session \
-             (a branch with commits of its own is kept)."
-                .to_owned(),
-        ),
-        default: Some(Value::String(ISOLATION_NONE.to_owned())),
-        r#enum: Some(vec![
-            Value::String(ISOLATION_NONE.to_owned()),
-            Value::String(ISOLATION_WORKTREE.to_owned()),
-        ]),
-        enum_labels: Some(vec!["None".to_owned(), "Git worktree".to_owned()]),
-        enum_descriptions: None,
-        read_only: None,
-        items: None,
-        min_items: None,
-        max_items: None,
-        properties: None,
-        required: None,
-        additional_properties: None,
-        enum_dynamic: None,
-        session_mutable: Some(false),
-    }
+    crate::string_config_property(
+        "Isolation",
+        "Where the agent works. `none`: in the working directories the session was created \
+         with. `worktree`: in a new linked git worktree of each repository \
+         (`<repo>.worktrees/<name>` on branch `agents/<name>`, from HEAD), so the user's \
+         checkout is never touched; chosen at createSession, removed with the session \
+         (a branch with commits of its own is kept).",
+        ISOLATION_NONE,
+        &[
+            (ISOLATION_NONE, "None"),
+            (ISOLATION_WORKTREE, "Git worktree"),
+        ],
+        false,
+    )
 }
 
 /// Whether a `createSession` configuration value asks for a worktree. `None` and `"none"` do

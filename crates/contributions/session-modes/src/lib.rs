@@ -41,9 +41,6 @@ use serde_json::Value;
 /// The session config key of VS Code's "Approvals" picker.
 pub const AUTO_APPROVE_KEY: &str = "autoApprove";
 
-/// `autoApprove` values, in the picker's order.
-pub const AUTO_APPROVE_VALUES: [&str; 2] = ["default", "autoApprove"];
-
 /// The client id the host's answers are submitted as.
 pub const CLIENT_ID: &str = "agenthost:session-mode";
 
@@ -63,25 +60,32 @@ pub const PLAN_DENIAL: &str = "Denied: the session is in plan mode, where nothin
 
 /// The `mode` property: VS Code's "Agent Mode" picker.
 pub fn mode_property() -> SessionConfigPropertySchema {
-    string_enum(
+    agenthost_services::string_config_property(
         "Agent Mode",
         "How the agent works: `interactive` step by step; `plan` plans first and changes \
          nothing; `autopilot` works to the end on its own, its questions answered by the host.",
-        &AgentMode::VALUES,
-        &["Interactive", "Plan", "Autopilot"],
         "interactive",
+        &[
+            ("interactive", "Interactive"),
+            ("plan", "Plan"),
+            ("autopilot", "Autopilot"),
+        ],
+        true,
     )
 }
 
 /// The `autoApprove` property: VS Code's "Approvals" picker.
 pub fn auto_approve_property() -> SessionConfigPropertySchema {
-    string_enum(
+    agenthost_services::string_config_property(
         "Approvals",
         "`default`: confirmations wait for a user (or the session's unattended policy); \
          `autoApprove`: the host approves every tool call of the session at once.",
-        &AUTO_APPROVE_VALUES,
-        &["Default Approvals", "Bypass Approvals"],
         "default",
+        &[
+            ("default", "Default Approvals"),
+            ("autoApprove", "Bypass Approvals"),
+        ],
+        true,
     )
 }
 
@@ -93,33 +97,6 @@ pub fn session_config_values() -> serde_json::Map<String, Value> {
     ]
     .into_iter()
     .collect()
-}
-
-fn string_enum(
-    title: &str,
-    description: &str,
-    values: &[&str],
-    labels: &[&str],
-    default: &str,
-) -> SessionConfigPropertySchema {
-    SessionConfigPropertySchema {
-        r#type: "string".to_owned(),
-        title: title.to_owned(),
-        description: Some(description.to_owned()),
-        default: Some(Value::from(default)),
-        r#enum: Some(values.iter().map(|v| Value::from(*v)).collect()),
-        enum_labels: Some(labels.iter().map(|v| (*v).to_owned()).collect()),
-        enum_descriptions: None,
-        read_only: None,
-        items: None,
-        min_items: None,
-        max_items: None,
-        properties: None,
-        required: None,
-        additional_properties: None,
-        enum_dynamic: None,
-        session_mutable: Some(true),
-    }
 }
 
 /// The `sessionModes` contribution. It needs `dyn HostState` and `dyn ClientActionIntake` in

@@ -105,24 +105,13 @@ pub fn session_config_property(host_default: &UnattendedPolicy) -> SessionConfig
          its obligations; when the claim goes away a full window starts again. Changing the \
          value takes effect at once, with a fresh grace window."
     );
-    SessionConfigPropertySchema {
-        r#type: "string".to_owned(),
-        title: "Unattended policy".to_owned(),
-        description: Some(description),
-        default: Some(Value::String(host_default.to_string())),
-        r#enum: None,
-        enum_labels: None,
-        enum_descriptions: None,
-        read_only: None,
-        items: None,
-        min_items: None,
-        max_items: None,
-        properties: None,
-        required: None,
-        additional_properties: None,
-        enum_dynamic: None,
-        session_mutable: Some(true),
-    }
+    agenthost_services::string_config_property(
+        "Unattended policy",
+        &description,
+        &host_default.to_string(),
+        &[],
+        true,
+    )
 }
 
 /// The initial session config values for [`session_config_property`]:

@@ -321,6 +321,19 @@ pub struct TurnRequest {
     pub mode: AgentMode,
 }
 
+impl TurnRequest {
+    /// The id of this turn's model in the host's model list: the client's choice, else
+    /// `session_default` (the model the session started with), else `default` (a model set in
+    /// a provider's own configuration runs under that entry). Reported model limits go there.
+    pub fn listed_model(&self, session_default: Option<&str>, default: &str) -> String {
+        self.model
+            .as_ref()
+            .map(|model| model.id.clone())
+            .or_else(|| session_default.map(str::to_owned))
+            .unwrap_or_else(|| default.to_owned())
+    }
+}
+
 /// The session config key of the agent mode (VS Code's "Agent Mode" picker).
 pub const MODE_KEY: &str = "mode";
 
@@ -339,9 +352,6 @@ pub enum AgentMode {
 }
 
 impl AgentMode {
-    /// Every mode's config value, in the picker's order.
-    pub const VALUES: [&'static str; 3] = ["interactive", "plan", "autopilot"];
-
     /// The mode a config value names; `None` for anything else.
     pub fn from_value(value: &str) -> Option<Self> {
         match value {

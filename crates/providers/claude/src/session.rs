@@ -221,9 +221,7 @@ impl Inner {
             .as_ref()
             .map(|model| model.id.clone())
             .or_else(|| self.default_model.clone());
-        let advertised = model
-            .clone()
-            .unwrap_or_else(|| crate::DEFAULT_MODEL.to_owned());
+        let advertised = turn.listed_model(self.default_model.as_deref(), crate::DEFAULT_MODEL);
         let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
         let process = self.ensure_process(model, plan).await?;
         let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);

@@ -358,15 +358,8 @@ impl Inner {
         {
             {
                 let mut translator = lock(&self.translator);
-                // The id in the host's model list: the client's choice, else `default`
-                // (a model set in the configuration runs under that entry).
-                translator.set_model(
-                    turn.model
-                        .as_ref()
-                        .map(|model| model.id.clone())
-                        .or_else(|| self.default_model.clone())
-                        .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
-                );
+                translator
+                    .set_model(turn.listed_model(self.default_model.as_deref(), DEFAULT_MODEL));
                 translator.begin_turn(&turn.turn_id);
             }
             lock(&self.state).turn = Some(RunningTurn {
