@@ -1581,6 +1581,31 @@ async fn the_agent_mode_and_approvals_pickers_do_what_they_say() {
         "the agent's own refusal: {second}"
     );
 
+    // Both answers are in the audit log, as the host's own (its writes run off the dispatch,
+    // so poll with a deadline).
+    let store =
+        agenthost_store::Store::open(host.dir.path().join("data").join("agenthost.db")).unwrap();
+    let deadline = Instant::now() + STALL;
+    let audited = loop {
+        let audited: Vec<_> = store
+            .audit(100)
+            .unwrap()
+            .into_iter()
+            .filter(|entry| entry.client_id == "agenthost:session-mode")
+            .collect();
+        if audited.len() >= 2 || Instant::now() > deadline {
+            break audited;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(audited.len(), 2, "{audited:?}");
+    assert!(
+        audited
+            .iter()
+            .all(|entry| entry.action == "chat/toolCallConfirmed" && entry.token == "host"),
+        "{audited:?}"
+    );
+
     // VS Code's legacy spelling of autopilot.
     let legacy = format!("ahp-session:/{}", uuid());
     main.request(
