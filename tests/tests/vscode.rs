@@ -422,6 +422,20 @@ impl VsCode {
         .await;
     }
 
+    /// `createSession` of `session` as VS Code main sends it: the scripted agent in `provider`,
+    /// working in `directory`, this window as the active client without tools; `extra` params
+    /// (`config`, `_meta`, another `activeClient`) are merged over that.
+    async fn create_scripted(&mut self, session: &str, directory: &str, extra: Value) {
+        let mut params = json!({
+            "channel": session, "provider": "scripted", "workingDirectories": [directory],
+            "activeClient": { "clientId": self.client_id, "displayName": "VS Code", "tools": [] },
+        });
+        if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+            params.extend(extra);
+        }
+        self.request("createSession", params).await.unwrap();
+    }
+
     /// Starts turn `turn_id` with the user's `text` on `chat` (`chat/turnStarted`).
     async fn start_turn(&mut self, chat: &str, client_seq: i64, turn_id: &str, text: &str) {
         self.dispatch(
@@ -1210,13 +1224,7 @@ async fn vs_code_main_and_a_1_141_window_share_a_session_under_two_spellings() {
         .unwrap();
     assert_main_can_use(&init);
     let client_id = main.client_id.clone();
-    main.request(
-        "createSession",
-        json!({ "channel": canonical, "provider": "scripted", "workingDirectories": [project],
-                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
-    )
-    .await
-    .unwrap();
+    main.create_scripted(&canonical, &project, json!({})).await;
     let added = main.until(|f| f["method"] == "root/sessionAdded").await;
     assert_eq!(added["params"]["summary"]["resource"], canonical.as_str());
     assert_eq!(added["params"]["summary"]["provider"], "scripted");
@@ -1406,14 +1414,8 @@ async fn model_limits_an_agent_reports_reach_the_model_list_and_survive_a_restar
         "no limit before the agent reported one: {before}"
     );
     let session = format!("ahp-session:/{}", uuid());
-    let client_id = main.client_id.clone();
-    main.request(
-        "createSession",
-        json!({ "channel": session, "provider": "scripted", "workingDirectories": [file_uri(&host.work)],
-                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
-    )
-    .await
-    .unwrap();
+    main.create_scripted(&session, &file_uri(&host.work), json!({}))
+        .await;
     let chat = derived_chat(&session);
     main.request("subscribe", json!({ "channel": chat }))
         .await
@@ -1494,15 +1496,13 @@ async fn the_agent_mode_and_approvals_pickers_do_what_they_say() {
     assert_eq!(resolved["values"]["autoApprove"], "default");
 
     let session = format!("ahp-session:/{}", uuid());
-    let client_id = main.client_id.clone();
-    main.request(
-        "createSession",
-        json!({ "channel": session, "provider": "scripted", "workingDirectories": [file_uri(&host.work)],
-                "config": { "autoApprove": "autoApprove" },
-                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
+    let work = file_uri(&host.work);
+    main.create_scripted(
+        &session,
+        &work,
+        json!({ "config": { "autoApprove": "autoApprove" } }),
     )
-    .await
-    .unwrap();
+    .await;
     let chat = derived_chat(&session);
     main.request("subscribe", json!({ "channel": session }))
         .await
@@ -1608,14 +1608,12 @@ async fn the_agent_mode_and_approvals_pickers_do_what_they_say() {
 
     // VS Code's legacy spelling of autopilot.
     let legacy = format!("ahp-session:/{}", uuid());
-    main.request(
-        "createSession",
-        json!({ "channel": legacy, "provider": "scripted", "workingDirectories": [file_uri(&host.work)],
-                "config": { "autoApprove": "autopilot" },
-                "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": [] } }),
+    main.create_scripted(
+        &legacy,
+        &work,
+        json!({ "config": { "autoApprove": "autopilot" } }),
     )
-    .await
-    .unwrap();
+    .await;
     let snapshot = main
         .request("subscribe", json!({ "channel": legacy }))
         .await
@@ -1682,16 +1680,15 @@ async fn a_session_delegated_by_vs_code_main_is_told_to_report_back() {
     ] {
         let session = format!("ahp-session:/{}", uuid());
         let client_id = main.client_id.clone();
-        let mut params = json!({
-            "channel": session, "provider": "scripted",
-            "workingDirectories": [file_uri(&host.work)],
+        let mut extra = json!({
             "activeClient": { "clientId": client_id, "displayName": "VS Code", "tools": tools },
         });
         if origin {
-            params["_meta"] = json!({ "vscode.remoteSession.origin": {
+            extra["_meta"] = json!({ "vscode.remoteSession.origin": {
                 "session": "ahp-session:/origin-1", "chat": "ahp-chat:/origin-chat", "depth": 1 } });
         }
-        main.request("createSession", params).await.unwrap();
+        main.create_scripted(&session, &file_uri(&host.work), extra)
+            .await;
         let chat = derived_chat(&session);
         main.request("subscribe", json!({ "channel": chat }))
             .await

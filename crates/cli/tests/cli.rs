@@ -16,12 +16,18 @@ use support::{Spawned, agent_host, runtime};
 use agenthost_client::{ClientError, HostConnection};
 use agenthost_protocol::ahp_types::state::SnapshotState;
 
-fn serve(root: &Path, extra: &[&str]) -> Spawned {
+/// `agent-host serve` on a free loopback port with `root` as its root and a data directory in
+/// it (never the user's own).
+fn serve_command(root: &Path) -> std::process::Command {
     let mut command = agent_host();
     command.args(["serve", "--listen", "127.0.0.1:0", "--root"]);
     command.arg(root);
-    // Never the user's own data directory.
     command.arg("--data-dir").arg(root.join(".agenthost-data"));
+    command
+}
+
+fn serve(root: &Path, extra: &[&str]) -> Spawned {
+    let mut command = serve_command(root);
     command.args(extra);
     Spawned::spawn(command)
 }
@@ -348,13 +354,8 @@ fn sigterm_right_after_the_url_is_a_clean_shutdown() {
     let mut servers: Vec<_> = roots
         .iter()
         .map(|root| {
-            let mut command = agent_host();
-            command
-                .args(["serve", "--listen", "127.0.0.1:0", "--root"])
-                .arg(root.path())
-                .arg("--data-dir")
-                .arg(root.path().join(".agenthost-data"))
-                .env("RUST_LOG", "info");
+            let mut command = serve_command(root.path());
+            command.env("RUST_LOG", "info");
             Spawned::spawn(command)
         })
         .collect();
@@ -376,14 +377,8 @@ fn sigterm_right_after_the_url_is_a_clean_shutdown() {
 #[test]
 fn logs_on_a_pipe_have_no_colour_codes() {
     let root = tempfile::tempdir().unwrap();
-    let mut command = agent_host();
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(root.path())
-        .arg("--data-dir")
-        .arg(root.path().join(".agenthost-data"))
-        .env("RUST_LOG", "info")
-        .env_remove("NO_COLOR");
+    let mut command = serve_command(root.path());
+    command.env("RUST_LOG", "info").env_remove("NO_COLOR");
     let mut server = Spawned::spawn(command);
     let _url = server.line();
     server.terminate();

@@ -21,6 +21,8 @@ use crate::host_state::ChannelKind;
 
 mod answers;
 
+pub use answers::question_id_of;
+
 /// A refused action; its [`Display`](fmt::Display) is the envelope's `rejectionReason`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {

@@ -314,11 +314,7 @@ pub fn named_sessions(params: &Value) -> Vec<SessionUri> {
         if let Ok(session) = SessionUri::parse(text) {
             note(session);
         } else if let Ok(chat) = ChatUri::parse(text) {
-            if let Ok(Some(session)) = chat.default_chat_session() {
-                note(session);
-            } else if let Ok(Some((session, _))) = chat.subagent_parent() {
-                note(session);
-            } else if let Some(session) = peer_chat_session(text) {
+            if let Some(session) = chat.derived_session() {
                 note(session);
             }
         } else if let Ok(changeset) = agenthost_protocol::uri::ChangesetUri::parse(text) {
@@ -326,14 +322,6 @@ pub fn named_sessions(params: &Value) -> Vec<SessionUri> {
         }
     }
     found
-}
-
-/// The session of a peer chat `ahp-chat://<chat id>/<base64url(session)>`.
-fn peer_chat_session(uri: &str) -> Option<SessionUri> {
-    let rest = uri.strip_prefix("ahp-chat://")?;
-    let (_, payload) = rest.split_once('/')?;
-    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
-    SessionUri::parse(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
 fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {

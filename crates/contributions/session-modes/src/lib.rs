@@ -126,16 +126,21 @@ impl SessionModes {
     }
 
     fn modes(&self, session: &str) -> Modes {
-        let values = self
-            .state
-            .session(session)
-            .and_then(|state| state.config)
-            .map(|config| config.values)
-            .unwrap_or_default();
+        let Some(state) = self.state.session(session) else {
+            return Modes {
+                mode: AgentMode::Interactive,
+                auto_approve: false,
+            };
+        };
+        let auto_approve = state
+            .config
+            .as_ref()
+            .and_then(|config| config.values.get(AUTO_APPROVE_KEY))
+            .and_then(Value::as_str)
+            == Some("autoApprove");
         Modes {
-            mode: AgentMode::of_config(&values),
-            auto_approve: values.get(AUTO_APPROVE_KEY).and_then(Value::as_str)
-                == Some("autoApprove"),
+            mode: AgentMode::of_session(&state),
+            auto_approve,
         }
     }
 
@@ -165,7 +170,7 @@ pub fn autopilot_answers(questions: &[ChatInputQuestion]) -> HashMap<String, Cha
     questions
         .iter()
         .filter_map(|question| {
-            let id = question_id(question)?;
+            let id = agenthost_reducers::validation::question_id_of(question)?.to_owned();
             let answer = match question {
                 ChatInputQuestion::Text(_) => ChatInputAnswer::Submitted(ChatInputAnswered {
                     value: ChatInputAnswerValue::Text(ChatInputTextAnswerValue {
@@ -177,14 +182,6 @@ pub fn autopilot_answers(questions: &[ChatInputQuestion]) -> HashMap<String, Cha
             Some((id, answer))
         })
         .collect()
-}
-
-fn question_id(question: &ChatInputQuestion) -> Option<String> {
-    serde_json::to_value(question)
-        .ok()?
-        .get("id")?
-        .as_str()
-        .map(str::to_owned)
 }
 
 impl Contribution for SessionModes {

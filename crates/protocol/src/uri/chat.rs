@@ -114,6 +114,24 @@ impl ChatUri {
         decode_session(&self.0, payload).map(Some)
     }
 
+    /// The session a chat URI is derived from: a default chat (`ahp-chat://default/<b64>`), a
+    /// subagent chat (`ahp-chat://subagent/<b64>/<tool call>`) or a peer chat
+    /// (`ahp-chat://<chat id>/<b64>`); `None` for `ahp-chat:/<id>` and for a payload that does not
+    /// decode to a session URI.
+    pub fn derived_session(&self) -> Option<SessionUri> {
+        if let Ok(Some(session)) = self.default_chat_session() {
+            return Some(session);
+        }
+        if let Ok(Some((session, _))) = self.subagent_parent() {
+            return Some(session);
+        }
+        let (_, payload) = self.0.strip_prefix("ahp-chat://")?.split_once('/')?;
+        if payload.contains('/') {
+            return None;
+        }
+        decode_session(&self.0, payload).ok()
+    }
+
     /// The session and parent tool call id of a subagent chat.
     ///
     /// `Ok(None)` when this is not an `ahp-chat://subagent/…` URI; an error when it is one but is

@@ -279,3 +279,29 @@ fn client_named_chats_are_plain_ids_or_peer_chats_of_their_own_session() {
         );
     }
 }
+
+#[test]
+fn every_derived_form_names_its_session() {
+    let session = SessionUri::parse("claude:/s1").unwrap();
+    let b64 = ChatUri::default_for(&session)
+        .as_str()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    for uri in [
+        ChatUri::default_for(&session).into_string(),
+        ChatUri::subagent(&session, &SafeId::new("tc").unwrap()).into_string(),
+        format!("ahp-chat://side-1/{b64}"),
+    ] {
+        assert_eq!(
+            ChatUri::parse(&uri).unwrap().derived_session(),
+            Some(session.clone()),
+            "{uri}"
+        );
+    }
+    assert_eq!(
+        ChatUri::parse("ahp-chat:/c1").unwrap().derived_session(),
+        None
+    );
+}

@@ -45,7 +45,8 @@ pub(super) fn question<'a>(
         })
 }
 
-fn question_id_of(question: &ChatInputQuestion) -> Option<&str> {
+/// The id of an input request's question (an unknown kind's `id` field, if it has one).
+pub fn question_id_of(question: &ChatInputQuestion) -> Option<&str> {
     Some(match question {
         ChatInputQuestion::Text(q) => &q.id,
         ChatInputQuestion::Number(q) | ChatInputQuestion::Integer(q) => &q.id,
