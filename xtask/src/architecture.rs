@@ -41,6 +41,14 @@ const EXTERNAL_RULES: &[ExternalRule] = &[
     },
 ];
 
+/// Workspace packages whose normal dependencies on other workspace packages are pinned: the
+/// package, the only workspace packages it may depend on, and why.
+pub const PINNED: &[(&str, &[&str], &str)] = &[(
+    "agenthost-server",
+    &["agenthost-protocol", "agenthost-service"],
+    "the server is only the transport: every use case goes through agenthost-service",
+)];
+
 /// A dependency edge between two workspace packages.
 struct Edge<'a> {
     from: &'a str,
@@ -118,6 +126,14 @@ fn check_edge(edge: &Edge<'_>, violations: &mut BTreeSet<String>) {
     }
     if kind == DependencyKind::Dev {
         return;
+    }
+    if let Some((_, allowed, why)) = PINNED.iter().find(|(package, ..)| *package == from)
+        && !allowed.contains(&to)
+    {
+        violations.insert(format!(
+            "{from} -> {to}{note}: of the workspace, {from} may depend only on {} ({why})",
+            allowed.join(", ")
+        ));
     }
     if let (Layer::Rank(from_rank), Layer::Rank(to_rank)) = (from_layer, to_layer)
         && to_rank >= from_rank

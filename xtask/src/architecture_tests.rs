@@ -24,12 +24,29 @@ fn every_upward_or_sideways_edge_is_reported_by_name() {
                 "agenthost-protocol (layer 0) -> agenthost-reducers (layer 1): {LOWER_LAYERS_ONLY}"
             ),
             format!(
-                "agenthost-service (layer 6) -> agenthost-side-effects (layer 6): {LOWER_LAYERS_ONLY}"
+                "agenthost-side-effects (layer 6) -> agenthost-service (layer 7): {LOWER_LAYERS_ONLY}"
             ),
             format!(
-                "agenthost-state (layer 2) -> agenthost-server (layer 7) [build-dependency]: \
+                "agenthost-state (layer 2) -> agenthost-server (layer 8) [build-dependency]: \
                  {LOWER_LAYERS_ONLY}"
             ),
+        ]
+    );
+}
+
+#[test]
+fn the_server_depends_on_the_service_and_the_protocol_alone() {
+    // The mutant: the server reaching past the service to the orchestrator (and a test-only
+    // dependency, which stays allowed).
+    assert_eq!(
+        violations(include_str!(
+            "../tests/fixtures/server_beyond_its_pins.json"
+        )),
+        vec![
+            "agenthost-server -> agenthost-side-effects: of the workspace, agenthost-server may \
+             depend only on agenthost-protocol, agenthost-service (the server is only the \
+             transport: every use case goes through agenthost-service)"
+                .to_owned()
         ]
     );
 }

@@ -43,10 +43,10 @@ pub const LAYERS: &[(&str, Layer)] = &[
     // Layer 4: every `agenthost-contrib-<feature>`, matched by CONTRIBUTION_PREFIX.
     ("agenthost-contributions", Layer::Rank(5)),
     ("agenthost-side-effects", Layer::Rank(6)),
-    ("agenthost-service", Layer::Rank(6)),
-    ("agenthost-server", Layer::Rank(7)),
-    ("agenthost-client", Layer::Rank(7)),
-    ("agenthost", Layer::Rank(8)),
+    ("agenthost-service", Layer::Rank(7)),
+    ("agenthost-server", Layer::Rank(8)),
+    ("agenthost-client", Layer::Rank(8)),
+    ("agenthost", Layer::Rank(9)),
     ("xtask", Layer::Tooling),
     ("agenthost-e2e", Layer::Tooling),
 ];

@@ -17,6 +17,8 @@ commands:
   ci             fmt --check, clippy -D warnings, lint static checks, cargo deny (bans licenses
                  sources); tests and snapshots are `cargo test --workspace`'s, run before it
   bench [NAME…]  run the [[bench]] targets (all without NAME) and summarise their bench lines
+  lines DIR…     production lines of crates (the thin-orchestration line counter: non-blank,
+                 non-comment, tests excluded), one line per crate directory, and their total
   help           print this message";
 
 fn main() -> ExitCode {
@@ -47,6 +49,16 @@ fn run(args: &[String]) -> Result<()> {
         }
         ("ci", []) => ci::ci(&cargo, &root),
         ("bench", names) => bench::bench(&cargo, &root, names),
+        ("lines", dirs) if !dirs.is_empty() => {
+            let mut total = 0;
+            for dir in dirs {
+                let lines = xtask::thin_orchestration::crate_lines(&root.join(dir))?;
+                println!("{lines:>6}  {dir}");
+                total += lines;
+            }
+            println!("{total:>6}  total");
+            Ok(())
+        }
         ("help" | "--help" | "-h", _) => {
             println!("{USAGE}");
             Ok(())

@@ -111,6 +111,8 @@ pub struct Function {
     pub path: String,
     /// The line of its name.
     pub line: usize,
+    /// The statements of its body (a one-statement body is an accessor or a forwarder).
+    pub statements: usize,
 }
 
 /// What one file contributes to its crate.
@@ -194,6 +196,20 @@ pub fn scan_file(package: &str, path: &str, display: &str, text: &str) -> Result
     })
 }
 
+/// The production lines of the crate in `dir` (every `.rs` file under its `src/`, test files
+/// and test items excluded), as the line budget counts them.
+pub fn crate_lines(dir: &Path) -> Result<usize> {
+    let mut files = Vec::new();
+    collect_sources(dir, &dir.join("src"), &mut files)?;
+    let mut lines = 0;
+    for file in files.iter().filter(|file| !is_test_file(&file.path)) {
+        lines += scan_file("crate", &file.path, &file.path, &file.text)
+            .map_err(Error::new)?
+            .lines;
+    }
+    Ok(lines)
+}
+
 /// Every violation of the rule by `crates` (the orchestration crates that exist) against
 /// `allowlist`: parse errors and unlisted functions (files in the given order, functions in
 /// source order), crates over budget, then entries for an unknown package, duplicated or stale.
@@ -204,6 +220,7 @@ pub fn check_crates(crates: &[CrateSources], allowlist: &Allowlist<'_>) -> Vec<S
     // stale).
     let mut complete: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut present = BTreeSet::new();
+    let mut shapes: BTreeMap<String, usize> = BTreeMap::new();
     for krate in crates {
         present.insert(krate.package.as_str());
         let mut paths = BTreeSet::new();
@@ -231,6 +248,7 @@ pub fn check_crates(crates: &[CrateSources], allowlist: &Allowlist<'_>) -> Vec<S
                         reason_list()
                     ));
                 }
+                shapes.insert(function.path.clone(), function.statements);
                 paths.insert(function.path);
             }
         }
@@ -253,8 +271,51 @@ pub fn check_crates(crates: &[CrateSources], allowlist: &Allowlist<'_>) -> Vec<S
         }
     }
     violations.extend(check_entries(allowlist.entries, &present, &complete));
+    violations.extend(check_reasons(allowlist.entries, &shapes));
     violations
 }
+
+/// The entries whose reason their function's place or shape contradicts: a `use-case` outside
+/// the use-case type, a `wiring` that is neither a constructor, a setter, a formatting or
+/// conversion impl nor a one-statement accessor.
+fn check_reasons(entries: &[(&str, Reason)], statements: &BTreeMap<String, usize>) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (path, reason) in entries {
+        let Some(&count) = statements.get(*path) else {
+            continue; // stale or unparsed: reported elsewhere
+        };
+        let name = path.rsplit("::").next().unwrap_or_default();
+        let fits = match reason {
+            Reason::UseCase => path.starts_with(USE_CASE_SCOPE),
+            Reason::Wiring => {
+                count <= 1
+                    || WIRING_NAMES.contains(&name)
+                    || name.starts_with("set_")
+                    || WIRING_TRAITS
+                        .iter()
+                        .any(|t| path.contains(&format!(" as {t}")))
+            }
+            _ => true,
+        };
+        if !fits {
+            violations.push(format!(
+                "allowlist entry `{path}` gives the reason {}, which its function cannot have: {}",
+                reason.name(),
+                reason.rule()
+            ));
+        }
+    }
+    violations
+}
+
+/// Where every `use-case` function lives.
+pub const USE_CASE_SCOPE: &str = "agenthost-service::agent::AgentService::";
+
+/// Function names that are `wiring` whatever their body.
+const WIRING_NAMES: &[&str] = &["new", "start"];
+
+/// Traits whose impls are `wiring`.
+const WIRING_TRAITS: &[&str] = &["Debug", "Display", "Default", "From"];
 
 /// The violations of the entries themselves, in allowlist order.
 fn check_entries(
@@ -315,7 +376,7 @@ fn check_entries(
 /// their reason, and budgets, in file order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TextAllowlist {
-    /// `(function path, reason variant)`: `("agenthost-service::x", "Lifecycle")`.
+    /// `(function path, reason variant)`: `("agenthost-service::x", "Protocol")`.
     pub entries: Vec<(String, String)>,
     /// `(package, lines)`.
     pub budgets: Vec<(String, usize)>,
@@ -535,7 +596,7 @@ impl Collector<'_> {
         true
     }
 
-    fn record(&mut self, name: &syn::Ident) {
+    fn record(&mut self, name: &syn::Ident, statements: usize) {
         let path = std::iter::once(self.package.to_owned())
             .chain(self.scope.iter().cloned())
             .chain(std::iter::once(name.to_string()))
@@ -544,13 +605,19 @@ impl Collector<'_> {
         self.functions.push(Function {
             path,
             line: name.span().start().line,
+            statements,
         });
     }
 
     /// Records the function `name` (when it has a body) and visits its body within its scope.
-    fn function(&mut self, name: &syn::Ident, has_body: bool, visit_body: impl FnOnce(&mut Self)) {
-        if has_body {
-            self.record(name);
+    fn function(
+        &mut self,
+        name: &syn::Ident,
+        body: Option<&syn::Block>,
+        visit_body: impl FnOnce(&mut Self),
+    ) {
+        if let Some(body) = body {
+            self.record(name, body.stmts.len());
         }
         self.scope.push(name.to_string());
         visit_body(self);
@@ -599,7 +666,7 @@ impl<'ast> Visit<'ast> for Collector<'_> {
         if self.skip(&item.attrs, item.block.brace_token.span.close()) {
             return;
         }
-        self.function(&item.sig.ident, true, |this| {
+        self.function(&item.sig.ident, Some(&item.block), |this| {
             visit::visit_item_fn(this, item)
         });
     }
@@ -608,7 +675,7 @@ impl<'ast> Visit<'ast> for Collector<'_> {
         if self.skip(&item.attrs, item.block.brace_token.span.close()) {
             return;
         }
-        self.function(&item.sig.ident, true, |this| {
+        self.function(&item.sig.ident, Some(&item.block), |this| {
             visit::visit_impl_item_fn(this, item);
         });
     }
@@ -622,7 +689,7 @@ impl<'ast> Visit<'ast> for Collector<'_> {
         if self.skip(&item.attrs, end) {
             return;
         }
-        self.function(&item.sig.ident, item.default.is_some(), |this| {
+        self.function(&item.sig.ident, item.default.as_ref(), |this| {
             visit::visit_trait_item_fn(this, item);
         });
     }

@@ -56,7 +56,7 @@ fn an_unlisted_function_fails_naming_it() {
     let allowlist = Allowlist {
         entries: &[(
             "agenthost-service::session::SessionService::create_session",
-            Reason::Lifecycle,
+            Reason::Protocol,
         )],
         budgets: BUDGETS,
     };
@@ -66,7 +66,7 @@ fn an_unlisted_function_fails_naming_it() {
             "`agenthost-service::session::SessionService::helper` \
              (crates/service/src/session.rs:13) is not in the orchestration allowlist \
              (xtask/src/orchestration.rs): add it with one reason from routing, invariant, \
-             provider, dispatch-call-site, lifecycle — or move the behaviour into a contribution"
+             provider, dispatch-call-site, use-case, protocol, wiring — or move the behaviour into a contribution"
                 .to_owned()
         ]
     );
@@ -78,7 +78,7 @@ fn listed_functions_pass() {
         entries: &[
             (
                 "agenthost-service::session::SessionService::create_session",
-                Reason::Lifecycle,
+                Reason::Protocol,
             ),
             (
                 "agenthost-service::session::SessionService::helper",
@@ -99,7 +99,7 @@ fn a_stale_entry_fails() {
         entries: &[
             (
                 "agenthost-service::session::SessionService::create_session",
-                Reason::Lifecycle,
+                Reason::Protocol,
             ),
             (
                 "agenthost-service::session::SessionService::helper",
@@ -107,7 +107,7 @@ fn a_stale_entry_fails() {
             ),
             (
                 "agenthost-service::session::SessionService::restore_session",
-                Reason::Lifecycle,
+                Reason::Protocol,
             ),
         ],
         budgets: BUDGETS,
@@ -116,7 +116,7 @@ fn a_stale_entry_fails() {
         check_crates(&[service(&[("src/session.rs", SESSION_RS)])], &allowlist),
         vec![
             "allowlist entry `agenthost-service::session::SessionService::restore_session` \
-             (lifecycle) is stale: agenthost-service has no such function; remove it from \
+             (protocol) is stale: agenthost-service has no such function; remove it from \
              xtask/src/orchestration.rs (or fix its path)"
                 .to_owned()
         ]
@@ -138,7 +138,7 @@ fn duplicate_entries_and_entries_of_other_crates_fail() {
         entries: &[
             (
                 "agenthost-service::session::SessionService::create_session",
-                Reason::Lifecycle,
+                Reason::Protocol,
             ),
             (
                 "agenthost-service::session::SessionService::helper",
@@ -148,8 +148,8 @@ fn duplicate_entries_and_entries_of_other_crates_fail() {
                 "agenthost-service::session::SessionService::create_session",
                 Reason::Invariant,
             ),
-            ("agenthost-dispatcher::Registry::new", Reason::Lifecycle),
-            ("agenthost-service-extra::x", Reason::Lifecycle),
+            ("agenthost-dispatcher::Registry::new", Reason::Protocol),
+            ("agenthost-service-extra::x", Reason::Protocol),
         ],
         budgets: BUDGETS,
     };
@@ -297,7 +297,7 @@ fn test_modules_items_and_files_are_ignored() {
     ];
     let allowlist = Allowlist {
         entries: &[
-            ("agenthost-service::run", Reason::Lifecycle),
+            ("agenthost-service::run", Reason::Protocol),
             ("agenthost-service::debug_dump", Reason::Invariant),
         ],
         budgets: BUDGETS,
@@ -339,7 +339,7 @@ fn a_crate_over_its_budget_fails_with_count_and_budget() {
         entries: &[
             (
                 "agenthost-service::session::SessionService::create_session",
-                Reason::Lifecycle,
+                Reason::Protocol,
             ),
             (
                 "agenthost-service::session::SessionService::helper",
@@ -371,7 +371,7 @@ fn a_crate_over_its_budget_fails_with_count_and_budget() {
 #[test]
 fn a_file_that_does_not_parse_fails_with_its_position_and_proves_nothing_stale() {
     let allowlist = Allowlist {
-        entries: &[("agenthost-service::gone", Reason::Lifecycle)],
+        entries: &[("agenthost-service::gone", Reason::Protocol)],
         budgets: BUDGETS,
     };
     assert_eq!(
@@ -427,7 +427,7 @@ fn only_the_crate_that_exists_is_checked() {
         vec![
             "`agenthost-service::run` (crates/service/src/lib.rs:1) is not in the orchestration \
              allowlist (xtask/src/orchestration.rs): add it with one reason from routing, \
-             invariant, provider, dispatch-call-site, lifecycle — or move the behaviour into a \
+             invariant, provider, dispatch-call-site, use-case, protocol, wiring — or move the behaviour into a \
              contribution"
                 .to_owned(),
             "agenthost-service has 1 lines of production code (non-blank, non-comment, tests \
@@ -443,7 +443,7 @@ fn only_the_crate_that_exists_is_checked() {
 fn allowlist_text(entries: &[&str], service_budget: &str) -> String {
     let entries: String = entries
         .iter()
-        .map(|path| format!("    (\"{path}\", Reason::Lifecycle), // why\n"))
+        .map(|path| format!("    (\"{path}\", Reason::Protocol), // why\n"))
         .collect();
     format!(
         "//! Header: `(\"agenthost-service::not_an_entry\", Reason::Routing),`\n\
@@ -467,8 +467,8 @@ fn the_allowlist_text_is_read_line_by_line() {
     assert_eq!(
         parsed.entries,
         [
-            ("agenthost-service::a".to_owned(), "Lifecycle".to_owned()),
-            ("agenthost-service::b".to_owned(), "Lifecycle".to_owned()),
+            ("agenthost-service::a".to_owned(), "Protocol".to_owned()),
+            ("agenthost-service::b".to_owned(), "Protocol".to_owned()),
         ]
     );
     assert_eq!(
@@ -548,7 +548,9 @@ fn reasons_have_their_architecture_names() {
             "invariant",
             "provider",
             "dispatch-call-site",
-            "lifecycle"
+            "use-case",
+            "protocol",
+            "wiring"
         ]
     );
 }
@@ -599,6 +601,52 @@ fn the_workspace_check_compares_the_allowlist_with_head() {
              entries (0 at HEAD, 0 now): raise it only in the commit that adds the entries, \
              each with its reason"
                 .to_owned()
+        ]
+    );
+}
+
+#[test]
+fn a_reason_its_function_cannot_have_fails_naming_the_rule() {
+    let text = r"
+pub struct AgentService;
+pub struct Other;
+impl AgentService {
+    pub fn create(&self) { self.a(); self.b(); }
+}
+impl Other {
+    pub fn new() -> Self { let x = Self; x.a(); x }
+    pub fn big(&self) { self.a(); self.b(); }
+    pub fn accessor(&self) -> u8 { 1 }
+    pub fn case(&self) { self.a(); }
+}
+";
+    let allowlist = Allowlist {
+        entries: &[
+            (
+                "agenthost-service::agent::AgentService::create",
+                Reason::UseCase,
+            ),
+            ("agenthost-service::agent::Other::new", Reason::Wiring),
+            ("agenthost-service::agent::Other::big", Reason::Wiring),
+            ("agenthost-service::agent::Other::accessor", Reason::Wiring),
+            ("agenthost-service::agent::Other::case", Reason::UseCase),
+        ],
+        budgets: BUDGETS,
+    };
+    let violations = check_crates(&[service(&[("src/agent.rs", text)])], &allowlist);
+    assert_eq!(
+        violations,
+        vec![
+            format!(
+                "allowlist entry `agenthost-service::agent::Other::big` gives the reason wiring, \
+                 which its function cannot have: {}",
+                Reason::Wiring.rule()
+            ),
+            format!(
+                "allowlist entry `agenthost-service::agent::Other::case` gives the reason \
+                 use-case, which its function cannot have: {}",
+                Reason::UseCase.rule()
+            ),
         ]
     );
 }

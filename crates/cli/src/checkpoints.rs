@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::term::Style;
 
-pub use agenthost_server::checkpoint_commands::{DiffResult as Diff, RollbackResult as Rollback};
+pub use agenthost_service::checkpoint_commands::{DiffResult as Diff, RollbackResult as Rollback};
 
 async fn connect(url: &str) -> Result<HostConnection, String> {
     crate::run::connect_host(url, "agent-host-checkpoints").await

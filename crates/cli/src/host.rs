@@ -13,6 +13,7 @@ use agenthost_provider_codex::{CodexConfig, CodexProvider};
 use agenthost_provider_copilot::{CopilotConfig, CopilotProvider};
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
+use agenthost_service::{AgentService, HostParts};
 use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
 use agenthost_services::{
     ChangesetService, CheckpointChangesets, CheckpointService, Configuration, GitWorktrees,
@@ -348,7 +349,7 @@ pub async fn bind_with(
     configure(&mut config);
     service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
     let session_config = crate::unattended::session_config(&options.unattended);
-    service.set_session_config(session_config.clone());
+    service.set_session_config(session_config);
     if let Some(checkpoints) = checkpoints {
         service.set_checkpoints(checkpoints);
     }
@@ -363,23 +364,21 @@ pub async fn bind_with(
     }
     let service = Arc::new(service);
     service.spawn_history_retries(options.history_retry.unwrap_or(DEFAULT_HISTORY_RETRY));
-    let host = Host::new(
+    let service = AgentService::new(HostParts {
         state,
-        service,
+        sessions: service,
         orchestrator,
-        options.launch_kind.clone(),
+        launch_kind: options.launch_kind.clone(),
         contributions,
-    );
-    host.set_session_config(session_config);
-    host.set_machine(machine);
-    if let Some(audit) = audit {
-        host.set_audit_log(audit);
-    }
+        audit,
+        subscriptions: unattended.tracker(),
+        shutdown_write_timeout: agenthost_service::DEFAULT_SHUTDOWN_WRITE_TIMEOUT,
+    });
     if let Some(limit) = options.idle_eviction {
-        host.spawn_idle_eviction(limit);
+        service.spawn_idle_eviction(limit);
     }
-    unattended.bind_intake(&host, options.launch_kind.clone());
-    unattended.track(&host);
+    unattended.bind_intake(&service, options.launch_kind.clone());
+    let host = Host::new(service, machine);
     let server = Server::bind(config, host)
         .await
         .map_err(|e| e.to_string())?;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use agenthost_dispatcher::{ClientContext, LaunchKind, ServiceRegistry};
 use agenthost_protocol::{ActionOrigin, StateAction};
-use agenthost_server::Host;
+use agenthost_service::AgentService;
 use agenthost_services::{
     ClientActionIntake, Configuration, DispatchError, ISOLATION_KEY, ISOLATION_NONE,
     InMemoryConfiguration, LateClientActionIntake, LiveSubscriptions, SubscriptionTracker,
@@ -186,9 +186,9 @@ impl Wiring {
     }
 
     /// Binds the client-action intake to the host's client-action path
-    /// ([`Host::client_action`]). The host is held weakly: it owns the contributions that
+    /// ([`AgentService::client_action`]). The host is held weakly: it owns the contributions that
     /// hold the intake.
-    pub fn bind_intake(&self, host: &Arc<Host>, launch_kind: LaunchKind) {
+    pub fn bind_intake(&self, host: &Arc<AgentService>, launch_kind: LaunchKind) {
         if let Some(intake) = &self.intake {
             intake.bind(Arc::new(HostClientActions {
                 host: Arc::downgrade(host),
@@ -198,18 +198,16 @@ impl Wiring {
         }
     }
 
-    /// Has the server report subscriptions to the tracker.
-    pub fn track(&self, host: &Host) {
-        if let Some(subscriptions) = &self.subscriptions {
-            host.track_subscriptions(Arc::clone(subscriptions));
-        }
+    /// The tracker the host reports subscriptions to, when the policy's services have one.
+    pub fn tracker(&self) -> Option<Arc<dyn SubscriptionTracker>> {
+        self.subscriptions.clone()
     }
 }
 
 /// The host acting as a client of its own: its client-action path with its own origin
 /// (client id as given, increasing `clientSeq`).
 struct HostClientActions {
-    host: Weak<Host>,
+    host: Weak<AgentService>,
     launch_kind: LaunchKind,
     next_seq: AtomicI64,
 }

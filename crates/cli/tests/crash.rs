@@ -897,7 +897,7 @@ fn serve_with_file_limit_logging(place: &Place, extra: &[&str]) -> Option<(Spawn
     let mut command = serve_command(place, &place.data, Some(&script));
     command
         .args(extra)
-        .env("RUST_LOG", "warn,agenthost_server::host=info");
+        .env("RUST_LOG", "warn,agenthost_service::agent=info");
     serve_limited(command)
 }
 

@@ -534,7 +534,7 @@ fn idle_sessions_are_evicted_and_come_back_intact() {
     let mut command = serve_command(&place, &place.data, Some(&script));
     command
         .args(["--idle-evict-secs", "1"])
-        .env("RUST_LOG", "warn,agenthost_server::host=info");
+        .env("RUST_LOG", "warn,agenthost_service::agent=info");
     let process = Spawned::spawn(command);
     let url = process.line();
     let evicted = |session: &str| {

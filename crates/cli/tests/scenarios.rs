@@ -345,7 +345,7 @@ fn serve(place: &Place, script: &Path, flags: &[&str]) -> (Spawned, String) {
     command.arg(&place.work).arg("--data-dir").arg(&place.data);
     command.arg("--script").arg(script).args(flags);
     // Warnings and errors from everything, and the shutdown's history summary.
-    command.env("RUST_LOG", "warn,agenthost_server::host=info");
+    command.env("RUST_LOG", "warn,agenthost_service::agent=info");
     let process = Spawned::spawn(command);
     let url = process.line();
     (process, url)

@@ -1,41 +1,33 @@
 //! [`Host`]: the AHP methods over the session service, the state manager and the orchestrator.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use agenthost_dispatcher::{ClientContext, LaunchKind, RegistrationSet};
+use agenthost_protocol::ActionOrigin;
 use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
 use agenthost_protocol::commands::{
     CreateChatParams, DispatchActionParams, FetchTurnsParams, FetchTurnsResult, Implementation,
     InitializeParams, InitializeResult, ReconnectParams, ReconnectReplayResult, ReconnectResult,
     ReconnectSnapshotResult, SubscribeParams, SubscribeResult, UnsubscribeParams,
 };
-use agenthost_protocol::notifications::{SessionAddedParams, SessionRemovedParams};
-use agenthost_protocol::state::SessionConfigState;
-use agenthost_protocol::{ActionOrigin, StateAction};
-use agenthost_service::{ServiceError, SessionService};
-use agenthost_services::SubscriptionTracker;
-use agenthost_services::bounded::BoundedMap;
-use agenthost_side_effects::Orchestrator;
-use agenthost_state::{
-    ClientDispatch, EnvelopeObserver, ObservedEnvelope, Outbox, ReconnectOutcome, StateManager,
-    SubscriberId, action_frame,
+use agenthost_service::bounded::BoundedMap;
+use agenthost_service::checkpoint_commands::{DiffParams, RollbackParams};
+use agenthost_service::{
+    AgentService, ClientContext, ClientDispatch, Outbox, Reattached, ReconnectOutcome,
+    ServiceError, SubscriberId, action_frame,
 };
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::access::{READ_METHODS, Scope};
-use crate::checkpoint_commands;
 use crate::clients::ClientBindings;
 use crate::compat::{self, ClientDialect};
 use crate::connection::{Connection, ConnectionId};
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::requests;
 use crate::resources;
-use crate::rpc::{RpcError, notification_frame};
-use crate::summaries::SummaryNotifier;
+use crate::rpc::RpcError;
 use crate::version::NegotiatedVersion;
 use agenthost_protocol::ahp_types::commands::{
     AuthenticateParams, CompletionsParams, ResolveSessionConfigParams, ResourceListParams,
@@ -106,56 +98,15 @@ fn subscription_limit(max: usize) -> RpcError {
     ))
 }
 
-/// When each session last had an accepted action on it or one of its chats.
-#[derive(Default)]
-struct Activity(Mutex<HashMap<String, tokio::time::Instant>>);
-
-impl Activity {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, tokio::time::Instant>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl EnvelopeObserver for Activity {
-    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
-        if observed.envelope.rejection_reason.is_none()
-            && let Some(session) = observed.session
-        {
-            self.lock()
-                .insert(session.to_owned(), tokio::time::Instant::now());
-        }
-    }
-}
-
-/// The default of [`Host::set_shutdown_write_timeout`].
-pub const DEFAULT_SHUTDOWN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The session logic behind the transport: one per host process.
+/// The protocol side of the host: connections, their subscriptions, access and dialects, over
+/// the host's use cases ([`AgentService`]). One per host process.
 pub struct Host {
-    state: Arc<StateManager>,
-    service: Arc<SessionService>,
-    orchestrator: Orchestrator,
-    launch_kind: LaunchKind,
+    service: Arc<AgentService>,
     peers: Mutex<Peers>,
-    /// Told about every subscribe, unsubscribe and disconnect, when set
-    /// ([`track_subscriptions`](Self::track_subscriptions)).
-    subscriptions: OnceLock<Arc<dyn SubscriptionTracker>>,
-    /// How long a graceful shutdown waits for queued store writes.
-    shutdown_write_timeout: Mutex<Duration>,
-    /// The session configuration `resolveSessionConfig` describes
-    /// ([`set_session_config`](Self::set_session_config)).
-    session_config: OnceLock<SessionConfigState>,
-    /// The machine, for the diagnostics requests (see [`Self::set_machine`]).
-    machine: OnceLock<crate::machine::MachineFacts>,
+    /// The machine, for the diagnostics requests.
+    machine: crate::machine::MachineFacts,
     /// Permits for concurrent `resourceRead`s ([`resources::MAX_CONCURRENT_READS`]).
     reads: Arc<tokio::sync::Semaphore>,
-    /// Where rollbacks are recorded ([`set_audit_log`](Self::set_audit_log)).
-    audit: OnceLock<Arc<dyn agenthost_services::AuditLog>>,
-    /// When each live session last had activity, for idle eviction.
-    activity: Arc<Activity>,
-    /// The built-in contributions' registrations, dropped with the host: that unregisters them,
-    /// which also breaks the state → dispatcher → contribution → state cycle their services form.
-    _contributions: RegistrationSet,
 }
 
 impl std::fmt::Debug for Host {
@@ -180,135 +131,23 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
 }
 
 impl Host {
-    /// The host over its parts; it keeps `contributions` registered for as long as it lives and
-    /// announces session summary changes to root subscribers (`root/sessionSummaryChanged`).
-    pub fn new(
-        state: Arc<StateManager>,
-        service: Arc<SessionService>,
-        orchestrator: Orchestrator,
-        launch_kind: LaunchKind,
-        contributions: RegistrationSet,
-    ) -> Arc<Self> {
-        SummaryNotifier::install(&state, &service);
-        let activity = Arc::new(Activity::default());
-        state.add_observer(activity.clone());
+    /// The transport's side of the host over `service`, on `machine` (what the diagnostics
+    /// requests report).
+    pub fn new(service: Arc<AgentService>, machine: crate::machine::MachineFacts) -> Arc<Self> {
         Arc::new(Self {
-            activity,
-            state,
             service,
-            orchestrator,
-            launch_kind,
             peers: Mutex::new(Peers::default()),
-            subscriptions: OnceLock::new(),
-            shutdown_write_timeout: Mutex::new(DEFAULT_SHUTDOWN_WRITE_TIMEOUT),
-            session_config: OnceLock::new(),
-            machine: OnceLock::new(),
-            audit: OnceLock::new(),
+            machine,
             reads: Arc::new(tokio::sync::Semaphore::new(resources::MAX_CONCURRENT_READS)),
-            _contributions: contributions,
         })
-    }
-
-    /// How long a graceful shutdown waits for the contributions' queued store writes before it
-    /// gives up on them (logged); default [`DEFAULT_SHUTDOWN_WRITE_TIMEOUT`].
-    pub fn set_shutdown_write_timeout(&self, timeout: Duration) {
-        *self
-            .shutdown_write_timeout
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = timeout;
-    }
-
-    /// The machine the host runs on, for `getNetworkDiagnosticsInfo` (without it the answer
-    /// names no operating system, architecture or proxy variable).
-    pub fn set_machine(&self, machine: crate::machine::MachineFacts) {
-        let _ = self.machine.set(machine);
-    }
-
-    /// The session configuration (schema and defaults) `resolveSessionConfig` answers with: the
-    /// one the session service gives every new session. Only the first call counts.
-    pub fn set_session_config(&self, config: SessionConfigState) {
-        let _ = self.session_config.set(config);
-    }
-
-    /// Records every `x-checkpoint/rollback` in `audit` (with the token and client id), as the
-    /// `auditLog` contribution records confirmation answers and cancels. Set once.
-    pub fn set_audit_log(&self, audit: Arc<dyn agenthost_services::AuditLog>) {
-        let _ = self.audit.set(audit);
     }
 
     /// The chat a client names, as the host knows it: a derived default chat in any spelling
     /// ([`compat::chat_spelling`]) resolved to its session's default chat.
     fn resolve_chat(&self, uri: &str) -> String {
-        self.service.resolve_chat(&compat::chat_spelling(uri))
-    }
-
-    /// Reports every later subscribe, unsubscribe and disconnect to `tracker` (the live
-    /// subscriptions contributions read, e.g. as claims). Only the first tracker is kept; returns
-    /// whether this one was.
-    pub fn track_subscriptions(&self, tracker: Arc<dyn SubscriptionTracker>) -> bool {
-        self.subscriptions.set(tracker).is_ok()
-    }
-
-    /// The tracker, when one is set.
-    fn tracker(&self) -> Option<&Arc<dyn SubscriptionTracker>> {
-        self.subscriptions.get()
-    }
-
-    /// Evicts sessions idle for `limit` (`serve --idle-evict-secs`) from memory, sweeping in a
-    /// task every quarter of it (at least every 10 ms) for as long as the host lives. An
-    /// evicted session stays listed and comes back intact on its next use.
-    pub fn spawn_idle_eviction(self: &Arc<Self>, limit: Duration) {
-        let period = (limit / 4).max(Duration::from_millis(10));
-        agenthost_services::periodic::every(
-            Arc::downgrade(self),
-            period,
-            move |host: Arc<Self>| async move {
-                host.evict_idle_once(limit).await;
-            },
-        );
-    }
-
-    /// One eviction sweep: every live session nobody watches, with no running turn and no
-    /// history write still kept ([`SessionService::idle_sessions`]), whose last activity — an
-    /// accepted action on it or its chats, or being busy or watched at a sweep — is `limit` or
-    /// more ago, is evicted: the service frees its live state, the orchestrator its agents.
-    /// Returns the sessions it evicted.
-    pub async fn evict_idle_once(&self, limit: Duration) -> Vec<String> {
-        let now = tokio::time::Instant::now();
-        let live: HashSet<String> = self
-            .state
-            .read(|h| h.session_uris().map(str::to_owned).collect());
-        let idle: HashSet<String> = self.service.idle_sessions().into_iter().collect();
-        let due: Vec<String> = {
-            let mut activity = self.activity.lock();
-            activity.retain(|session, _| live.contains(session));
-            live.iter()
-                .filter(|session| {
-                    let last = activity.entry((*session).clone()).or_insert(now);
-                    if !idle.contains(*session) {
-                        *last = now;
-                    }
-                    now.duration_since(*last) >= limit
-                })
-                .cloned()
-                .collect()
-        };
-        let mut evicted = Vec::new();
-        for session in due {
-            match self.service.dispose_session(&session) {
-                Ok(chats) => {
-                    self.orchestrator.dispose_session(&session, &chats).await;
-                    tracing::info!(
-                        session,
-                        "evicted an idle session from memory (it stays listed)"
-                    );
-                    self.activity.lock().remove(&session);
-                    evicted.push(session);
-                }
-                Err(error) => tracing::debug!(session, %error, "idle session already gone"),
-            }
-        }
-        evicted
+        self.service
+            .sessions()
+            .resolve_chat(&compat::chat_spelling(uri))
     }
 
     fn peers(&self) -> MutexGuard<'_, Peers> {
@@ -319,28 +158,9 @@ impl Host {
     fn subscriber(&self, conn: &Connection) -> SubscriberId {
         let mut peers = self.peers();
         *peers.subscribers.entry(conn.id()).or_insert_with(|| {
-            self.state
+            self.service
                 .register_subscriber(Arc::new(ConnectionOutbox(conn.clone())))
         })
-    }
-
-    /// The host's client-action path (AHP §6.1, §7): validate and reduce through the session
-    /// service's intake, then, for an accepted action, the orchestrator's side of it (a
-    /// `chat/toolCallConfirmed` reaches the agent; `onDidApplyClientAction` runs). A connection's
-    /// `dispatchAction` takes it, and so does the host acting as a client of its own (the
-    /// unattended policy's answers).
-    pub fn client_action(
-        &self,
-        channel: &str,
-        action: StateAction,
-        origin: ActionOrigin,
-        context: &ClientContext,
-    ) -> ClientDispatch {
-        let outcome = self.service.intake(channel, action, origin);
-        if let ClientDispatch::Accepted(envelope) = &outcome {
-            self.orchestrator.after_client_action(envelope, context);
-        }
-        outcome
     }
 
     fn client_context(&self, conn: &Connection) -> ClientContext {
@@ -350,15 +170,8 @@ impl Host {
                 .client_id()
                 .and_then(|id| self.peers().dialects.get(&id).copied())
                 .and_then(ClientDialect::client_kind),
-            launch_kind: self.launch_kind.clone(),
+            launch_kind: self.service.launch_kind().clone(),
             token: Some(conn.grant().name.clone()),
-        }
-    }
-
-    fn notify_root(&self, method: &str, params: &impl serde::Serialize) {
-        match notification_frame(method, params) {
-            Ok(frame) => self.state.notify(ROOT_RESOURCE_URI, &frame),
-            Err(error) => tracing::warn!(%error, method, "cannot encode a notification"),
         }
     }
 
@@ -375,8 +188,7 @@ impl Host {
             return Ok(());
         }
         // Disposed channels ended their subscriptions in the state manager: free their places.
-        self.state
-            .read(|host| channels.retain(|c| host.channel_kind(c).is_some()));
+        self.service.retain_live(channels);
         if channels.len() < max {
             return Ok(());
         }
@@ -402,21 +214,17 @@ impl Host {
         // Before `ensure_channel`: a refused subscription restores nothing.
         self.channel_allowed(conn, &channel)?;
         self.subscription_allowed(conn, &channel)?;
-        self.service
-            .ensure_channel(&channel)
+        let snapshot = self
+            .service
+            .subscribe(
+                &conn.id().to_string(),
+                conn.client_id().as_deref(),
+                self.subscriber(conn),
+                &channel,
+            )
             .await
             .map_err(service_error)?;
-        let snapshot = self
-            .state
-            .subscribe(self.subscriber(conn), &channel)
-            .map_err(|e| RpcError::not_found(e.to_string()))?;
         self.record_subscriptions(conn, std::iter::once(channel.as_str()));
-        if let Some(tracker) = self.tracker() {
-            if let Some(client) = conn.client_id() {
-                tracker.identified(&conn.id().to_string(), &client);
-            }
-            tracker.subscribed(&conn.id().to_string(), &channel);
-        }
         Ok(SubscribeResult {
             snapshot: Some(snapshot),
         })
@@ -442,60 +250,40 @@ impl Host {
                 let p = compat::create_session_params(raw)
                     .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))?;
                 let client_id = conn.client_id().unwrap_or_default();
-                let summary = self
-                    .service
+                self.service
                     .create_session(p, &client_id)
                     .await
                     .map_err(service_error)?;
-                self.notify_root(
-                    "root/sessionAdded",
-                    &SessionAddedParams {
-                        channel: ROOT_RESOURCE_URI.to_owned(),
-                        summary,
-                    },
-                );
                 Ok(Value::Null)
             }
             "disposeSession" => {
-                // Frees live state only; the session stays listed and restorable, so no
-                // `root/sessionRemoved`.
                 let p: UnsubscribeParams = params(raw)?;
-                let chats = self
-                    .service
+                self.service
                     .dispose_session(&p.channel)
+                    .await
                     .map_err(service_error)?;
-                self.orchestrator.dispose_session(&p.channel, &chats).await;
                 Ok(Value::Null)
             }
             "x-deleteSession" => {
                 let p: UnsubscribeParams = params(raw)?;
-                let chats = self
-                    .service
+                self.service
                     .delete_session(&p.channel)
                     .await
                     .map_err(service_error)?;
-                self.orchestrator.dispose_session(&p.channel, &chats).await;
-                self.notify_root(
-                    "root/sessionRemoved",
-                    &SessionRemovedParams {
-                        channel: ROOT_RESOURCE_URI.to_owned(),
-                        session: p.channel,
-                    },
-                );
                 Ok(Value::Null)
             }
             "resourceList" => {
                 let p: ResourceListParams = params(raw)?;
-                encode(&resources::list(p.uri, self.service.sandbox().clone()).await?)
+                encode(&resources::list(p.uri, self.service.sessions().sandbox().clone()).await?)
             }
             "resourceResolve" => {
                 let p: ResourceResolveParams = params(raw)?;
-                let sandbox = self.service.sandbox().clone();
+                let sandbox = self.service.sessions().sandbox().clone();
                 encode(&resources::resolve(p.uri, p.follow_symlinks, sandbox).await?)
             }
             "resourceRead" => {
                 let p: ResourceReadParams = params(raw)?;
-                let sandbox = self.service.sandbox().clone();
+                let sandbox = self.service.sessions().sandbox().clone();
                 // An answer is built only while the answers queued and not yet written stay
                 // under `OUTBOUND_ROOM`, and at most `MAX_CONCURRENT_READS` at once.
                 conn.outbound_room(resources::OUTBOUND_ROOM).await;
@@ -512,52 +300,33 @@ impl Host {
                 RpcError::permission_denied(format!("{method}: this host's files are read-only")),
             ),
             "x-checkpoint/diff" => {
-                let p: checkpoint_commands::DiffParams = params(raw)?;
-                let (checkpoints, target) =
-                    checkpoint_commands::target(&self.service, &self.state, &p.session).await?;
-                encode(&checkpoint_commands::diff(checkpoints.as_ref(), &target, &p).await?)
+                let p: DiffParams = params(raw)?;
+                encode(
+                    &self
+                        .service
+                        .checkpoint_diff(&p)
+                        .await
+                        .map_err(service_error)?,
+                )
             }
             "x-checkpoint/rollback" => {
-                let p: checkpoint_commands::RollbackParams = params(raw)?;
-                let (checkpoints, target) =
-                    checkpoint_commands::target(&self.service, &self.state, &p.session).await?;
-                let rolled_back =
-                    checkpoint_commands::rollback(checkpoints.as_ref(), &target, &p).await?;
-                if let Some(audit) = self.audit.get() {
-                    audit.record(agenthost_services::audit_entry(
-                        Some(&conn.grant().name),
-                        conn.client_id().as_deref(),
-                        &p.session,
-                        "x-checkpoint/rollback",
-                        serde_json::json!({ "turnId": p.turn_id, "restored": rolled_back.restored.len(),
-                                            "removed": rolled_back.removed.len() }),
-                    ));
-                }
+                let p: RollbackParams = params(raw)?;
+                let token = &conn.grant().name;
+                let client = conn.client_id();
+                let rolled_back = self
+                    .service
+                    .checkpoint_rollback(&p, Some(token), client.as_deref())
+                    .await
+                    .map_err(service_error)?;
                 encode(&rolled_back)
             }
             "createChat" => {
                 let p: CreateChatParams = params(raw)?;
-                if let Some(message) = &p.initial_message
-                    && message.origin.kind != agenthost_protocol::state::MessageKind::User
-                {
-                    return Err(RpcError::invalid_params(
-                        "initialMessage: clients may only send user messages",
-                    ));
-                }
-                self.service.create_chat(&p).await.map_err(service_error)?;
-                if let Some(message) = p.initial_message {
-                    // The first turn goes through the normal admission path.
-                    let turn = self
-                        .service
-                        .start_initial_turn(&p.chat, &message)
-                        .map_err(service_error)?;
-                    self.orchestrator.start_turn(
-                        &p.chat,
-                        &turn,
-                        message,
-                        self.client_context(&conn),
-                    );
-                }
+                let context = self.client_context(&conn);
+                self.service
+                    .create_chat(p, context)
+                    .await
+                    .map_err(service_error)?;
                 Ok(Value::Null)
             }
             "disposeChat" => {
@@ -567,13 +336,13 @@ impl Host {
                     .dispose_chat(&chat)
                     .await
                     .map_err(service_error)?;
-                self.orchestrator.dispose_chat(&chat).await;
                 Ok(Value::Null)
             }
             "listSessions" => {
                 let (limit, cursor) = requests::list_sessions_page(raw.as_ref())?;
                 let mut page = self
                     .service
+                    .sessions()
                     .list_sessions_page(limit, cursor.as_deref())
                     .map_err(service_error)?;
                 let scope = &conn.grant().scope;
@@ -584,6 +353,7 @@ impl Host {
                 let p: FetchTurnsParams = params(raw)?;
                 let chat = self.resolve_chat(&p.channel);
                 self.service
+                    .sessions()
                     .fetch_turns(&chat)
                     .await
                     .map_err(service_error)?;
@@ -591,30 +361,23 @@ impl Host {
             }
             "resolveSessionConfig" => {
                 let p: ResolveSessionConfigParams = params(raw)?;
-                let agents = self.state.read(|h| h.root().agents.clone());
-                let config = self.session_config.get();
+                let agents = self.service.agents();
+                let config = self.service.session_config();
                 encode(&requests::resolve_session_config(p, config, &agents)?)
             }
             "completions" => {
                 let p: CompletionsParams = params(raw)?;
                 let channel = self.resolve_chat(&p.channel);
-                let restored = self.service.ensure_channel(&channel).await.is_ok();
-                let chat = compat::completions_channel(&channel, |session| {
-                    self.state
-                        .read(|h| h.session(session).and_then(|s| s.default_chat.clone()))
-                });
-                let exists = restored && self.state.read(|h| h.channel_kind(&chat).is_some());
+                let chat = self.service.completion_chat(&channel).await;
+                let exists = chat.is_some();
+                let chat = chat.unwrap_or(channel);
                 encode(&requests::completions(&p, &chat, exists)?)
             }
             "authenticate" => {
                 let p: AuthenticateParams = params(raw)?;
                 Err(requests::authenticate(&p))
             }
-            "getNetworkDiagnosticsInfo" => Ok(crate::machine::network_diagnostics(
-                self.machine
-                    .get()
-                    .unwrap_or(&crate::machine::MachineFacts::default()),
-            )),
+            "getNetworkDiagnosticsInfo" => Ok(crate::machine::network_diagnostics(&self.machine)),
             "getManagedSettingsDiagnostics" => Ok(crate::machine::managed_settings_diagnostics()),
             other => Err(RpcError::method_not_found(other)),
         }
@@ -659,9 +422,10 @@ impl Host {
         match agenthost_protocol::Channel::parse(channel).ok()? {
             agenthost_protocol::Channel::Session(session)
             | agenthost_protocol::Channel::Annotations(session) => Some(session.into_string()),
-            agenthost_protocol::Channel::Chat(chat) => {
-                self.service.chat_session(&self.resolve_chat(chat.as_str()))
-            }
+            agenthost_protocol::Channel::Chat(chat) => self
+                .service
+                .sessions()
+                .chat_session(&self.resolve_chat(chat.as_str())),
             agenthost_protocol::Channel::Changeset(uri) => {
                 agenthost_protocol::uri::ChangesetUri::parse(&uri)
                     .ok()
@@ -756,7 +520,7 @@ impl Host {
             client_id: conn.client_id().unwrap_or_default(),
             client_seq: p.client_seq,
         };
-        match self.state.reject_client(channel, p.action, origin, reason) {
+        match self.service.refuse(channel, p.action, origin, reason) {
             Some(echo) => {
                 let _ = conn.send_frame(action_frame(&echo));
             }
@@ -781,15 +545,16 @@ impl Host {
             self.refuse(conn, &channel, p, &reason);
             return;
         }
-        if let Err(error) = self.service.ensure_channel(&channel).await {
-            // An unknown channel: the action is ignored below, as the specification says.
-            tracing::debug!(channel, %error, "channel not restorable");
-        }
         let origin = ActionOrigin {
             client_id: conn.client_id().unwrap_or_default(),
             client_seq: p.client_seq,
         };
-        match self.client_action(&channel, p.action, origin, &self.client_context(conn)) {
+        let context = self.client_context(conn);
+        match self
+            .service
+            .dispatch_action(&channel, p.action, origin, &context)
+            .await
+        {
             ClientDispatch::Accepted(_) => {}
             ClientDispatch::Rejected(echo) => {
                 // The rejection goes to the dispatching connection only.
@@ -806,29 +571,7 @@ impl ProtocolHandler for Host {
     /// Stops every agent, then waits for the contributions' queued store writes (drafts, flags,
     /// titles, usage) so a graceful stop loses none of them.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            self.orchestrator.stop_all_agents().await;
-            let timeout = *self
-                .shutdown_write_timeout
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let flushed =
-                tokio::time::timeout(timeout, agenthost_services::flush_pending_writes()).await;
-            if flushed.is_err() {
-                tracing::warn!(
-                    ?timeout,
-                    "shutdown: queued store writes did not finish in time; some may be lost"
-                );
-            }
-            // Last, the chat history the store refused so far: once more before exiting.
-            let kept = self.service.flush_history();
-            let (_, peak) = self.service.history_backlog();
-            tracing::info!(
-                kept,
-                peak,
-                "shutdown: chat history written (peak: the most writes the store ever kept waiting)"
-            );
-        })
+        Box::pin(self.service.shutdown())
     }
 
     fn initialize(
@@ -856,7 +599,7 @@ impl ProtocolHandler for Host {
             }
             Ok(InitializeResult {
                 protocol_version: version.as_str().to_owned(),
-                server_seq: i64::try_from(self.state.server_seq()).unwrap_or(i64::MAX),
+                server_seq: i64::try_from(self.service.server_seq()).unwrap_or(i64::MAX),
                 server_info: Some(Implementation {
                     name: "agenthost".to_owned(),
                     version: Some(env!("CARGO_PKG_VERSION").to_owned()),
@@ -864,7 +607,7 @@ impl ProtocolHandler for Host {
                 }),
                 meta: None,
                 snapshots,
-                default_directory: self.service.default_directory(),
+                default_directory: self.service.sessions().default_directory(),
                 completion_trigger_characters: None,
                 terminal_command_prefix: None,
                 telemetry: None,
@@ -914,32 +657,18 @@ impl ProtocolHandler for Host {
                     "reconnect: subscriptions beyond the limit left out"
                 );
             }
-            for channel in &channels {
-                // A channel that cannot be restored is reported in `missing` (or left out).
-                let _ = self.service.ensure_channel(channel).await;
-            }
-            let outcome = self
-                .state
-                .reconnect(subscriber, p.last_seen_server_seq, &channels)
-                .map_err(|e| RpcError::internal(e.to_string()))?;
-            // The channels the connection is subscribed to again.
-            let live: Vec<&String> = match &outcome {
-                ReconnectOutcome::Replay { missing, .. } => {
-                    channels.iter().filter(|c| !missing.contains(c)).collect()
-                }
-                ReconnectOutcome::Snapshot { snapshots } => {
-                    snapshots.iter().map(|s| &s.resource).collect()
-                }
-            };
-            self.record_subscriptions(&conn, live.iter().map(|c| c.as_str()));
-            if let Some(tracker) = self.tracker() {
-                if let Some(client) = conn.client_id() {
-                    tracker.identified(&conn.id().to_string(), &client);
-                }
-                for channel in live {
-                    tracker.subscribed(&conn.id().to_string(), channel);
-                }
-            }
+            let Reattached { outcome, live } = self
+                .service
+                .reconnect(
+                    &conn.id().to_string(),
+                    conn.client_id().as_deref(),
+                    subscriber,
+                    p.last_seen_server_seq,
+                    &channels,
+                )
+                .await
+                .map_err(service_error)?;
+            self.record_subscriptions(&conn, live.iter().map(String::as_str));
             let result = match outcome {
                 ReconnectOutcome::Replay {
                     actions,
@@ -981,7 +710,7 @@ impl ProtocolHandler for Host {
             if spellings.is_resolved(named.as_str()) {
                 continue;
             }
-            match self.service.session_spelling(&named) {
+            match self.service.sessions().session_spelling(&named) {
                 Some(host) if host != named => {
                     tracing::debug!(conn = %conn.id(), client = %named, host = %host, "the client spells this session differently");
                     spellings.add(&host, &named);
@@ -1023,12 +752,10 @@ impl ProtocolHandler for Host {
                         // The channel `subscribe` resolved, so an alias ends the subscription.
                         let channel = self.resolve_chat(&p.channel);
                         let subscriber = self.subscriber(&conn);
-                        self.state.unsubscribe(subscriber, &channel);
+                        self.service
+                            .unsubscribe(&conn.id().to_string(), subscriber, &channel);
                         if let Some(channels) = self.peers().subscriptions.get_mut(&conn.id()) {
                             channels.remove(&channel);
-                        }
-                        if let Some(tracker) = self.tracker() {
-                            tracker.unsubscribed(&conn.id().to_string(), &channel);
                         }
                     }
                 }
@@ -1047,12 +774,8 @@ impl ProtocolHandler for Host {
                 peers.subscriptions.remove(&conn.id());
                 peers.subscribers.remove(&conn.id())
             };
-            if let Some(subscriber) = subscriber {
-                self.state.remove_subscriber(subscriber);
-            }
-            if let Some(tracker) = self.tracker() {
-                tracker.disconnected(&conn.id().to_string());
-            }
+            self.service
+                .disconnected(&conn.id().to_string(), subscriber);
         })
     }
 }

@@ -70,7 +70,6 @@
 
 pub mod access;
 mod auth;
-pub mod checkpoint_commands;
 mod clients;
 pub mod compat;
 mod config;
@@ -86,14 +85,13 @@ mod requests;
 pub mod resources;
 mod rpc;
 mod server;
-mod summaries;
 mod token;
 pub mod version;
 
 pub use config::ServerConfig;
 pub use connection::{Connection, ConnectionId, Lagged, MAX_CLIENT_ID_BYTES, NotifyError};
 pub use handler::{ProtocolHandler, Reconnected};
-pub use host::{DEFAULT_SHUTDOWN_WRITE_TIMEOUT, Host, RATE_LIMITED_REASON, REMEMBERED_CLIENTS};
+pub use host::{Host, RATE_LIMITED_REASON, REMEMBERED_CLIENTS};
 pub use rpc::{RpcError, notification_frame};
 pub use server::{BoundServer, Server, ServerError};
 pub use token::{Token, TokenError};

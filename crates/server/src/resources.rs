@@ -18,7 +18,7 @@ use agenthost_protocol::ahp_types::commands::{
     ResourceType,
 };
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri, snippet};
-use agenthost_services::sandbox::{self, PathRefusal, PathUse, Sandbox};
+use agenthost_service::sandbox::{self, PathRefusal, PathUse, Sandbox};
 use base64::Engine as _;
 
 use crate::rpc::RpcError;

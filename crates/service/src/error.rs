@@ -37,6 +37,13 @@ pub enum ServiceError {
     /// Other invalid parameters.
     #[error("{0}")]
     InvalidParams(String),
+    /// No such channel (a `subscribe` to a channel that is neither live nor stored).
+    #[error("{0}")]
+    NotFound(String),
+    /// Something the host could not do for a reason of its own (a diff that cannot be
+    /// rendered); the message says what.
+    #[error("{0}")]
+    Internal(String),
     /// The session store failed (its message names the file and what to do).
     #[error("the session store failed: {0}")]
     Store(String),
@@ -53,7 +60,9 @@ impl ServiceError {
     pub fn code(&self) -> i64 {
         match self {
             ServiceError::SessionNotFound(_) => i64::from(ahp_error_codes::SESSION_NOT_FOUND),
-            ServiceError::ChatNotFound(_) => i64::from(ahp_error_codes::NOT_FOUND),
+            ServiceError::ChatNotFound(_) | ServiceError::NotFound(_) => {
+                i64::from(ahp_error_codes::NOT_FOUND)
+            }
             ServiceError::SessionAlreadyExists(_) => {
                 i64::from(ahp_error_codes::SESSION_ALREADY_EXISTS)
             }
@@ -62,7 +71,9 @@ impl ServiceError {
             ServiceError::InvalidUri(_)
             | ServiceError::OutsideRoots(_)
             | ServiceError::InvalidParams(_) => i64::from(json_rpc_error_codes::INVALID_PARAMS),
-            ServiceError::Store(_) => i64::from(json_rpc_error_codes::INTERNAL_ERROR),
+            ServiceError::Store(_) | ServiceError::Internal(_) => {
+                i64::from(json_rpc_error_codes::INTERNAL_ERROR)
+            }
         }
     }
 }

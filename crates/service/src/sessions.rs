@@ -148,6 +148,11 @@ impl SessionService {
         let _ = self.session_config.set(config);
     }
 
+    /// The session configuration every session gets, when one is set.
+    pub fn session_config(&self) -> Option<&SessionConfigState> {
+        self.session_config.get()
+    }
+
     /// The session configuration with `values` over the defaults (at creation, any property of
     /// the schema; else session-mutable ones only); `None` without a schema.
     fn session_config_with(
@@ -507,8 +512,16 @@ impl SessionService {
     /// `createChat` (AHP §9.2): a new chat in the session, stored and announced before the
     /// reply. A side chat records its source in its origin (its agent conversation starts
     /// fresh; the `sideChat` contribution gives its first message the source's context);
-    /// forks are refused: no agent of this host can copy a conversation.
+    /// forks are refused: no agent of this host can copy a conversation. Like a client's
+    /// `chat/turnStarted`, an `initialMessage` must be a user message.
     pub async fn create_chat(&self, params: &CreateChatParams) -> Result<(), ServiceError> {
+        if let Some(message) = &params.initial_message
+            && message.origin.kind != agenthost_protocol::ahp_types::state::MessageKind::User
+        {
+            return Err(ServiceError::InvalidParams(
+                "initialMessage: clients may only send user messages".into(),
+            ));
+        }
         let session = SessionUri::parse(&params.channel)?;
         self.ensure_session(&session).await?;
         let chat = ChatUri::parse_client_named(&params.chat, &session)?;
@@ -599,18 +612,13 @@ impl SessionService {
     }
 
     /// A chat's `initialMessage` (AHP §9.2): starts its first turn, as the host, with the
-    /// client's user message; returns the turn id for the turn starter. Like a client's
-    /// `chat/turnStarted`, only user messages are accepted.
+    /// client's user message ([`Self::create_chat`] accepted only a user message); returns the
+    /// turn id for the turn starter.
     pub fn start_initial_turn(
         &self,
         chat: &str,
         message: &agenthost_protocol::ahp_types::state::Message,
     ) -> Result<String, ServiceError> {
-        if message.origin.kind != agenthost_protocol::ahp_types::state::MessageKind::User {
-            return Err(ServiceError::InvalidParams(
-                "initialMessage: clients may only send user messages".into(),
-            ));
-        }
         let turn_id = "initial".to_owned();
         let action =
             StateAction::ChatTurnStarted(agenthost_protocol::actions::ChatTurnStartedAction {

@@ -55,6 +55,7 @@
 mod audit;
 pub mod bounded;
 mod changesets;
+pub mod checkpoint_commands;
 #[cfg(feature = "fakes")]
 mod checkpoint_fake;
 mod checkpoint_ledger;

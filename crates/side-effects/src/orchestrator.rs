@@ -362,11 +362,6 @@ impl Orchestrator {
         })
     }
 
-    /// The provider ids the host can start, in no particular order.
-    pub fn provider_ids(&self) -> impl Iterator<Item = &str> {
-        self.shared.providers.keys().map(String::as_str)
-    }
-
     /// The handle to resume `chat`'s agent conversation now, for storing it with the chat's
     /// history; `None` for a chat without a live conversation of its own (subagent chats share
     /// their parent's).

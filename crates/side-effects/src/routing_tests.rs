@@ -5,7 +5,7 @@ use agenthost_dispatcher::{
     ChatContribution, ClientContext, Descriptor, Dispatcher, Hook, HookResult, HookSet, LaunchKind,
     ServiceRegistry, TurnEnd, TurnEndReason,
 };
-use agenthost_protocol::ahp_types::state::{AgentInfo, ChatState, RootState, SessionState, Turn};
+use agenthost_protocol::ahp_types::state::{AgentInfo, ChatState, RootState, SessionState};
 use agenthost_protocol::{
     ActionOrigin, ActionSignal, AgentSignal, ChatUri, PendingConfirmation, PermissionKind, SafeId,
     SessionUri, StateAction, SubagentCompleted, SubagentStarted,
@@ -83,13 +83,6 @@ impl ProviderSession for FakeSession {
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
         self.0.lock().unwrap().cancels.push(turn_id.to_owned());
         Box::pin(async { Ok(()) })
-    }
-    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
-        Box::pin(async {
-            Err(ProviderError::Unsupported {
-                operation: "history",
-            })
-        })
     }
     fn resume_handle(&self) -> Option<Value> {
         None

@@ -6,8 +6,8 @@
 //! [`SignalSink`]; the host routes each signal to its chat (or subagent chat), reduces it and
 //! broadcasts it. Permission answers come back through
 //! [`ProviderSession::respond_to_permission`]. The host owns turn history (its store keeps every
-//! completed turn); a provider is asked for its own history only when resuming its conversation
-//! ([`ProviderSession::fetch_turns`]).
+//! completed turn); a provider is never asked for its own, only for a resume handle
+//! ([`ProviderSession::resume_handle`]) to continue the agent's conversation after a restart.
 //!
 //! The [`mapper`] is shared by every CLI adapter: translators turn their CLI's events into
 //! [`NormEvent`]s and one [`Mapper`] per conversation turns those into signals, so the AHP
@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use agenthost_protocol::ahp_types::state::{
     AgentInfo, ChatInputAnswer, ChatInputAnswerValue, ChatInputResponseKind, ErrorInfo,
-    MessageAttachment, ModelSelection, SessionModelInfo, ToolCallResult, Turn,
+    MessageAttachment, ModelSelection, SessionModelInfo, ToolCallResult,
 };
 use agenthost_protocol::error_info::{PROVIDER_EXITED, error_info};
 use agenthost_protocol::{AgentSignal, ChatUri, SessionUri};
@@ -109,16 +109,6 @@ impl ProviderError {
         };
         error_info(error_type, self.to_string())
     }
-}
-
-/// The answer to [`ProviderSession::fetch_turns`] of an agent whose history is not read back:
-/// the host's store records every turn, and claiming an empty conversation would be wrong.
-pub fn history_not_read_back() -> BoxFuture<'static, Result<Vec<Turn>, ProviderError>> {
-    Box::pin(async {
-        Err(ProviderError::Unsupported {
-            operation: "history",
-        })
-    })
 }
 
 /// A model entry of [`AgentInfo::models`] with only its id, provider and display name.
@@ -490,9 +480,6 @@ pub trait ProviderSession: Send + Sync {
 
     /// Cancels the running turn `turn_id`; the agent reports `chat/turnCancelled`.
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>>;
-
-    /// The agent's own history of this conversation — asked only when resuming it.
-    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>>;
 
     /// What the host persists to resume this conversation after a restart; `None` when the
     /// agent cannot resume.

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use agenthost_protocol::ahp_types::actions::ChatResponsePartAction;
-use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart, Turn};
+use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart};
 use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
 use agenthost_provider_api::{
     InputResponse, PermissionDecision, ProviderError, ProviderSession, SignalSink, TurnRequest,
@@ -754,11 +754,6 @@ impl ProviderSession for ClaudeSession {
 
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(self.inner.cancel(turn_id))
-    }
-
-    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
-        // The host's store records every turn; Claude's own transcript is not read back.
-        agenthost_provider_api::history_not_read_back()
     }
 
     fn resume_handle(&self) -> Option<serde_json::Value> {

@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use agenthost_protocol::ahp_types::state::Turn;
 use agenthost_protocol::state::ChatInputResponseKind;
 use agenthost_protocol::{AgentSignal, SessionUri};
 use agenthost_provider_api::{
@@ -927,11 +926,6 @@ impl ProviderSession for CodexSession {
 
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(self.inner.cancel(turn_id))
-    }
-
-    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
-        // The host's store records every turn; Codex's thread history is not read back.
-        agenthost_provider_api::history_not_read_back()
     }
 
     fn resume_handle(&self) -> Option<serde_json::Value> {

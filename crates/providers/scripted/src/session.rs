@@ -11,7 +11,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agenthost_protocol::ahp_types::state::{ToolCallResult, Turn};
+use agenthost_protocol::ahp_types::state::ToolCallResult;
 use agenthost_protocol::{SafeId, SessionUri, SubagentCompleted};
 use agenthost_provider_api::{
     PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
@@ -36,8 +36,6 @@ use crate::script::{JoinUntil, Script};
 ///   completed in the chat by the client (or failed by the host for a departed client), so
 ///   nothing more is emitted for it and the script continues.
 /// - `cancel` stops the running turn, closes its open subagents and sends `chat/turnCancelled`.
-/// - `fetch_turns` is unsupported: the agent keeps no history of its own (the script is its
-///   whole memory), so the host's store is the only record of the conversation.
 /// - `resume_handle` is `{"turnsRun": n}`; a restored session continues the script at turn `n`.
 #[derive(Debug)]
 pub struct ScriptedSession {
@@ -604,12 +602,6 @@ impl ProviderSession for ScriptedSession {
 
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(self.cancel_turn(turn_id))
-    }
-
-    fn fetch_turns(&self) -> BoxFuture<'_, Result<Vec<Turn>, ProviderError>> {
-        // No history of its own: the script is the agent's whole memory, and the host's store
-        // already records every turn it ran. Answering `[]` would claim an empty conversation.
-        agenthost_provider_api::history_not_read_back()
     }
 
     fn resume_handle(&self) -> Option<serde_json::Value> {

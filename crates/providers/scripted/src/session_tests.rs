@@ -246,17 +246,6 @@ async fn a_resume_handle_without_a_count_is_refused() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn history_is_unsupported_rather_than_empty() {
-    let harness = Harness::new(TWO_TURNS).await;
-    assert_eq!(
-        harness.session.fetch_turns().await,
-        Err(ProviderError::Unsupported {
-            operation: "history"
-        })
-    );
-}
-
-#[tokio::test(start_paused = true)]
 async fn permission_answers_for_unknown_tool_calls_are_errors() {
     let harness = Harness::new(PAUSED).await;
     assert_eq!(

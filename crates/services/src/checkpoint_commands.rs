@@ -14,12 +14,28 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use agenthost_checkpoint::CheckpointService;
 use agenthost_protocol::SessionUri;
 use agenthost_protocol::uri::file_uri_to_path;
-use agenthost_services::CheckpointService;
 use serde::{Deserialize, Serialize};
 
-use crate::rpc::RpcError;
+/// Why a checkpoint command failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The request names something that is not there (a session, a turn, a checkpoint), or
+    /// asks for something contradictory; the message says which.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The repository could not answer (a diff that cannot be rendered).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl CommandError {
+    fn invalid_params(message: impl Into<String>) -> Self {
+        Self::InvalidParams(message.into())
+    }
+}
 
 /// `x-checkpoint/diff` params.
 #[derive(Debug, Clone, Deserialize)]
@@ -87,12 +103,13 @@ impl SessionTurns {
         session: SessionUri,
         working_directories: &[String],
         turns: Vec<String>,
-    ) -> Result<Self, RpcError> {
+    ) -> Result<Self, CommandError> {
         let first = working_directories.first().ok_or_else(|| {
-            RpcError::invalid_params(format!("{session} has no working directory"))
+            CommandError::invalid_params(format!("{session} has no working directory"))
         })?;
-        let directory = file_uri_to_path(first)
-            .map_err(|e| RpcError::invalid_params(format!("{session}'s working directory: {e}")))?;
+        let directory = file_uri_to_path(first).map_err(|e| {
+            CommandError::invalid_params(format!("{session}'s working directory: {e}"))
+        })?;
         Ok(Self {
             session,
             directory,
@@ -100,9 +117,9 @@ impl SessionTurns {
         })
     }
 
-    fn position(&self, turn: &str) -> Result<usize, RpcError> {
+    fn position(&self, turn: &str) -> Result<usize, CommandError> {
         self.turns.iter().position(|t| t == turn).ok_or_else(|| {
-            RpcError::invalid_params(format!(
+            CommandError::invalid_params(format!(
                 "{} has no completed turn {turn:?} (turns: {})",
                 self.session,
                 self.turns.join(", ")
@@ -111,42 +128,8 @@ impl SessionTurns {
     }
 }
 
-/// The checkpoint service and what the commands need of `session`, restoring it (and its
-/// default chat) from the store when it is not live.
-pub(crate) async fn target(
-    service: &agenthost_service::SessionService,
-    state: &agenthost_state::StateManager,
-    session: &str,
-) -> Result<(std::sync::Arc<dyn CheckpointService>, SessionTurns), RpcError> {
-    let uri = SessionUri::parse(session)
-        .map_err(|e| RpcError::invalid_params(format!("session: {e}")))?;
-    let checkpoints = service
-        .checkpoints()
-        .ok_or_else(|| RpcError::invalid_params("this host keeps no checkpoints"))?;
-    let chat = agenthost_protocol::ChatUri::default_for(&uri);
-    for channel in [uri.as_str(), chat.as_str()] {
-        service
-            .ensure_channel(channel)
-            .await
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-    }
-    let (directories, turns) = state.read(|h| {
-        let directories = h
-            .session(uri.as_str())
-            .and_then(|s| s.working_directories.clone());
-        let turns = h
-            .chat(chat.as_str())
-            .map(|c| c.turns.iter().map(|t| t.id.clone()).collect::<Vec<_>>());
-        (directories, turns)
-    });
-    let directories = directories
-        .ok_or_else(|| RpcError::invalid_params(format!("session {session:?} does not exist")))?;
-    let target = SessionTurns::new(uri, &directories, turns.unwrap_or_default())?;
-    Ok((checkpoints, target))
-}
-
-fn checkpoint_error(error: &agenthost_services::CheckpointError) -> RpcError {
-    RpcError::invalid_params(format!("no checkpoints to compare: {error}"))
+fn checkpoint_error(error: &agenthost_checkpoint::CheckpointError) -> CommandError {
+    CommandError::invalid_params(format!("no checkpoints to compare: {error}"))
 }
 
 /// `x-checkpoint/diff`.
@@ -154,11 +137,11 @@ pub async fn diff(
     checkpoints: &dyn CheckpointService,
     target: &SessionTurns,
     params: &DiffParams,
-) -> Result<DiffResult, RpcError> {
+) -> Result<DiffResult, CommandError> {
     let dir = target.directory.as_path();
     let changes = match (&params.turn_id, &params.since) {
         (Some(_), Some(_)) => {
-            return Err(RpcError::invalid_params(
+            return Err(CommandError::invalid_params(
                 "give either turnId or since, not both",
             ));
         }
@@ -169,7 +152,7 @@ pub async fn diff(
                 .await
                 .map_err(|e| checkpoint_error(&e))?
                 .ok_or_else(|| {
-                    RpcError::invalid_params(format!("turn {turn:?} has no checkpoint"))
+                    CommandError::invalid_params(format!("turn {turn:?} has no checkpoint"))
                 })?
         }
         (None, since) => {
@@ -195,7 +178,7 @@ pub async fn diff(
     let diff = checkpoints
         .unified_diff(dir, &changes)
         .await
-        .map_err(|e| RpcError::internal(format!("cannot render the diff: {e}")))?;
+        .map_err(|e| CommandError::Internal(format!("cannot render the diff: {e}")))?;
     Ok(DiffResult {
         diff,
         files: changes.into_iter().map(|c| c.path).collect(),
@@ -207,7 +190,7 @@ pub async fn rollback(
     checkpoints: &dyn CheckpointService,
     target: &SessionTurns,
     params: &RollbackParams,
-) -> Result<RollbackResult, RpcError> {
+) -> Result<RollbackResult, CommandError> {
     let index = target.position(&params.turn_id)?;
     // Each path's fate: the oldest rollback runs last and decides it (a file an older turn
     // created and a newer one edited ends up removed, not restored).
@@ -218,7 +201,7 @@ pub async fn rollback(
             .rollback_turn(&target.session, turn, &target.directory)
             .await
             .map_err(|e| {
-                RpcError::invalid_params(format!("cannot roll back turn {turn:?}: {e}"))
+                CommandError::invalid_params(format!("cannot roll back turn {turn:?}: {e}"))
             })?;
         for (paths, kind) in [
             (report.restored, Fate::Restored),

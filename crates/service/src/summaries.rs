@@ -17,11 +17,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use agenthost_protocol::ROOT_RESOURCE_URI;
 use agenthost_protocol::notifications::{PartialSessionSummary, SessionSummaryChangedParams};
-use agenthost_service::SessionService;
-use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager};
+use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager, notification_frame};
 use serde_json::{Map, Value};
 
-use crate::rpc::notification_frame;
+use crate::SessionService;
 
 /// Summary fields that identify a session and never change.
 const IDENTITY_FIELDS: [&str; 3] = ["resource", "provider", "createdAt"];
@@ -90,9 +89,9 @@ impl EnvelopeObserver for SummaryNotifier {
             session: session.to_owned(),
             changes,
         };
-        match notification_frame("root/sessionSummaryChanged", &params) {
-            Ok(frame) => state.notify(ROOT_RESOURCE_URI, &frame),
-            Err(error) => tracing::warn!(session, %error, "cannot encode a summary change"),
-        }
+        state.notify(
+            ROOT_RESOURCE_URI,
+            &notification_frame("root/sessionSummaryChanged", &params),
+        );
     }
 }
