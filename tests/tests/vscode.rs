@@ -1,11 +1,11 @@
-//! VS Code's Agents window as a client (issue 15), replayed byte for byte over a raw WebSocket
-//! (`vscode-interop.md` §11.1) against the host `agent-host serve` composes
+//! VS Code's Agents window as a client (issue 15), replayed byte for byte over a raw WebSocket,
+//! step by step as VS Code connects and works, against the host `agent-host serve` composes
 //! (`agenthost::host::bind`), with the scripted agent on a loopback port.
 //!
 //! The frames VS Code sends are fixture data named by VS Code version ([`vscode_1_141`],
-//! [`vscode_1_140`]). They are written from the interop reference (§3, §4), not captured from a
-//! running VS Code: refresh them from a real `chat.agentHost.ahpJsonlLoggingEnabled` log when a
-//! VS Code installation is at hand.
+//! [`vscode_1_140`]). They are written by hand from what those versions send, not captured from
+//! a running VS Code: refresh them from a real `chat.agentHost.ahpJsonlLoggingEnabled` log when
+//! a VS Code installation is at hand.
 //!
 //! Every frame the host sends is checked to be a text frame holding one JSON-RPC message; every
 //! wait polls the socket with a deadline ([`STALL`]).
@@ -499,7 +499,7 @@ fn confirm_script() -> Value {
     ]}]})
 }
 
-/// §11.1 step 1: the token only in `tkn`, any path, other parameters kept; 403 otherwise; no
+/// Step 1: the token only in `tkn`, any path, other parameters kept; 403 otherwise; no
 /// subprotocol.
 async fn upgrades(host: &Host) {
     for target in [
@@ -535,7 +535,7 @@ async fn upgrades(host: &Host) {
     let _ = VsCode::open(&slashless, &uuid()).await;
 }
 
-/// §11.1 step 2: the 1.141 `initialize`; asserts the result VS Code needs.
+/// Step 2: the 1.141 `initialize`; asserts the result VS Code needs.
 async fn initialize(vscode: &mut VsCode) -> Value {
     let params = vscode_1_141::initialize(&vscode.client_id.clone());
     let result = vscode.request("initialize", params).await.unwrap();
@@ -574,7 +574,7 @@ async fn initialize(vscode: &mut VsCode) -> Value {
     result
 }
 
-/// §11.1 step 2, the other offers: 1.140 gets 0.9.0; a lone 0.7.0 gets -32005 and a close.
+/// Step 2, the other offers: 1.140 gets 0.9.0; a lone 0.7.0 gets -32005 and a close.
 async fn other_offers(host: &Host) {
     let mut older = VsCode::open(&host.url, &uuid()).await;
     let mut params = vscode_1_141::initialize(&older.client_id.clone());
@@ -608,7 +608,7 @@ async fn other_offers(host: &Host) {
     assert!(closed.is_ok(), "the connection stayed open after -32005");
 }
 
-/// §11.1 step 3: the burst, all `clientSeq` 0: each echoed or rejected exactly once, the
+/// Step 3: the burst, all `clientSeq` 0: each echoed or rejected exactly once, the
 /// connection open.
 async fn config_burst(vscode: &mut VsCode) {
     let burst = vscode_1_141::config_burst();
@@ -639,7 +639,7 @@ async fn config_burst(vscode: &mut VsCode) {
         .unwrap();
 }
 
-/// §11.1 step 4: `listSessions`, `ping`, and a `ping` answered ahead of a queue of requests.
+/// Step 4: `listSessions`, `ping`, and a `ping` answered ahead of a queue of requests.
 async fn list_and_ping(vscode: &mut VsCode, host: &Host) {
     let listed = vscode.request("listSessions", json!({})).await.unwrap();
     assert!(listed["items"].is_array(), "{listed}");
@@ -704,7 +704,7 @@ async fn list_and_ping(vscode: &mut VsCode, host: &Host) {
     vscode.backlog.clear();
 }
 
-/// §11.1 step 5: browsing the host from `defaultDirectory`; writes refused; nothing outside.
+/// Step 5: browsing the host from `defaultDirectory`; writes refused; nothing outside.
 async fn folder_pick(vscode: &mut VsCode, host: &Host, default_directory: &str) {
     std::fs::create_dir_all(host.work.join("project/src")).unwrap();
     std::fs::write(host.work.join("project/README.md"), "# project\n").unwrap();
@@ -767,7 +767,7 @@ async fn folder_pick(vscode: &mut VsCode, host: &Host, default_directory: &str) 
     assert_eq!(missing["code"], -32008, "{missing}");
 }
 
-/// §11.1 step 6: a new session as VS Code makes one. Returns the session, its derived chat,
+/// Step 6: a new session as VS Code makes one. Returns the session, its derived chat,
 /// and the chat snapshot VS Code subscribed with.
 async fn new_session(vscode: &mut VsCode, project: &str) -> (String, String, Value) {
     let config = vscode
@@ -879,7 +879,7 @@ async fn assert_converged(vscode: &mut VsCode, chat: &str, first: &Value) {
     );
 }
 
-/// §11.1 step 7: a turn with a confirmation on the derived chat; then a rename on the chat
+/// Step 7: a turn with a confirmation on the derived chat; then a rename on the chat
 /// channel and completions on the session URI.
 async fn turn_rename_complete(vscode: &mut VsCode, host: &Host, session: &str, chat: &str) {
     let client_id = vscode.client_id.clone();
@@ -999,7 +999,7 @@ async fn turn_rename_complete(vscode: &mut VsCode, host: &Host, session: &str, c
     assert_eq!(completions, json!({ "items": [] }));
 }
 
-/// §11.1 step 8: a dropped socket comes back with `reconnect` without `channel`: `replay`,
+/// Step 8: a dropped socket comes back with `reconnect` without `channel`: `replay`,
 /// holding what another client did meanwhile. After a host restart: `snapshot`.
 async fn reconnects(vscode: VsCode, host: &mut Host, session: &str, chat: &str) -> VsCode {
     let client_id = vscode.client_id.clone();
@@ -1074,7 +1074,7 @@ async fn reconnects(vscode: VsCode, host: &mut Host, session: &str, chat: &str) 
     after
 }
 
-/// §11.1 step 9: VS Code disposes a session it still shows: nothing of it is lost.
+/// Step 9: VS Code disposes a session it still shows: nothing of it is lost.
 async fn dispose_keeps_history(vscode: &mut VsCode, session: &str, chat: &str) {
     vscode
         .request("disposeSession", json!({ "channel": session }))
@@ -1734,7 +1734,7 @@ async fn a_session_delegated_by_vs_code_main_is_told_to_report_back() {
     );
 }
 
-// ─── §11.2: Microsoft's client with VS Code's offer ─────────────────────────────────────────
+// ─── Microsoft's client with VS Code's offer ─────────────────────────────────────────────────
 
 /// Receives events, keeping every accepted action envelope in `received`, until `done` holds
 /// for one; returns it.

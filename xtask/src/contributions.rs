@@ -268,7 +268,7 @@ pub fn check_sources(crates: &[ContributionCrate], builtin_lib: &str) -> Vec<Str
             1 => {}
             0 => violations.push(format!(
                 "{BUILTIN_LIB}: contribution `{ty}` ({file}) is not registered: add \
-                 `set.push(dispatcher.register::<{ty}>()?);` in its §10.1 slot"
+                 `|d| d.register::<{ty}>(),` to `BUILTINS` in its slot of the registration order"
             )),
             n => violations.push(format!(
                 "{BUILTIN_LIB}: contribution `{ty}` ({file}) is registered {n} times: keep \

@@ -151,7 +151,7 @@ fn registration_fails_when_missing_repeated_or_foreign() {
                 .to_string(),
             "crates/contributions/builtin/src/lib.rs: contribution `Beta` \
              (crates/contributions/beta/src/lib.rs) is not registered: add \
-             `set.push(dispatcher.register::<Beta>()?);` in its §10.1 slot"
+             `|d| d.register::<Beta>(),` to `BUILTINS` in its slot of the registration order"
                 .to_string(),
             "crates/contributions/builtin/src/lib.rs: registers `Stranger`, which is not the \
              contribution of any `agenthost-contrib-*` crate: register only contribution crates' \

@@ -10,7 +10,8 @@ usage: cargo xtask <command>
 
 commands:
   lint           static checks + snapshot verification:
-                 1. the static checks of ARCHITECTURE.md's rules (layering, pending snapshots,
+                 1. the five static checks of ARCHITECTURE.md's rules (layering and the server's
+                    pinned dependencies, thin orchestration, contribution shape, pending snapshots,
                     contract pins) — the #[test] in xtask/tests/tidy.rs runs these only;
                  2. `cargo test -p <pkg> --quiet` with INSTA_UPDATE=no INSTA_FORCE_PASS=0 CI=true
                     for every package with insta snapshots, so a changed snapshot fails

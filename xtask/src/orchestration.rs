@@ -3,7 +3,7 @@
 //!
 //! Every function and method of `agenthost-side-effects` (`crates/side-effects`) and
 //! `agenthost-service` (`crates/service`) must have exactly one entry in [`ALLOWLIST`], with one
-//! [`Reason`] from the closed set of `shared/reference/contributions.md` §1. "It was convenient
+//! [`Reason`] from the closed set below (what legitimately stays in the orchestration crates). "It was convenient
 //! here" is not a reason: new cross-cutting behaviour goes into a contribution.
 //!
 //! # Format (kept greppable on purpose)
@@ -36,8 +36,8 @@
 //! the lint compares this file with its `HEAD` version and fails when a budget is higher while
 //! the crate's entry count is not.
 
-/// Why a function may stay in the orchestrator or the session service (contributions.md §1,
-/// "What legitimately stays"). The set is closed: an unknown reason does not compile.
+/// Why a function may stay in the orchestrator or the session service (what legitimately stays
+/// there). The set is closed: an unknown reason does not compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Reason {
     /// `routing`: every signal must reach the right chat before state changes — resolving
@@ -51,7 +51,7 @@ pub enum Reason {
     /// `provider`: provider-shaped code that differs per SDK — event mappers, attachment
     /// serializers, provider-specific overlays during restore.
     Provider,
-    /// `dispatch-call-site`: a call site of the contribution dispatcher (contributions.md §8),
+    /// `dispatch-call-site`: a call site of the contribution dispatcher (a hook dispatch or the turn starter),
     /// the only coupling to contributions.
     DispatchCallSite,
     /// `use-case`: one use case of the application layer — a method of `AgentService`
@@ -158,6 +158,8 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::agent::AgentService::shutdown", Reason::UseCase),
     ("agenthost-service::agent::<ServiceError as From<CommandError>>::from", Reason::Wiring),
     ("agenthost-service::sessions::SessionService::session_config", Reason::Wiring),
+    ("agenthost-service::sessions::SessionService::hydrated_chats", Reason::Wiring),
+    ("agenthost-service::sessions::SessionService::hydrate_chats", Reason::DispatchCallSite),
     ("agenthost-service::summaries::SummaryNotifier::install", Reason::Wiring),
     ("agenthost-service::summaries::<SummaryNotifier as EnvelopeObserver>::on_envelope", Reason::Protocol),
     ("agenthost-side-effects::actions::turn_complete", Reason::Routing),
@@ -174,6 +176,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Shared::session_of", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::active_turn_id", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::track_turn", Reason::Invariant),
+    ("agenthost-side-effects::orchestrator::Shared::cancel_settled", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Shared::turn_end", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Shared::discard_turn_start", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::completion_of", Reason::DispatchCallSite),
@@ -203,7 +206,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::routing::complete_subagent", Reason::Routing),
     ("agenthost-side-effects::routing::fail_subagent", Reason::Routing),
     ("agenthost-side-effects::turns::start_turn", Reason::DispatchCallSite),
-    // The orchestrator's effects of the dispatcher's shared turn starter (§8.3).
+    // The orchestrator's effects of the dispatcher's shared turn starter (`Dispatcher::start_turn`).
     ("agenthost-side-effects::turns::<Shared as TurnStarterPorts>::refuse", Reason::Invariant),
     ("agenthost-side-effects::turns::<Shared as TurnStarterPorts>::agent_of", Reason::Provider),
     ("agenthost-side-effects::turns::<Shared as TurnStarterPorts>::turn_end", Reason::DispatchCallSite),
@@ -288,6 +291,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1141),
-    ("agenthost-service", 1759),
+    ("agenthost-side-effects", 1156),
+    ("agenthost-service", 1799),
 ];

@@ -1,4 +1,4 @@
-//! Changesets between two checkpoint commits, and rolling a turn back (spec §9).
+//! Changesets between two checkpoint commits, and rolling a turn back.
 
 use std::io::Read;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! [`CheckpointLedger`]: where the service records which ref belongs to which turn — the
-//! session database's `turns.checkpoint_ref` column (spec §7), behind a trait because this crate
+//! session database's `turns.checkpoint_ref` column, behind a trait because this crate
 //! may not depend on the store.
 
 use std::collections::HashMap;

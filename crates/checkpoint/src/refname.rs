@@ -1,6 +1,6 @@
 //! Session namespaces and ref names: `refs/agents/<sanitized-session-id>/checkpoints/turn/<N>`.
 //!
-//! A session id becomes one ref component in two steps (spec §4): [`sanitize_session_id`]
+//! A session id becomes one ref component in two steps: [`sanitize_session_id`]
 //! replaces every character outside `[A-Za-z0-9_.-]` with `-`, one for one; when the result
 //! still breaks a git ref-name rule (empty, a leading `.`, a `.lock` suffix, `..`, a trailing
 //! `.`), every `.` becomes `-` and `-<first 8 hex digits of SHA-256(raw id)>` is appended. Every
@@ -127,7 +127,7 @@ pub fn sanitize_session_id(raw: &str) -> String {
 }
 
 /// The single ref component for a raw session id: sanitized, and repaired deterministically when
-/// the sanitized form still breaks a ref-name rule (spec §4.2).
+/// the sanitized form still breaks one of git's ref-name rules.
 pub fn session_ref_component(raw: &str) -> String {
     let sanitized = sanitize_session_id(raw);
     if validate_component(&sanitized).is_ok() {
@@ -150,7 +150,7 @@ fn sha256_hex8(bytes: &[u8]) -> String {
     }
 }
 
-/// A git ref-name rule that a name breaks (spec §4.2, rules 1–7).
+/// A git ref-name rule that a name breaks (one of git's seven rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefNameRule {
     /// Rule 1: a component is empty (leading or trailing `/`, `//`, or an empty name).
@@ -185,7 +185,7 @@ impl fmt::Display for RefNameRule {
     }
 }
 
-/// Checks a full ref name against git's ref-name rules (spec §4.2).
+/// Checks a full ref name against git's seven ref-name rules.
 pub fn validate_ref_name(name: &str) -> Result<(), RefNameRule> {
     if name == "@" || name.contains("@{") {
         return Err(RefNameRule::AtBrace);

@@ -143,7 +143,7 @@ impl Repo {
         self.sync.to_thread_local()
     }
 
-    /// Captures the work tree as a tree object (spec §5), examining only what the watcher
+    /// Captures the work tree as a tree object, examining only what the watcher
     /// reported when there is a watcher.
     pub fn capture_tree(&self) -> Result<Capture, CheckpointError> {
         self.capture_tree_with(Scope::Auto, &AtomicBool::new(false))

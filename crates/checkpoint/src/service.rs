@@ -17,7 +17,7 @@ use crate::error::CheckpointError;
 use crate::info::RepoInfo;
 use crate::ledger::CheckpointLedger;
 
-/// Per-turn git checkpoints, as the host uses them (spec §2).
+/// Per-turn git checkpoints, as the host uses them.
 ///
 /// Capture methods return nothing (a failure is logged and never fails the turn), except the
 /// turn-end capture, whose failure its caller reports (`checkpointAndChangeset`). Read methods

@@ -271,7 +271,61 @@ pub async fn bind_with(
     options: HostOptions,
     configure: impl FnOnce(&mut ServerConfig),
 ) -> Result<BoundServer, String> {
-    let providers = providers(&options)?;
+    let composed = compose(&options, Customize::default()).await?;
+    let token = match &options.token {
+        Some(token) => Token::new(token.clone()).map_err(|e| format!("--token: {e}"))?,
+        None => Token::generate().map_err(|e| e.to_string())?,
+    };
+    let mut config = ServerConfig::new(token);
+    config.listen = options.listen;
+    configure(&mut config);
+    let host = Host::new(composed.service, composed.machine);
+    let server = Server::bind(config, host)
+        .await
+        .map_err(|e| e.to_string())?;
+    crate::tokens::keep_current(composed.store, &server.credentials())?;
+    Ok(server)
+}
+
+/// Adds services to a registry.
+pub type AddServices = Box<dyn FnOnce(&mut ServiceRegistry) + Send>;
+
+/// What [`compose`] lets its caller change.
+#[derive(Default)]
+pub struct Customize {
+    /// Adds services to the registry before the dispatcher is built from it (a
+    /// `dyn agenthost_dispatcher::HookTrace` recording the hooks a live host runs, say).
+    pub services: Option<AddServices>,
+    /// Registers the built-in contributions in this order (positions in their registration
+    /// order, each once) instead of theirs.
+    pub registration_order: Option<Vec<usize>>,
+}
+
+impl std::fmt::Debug for Customize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Customize")
+            .field("services", &self.services.is_some())
+            .field("registration_order", &self.registration_order)
+            .finish()
+    }
+}
+
+/// A composed host: its use cases, ready for a transport.
+#[derive(Debug)]
+pub struct Composed {
+    /// The host's use cases (the server's [`Host`] speaks the protocol over them).
+    pub service: Arc<AgentService>,
+    /// The machine it runs on, for the diagnostics requests.
+    pub machine: agenthost_server::machine::MachineFacts,
+    /// Its session database.
+    pub store: Store,
+}
+
+/// Builds the host's parts — providers, store, state, services, dispatcher with the built-in
+/// contributions, orchestrator, session service — into its [`AgentService`], without a
+/// transport ([`bind_with`] adds the server).
+pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Composed, String> {
+    let providers = providers(options)?;
     let roots = if options.roots.is_empty() {
         vec![
             std::env::current_dir()
@@ -296,7 +350,11 @@ pub async fn bind_with(
     root.meta = Some(agenthost_server::machine::root_meta(&machine));
     let state = state_for(&store, root).map_err(|e| e.to_string())?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
-    let dispatcher = Dispatcher::new(services(&state, &store, provider_ids, &roots));
+    let mut registry = services(&state, &store, provider_ids, &roots);
+    if let Some(add) = customize.services {
+        add(&mut registry);
+    }
+    let dispatcher = Dispatcher::new(registry);
     let unattended = crate::unattended::Wiring::new(dispatcher.services(), &options.unattended);
     if let Ok(configuration) = dispatcher.services().get::<InMemoryConfiguration>() {
         for flag in &options.enable {
@@ -313,8 +371,12 @@ pub async fn bind_with(
         .services()
         .get::<dyn agenthost_services::AuditLog>()
         .ok();
-    let contributions = register_builtin_contributions(&dispatcher)
-        .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
+    let contributions = match &customize.registration_order {
+        None => register_builtin_contributions(&dispatcher),
+        Some(order) => agenthost_contributions::register_builtins_in_order(&dispatcher, order)
+            .ok_or("the registration order must list every built-in once")?,
+    }
+    .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
     let service = SessionService::new(
         Arc::clone(&state),
         dispatcher.clone(),
@@ -340,13 +402,6 @@ pub async fn bind_with(
         },
     )
     .map_err(|e| e.to_string())?;
-    let token = match options.token {
-        Some(token) => Token::new(token).map_err(|e| format!("--token: {e}"))?,
-        None => Token::generate().map_err(|e| e.to_string())?,
-    };
-    let mut config = ServerConfig::new(token);
-    config.listen = options.listen;
-    configure(&mut config);
     service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
     let session_config = crate::unattended::session_config(&options.unattended);
     service.set_session_config(session_config);
@@ -378,12 +433,11 @@ pub async fn bind_with(
         service.spawn_idle_eviction(limit);
     }
     unattended.bind_intake(&service, options.launch_kind.clone());
-    let host = Host::new(service, machine);
-    let server = Server::bind(config, host)
-        .await
-        .map_err(|e| e.to_string())?;
-    crate::tokens::keep_current(token_store, &server.credentials())?;
-    Ok(server)
+    Ok(Composed {
+        service,
+        machine,
+        store: token_store,
+    })
 }
 
 /// The machine this process runs on: the operating system, architecture, CPUs and memory

@@ -73,8 +73,17 @@ struct Registry {
     next_index: u64,
 }
 
+/// Told of every hook a contribution runs, in the order they run: which hook, which
+/// contribution. Put one in the [`ServiceRegistry`] a [`Dispatcher`] is built from (as
+/// `dyn HookTrace`) to record a live host's call sequence; without one nothing is recorded.
+pub trait HookTrace: Send + Sync {
+    /// `contribution` is about to run `hook`.
+    fn ran(&self, hook: Hook, contribution: &'static str);
+}
+
 pub(crate) struct Inner {
     services: ServiceRegistry,
+    trace: Option<Arc<dyn HookTrace>>,
     registry: Mutex<Registry>,
     snapshot: ArcSwap<Snapshot>,
     pub(crate) host: HostSlot,
@@ -239,7 +248,7 @@ fn host_of(inner: &Inner) -> Option<Arc<dyn HostBridge>> {
 impl Dispatcher {
     /// A dispatcher constructing contributions from `services`.
     ///
-    /// The dispatcher is itself a service (contribution reference §9): `services` gains a
+    /// The dispatcher is itself a service: `services` gains a
     /// [`HostAccess`], the weak handle through which a contribution reaches the host bridge and
     /// the dispatcher without keeping either alive.
     pub fn new(mut services: ServiceRegistry) -> Self {
@@ -249,6 +258,7 @@ impl Dispatcher {
                     inner: Weak::clone(weak),
                 }));
                 Inner {
+                    trace: services.get::<dyn HookTrace>().ok(),
                     services,
                     registry: Mutex::new(Registry::default()),
                     snapshot: ArcSwap::from_pointee(Snapshot::default()),
@@ -384,6 +394,7 @@ impl Dispatcher {
     pub fn incoming_request(&self, request: &IncomingRequest) -> Disposition {
         let snapshot = self.inner.snapshot.load();
         for entry in snapshot.entries(Hook::IncomingRequest) {
+            self.traced(Hook::IncomingRequest, entry.id);
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 entry.contribution.on_incoming_request(request)
             }));
@@ -424,6 +435,13 @@ impl Dispatcher {
         });
     }
 
+    /// Reports a hook call to the [`HookTrace`], when there is one.
+    fn traced(&self, hook: Hook, contribution: &'static str) {
+        if let Some(trace) = &self.inner.trace {
+            trace.ran(hook, contribution);
+        }
+    }
+
     /// Observer fan-out. Allocation-free: the snapshot is loaded, not copied. One `catch_unwind`
     /// frame covers the whole loop (a frame per call measurably slowed the fan-out); after a
     /// panic the loop resumes with the next contribution.
@@ -438,6 +456,7 @@ impl Dispatcher {
         while next < entries.len() {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 while let Some(entry) = entries.get(next) {
+                    self.traced(hook, entry.id);
                     if let Err(error) = call(entry.contribution.as_ref()) {
                         log_failure(entry.id, &Failure::Error(error));
                     }
@@ -461,6 +480,7 @@ impl Dispatcher {
         let mut instructions: Vec<String> = Vec::new();
         let mut replaced: Option<agenthost_protocol::ahp_types::state::Message> = None;
         for entry in snapshot.entries(Hook::OutgoingTurn) {
+            self.traced(Hook::OutgoingTurn, entry.id);
             let current = OutgoingTurn {
                 message: replaced.clone().unwrap_or_else(|| turn.message.clone()),
                 ..turn.clone()
@@ -491,6 +511,7 @@ impl Dispatcher {
         let snapshot = self.inner.snapshot.load_full();
         let mut current = turns;
         for entry in snapshot.entries(Hook::HydrateTurns) {
+            self.traced(Hook::HydrateTurns, entry.id);
             match run_async(|| entry.contribution.on_hydrate_turns(context, &current)).await {
                 Ok(next) => current = next,
                 Err(error) => log_failure(entry.id, &error),
@@ -508,6 +529,7 @@ impl Dispatcher {
         let snapshot = self.inner.snapshot.load_full();
         let mut current = chat;
         for entry in snapshot.entries(Hook::HydrateChat) {
+            self.traced(Hook::HydrateChat, entry.id);
             match run_async(|| entry.contribution.on_hydrate_chat(context, &current)).await {
                 Ok(next) => current = next,
                 Err(error) => log_failure(entry.id, &error),

@@ -40,7 +40,9 @@ pub use context::ContributionContext;
 pub use contribution::{
     ChatContribution, Contribution, ContributionError, Descriptor, HookFuture, HookResult,
 };
-pub use dispatcher::{Dispatcher, HostAccess, Registration, RegistrationError, RegistrationSet};
+pub use dispatcher::{
+    Dispatcher, HookTrace, HostAccess, Registration, RegistrationError, RegistrationSet,
+};
 pub use hooks::{Hook, HookSet};
 pub use host::{BridgeError, HostBridge, HostRegistration, LaunchKind, SendTurnMessageOptions};
 pub use memento::{ChatKey, KeySegment, Memento, SessionKey};

@@ -1,4 +1,4 @@
-//! What the hooks receive and return (contribution reference §3).
+//! What the hooks receive and return.
 
 use std::time::Instant;
 

@@ -1,4 +1,4 @@
-//! The turn starter (contribution reference §8.3), shared by direct and queued turns: one
+//! The turn starter, shared by direct and queued turns: one
 //! sequence, two callers — the orchestrator for a client's (or the host's) turn, and the
 //! `queueDrain` contribution for a queued message. Each supplies the effects through
 //! [`TurnStarterPorts`]; the order of the steps lives here only.

@@ -383,7 +383,7 @@ pub(crate) fn validate_client_action(
             action: action_type(action),
         }));
     };
-    // §6.3: a session title sent to a chat channel renames the chat.
+    // AHP §6.3: a session title sent to a chat channel renames the chat.
     let chat_rename =
         matches!(action, StateAction::SessionTitleChanged(_)) && target.kind() == ChannelKind::Chat;
     if scope != target.kind() && !chat_rename {

@@ -1,14 +1,14 @@
 //! Client compatibility: every allowance the host makes for a client's dialect, in one place.
 //!
-//! The host speaks AHP 1.0. VS Code's Agents window speaks a dialect of it (`vscode-interop.md`
-//! §6–§7); everything the transport or the [`Host`](crate::Host) does differently because of
-//! that lives here and is called from exactly one site each. Nothing below `server` knows about
-//! VS Code.
+//! The host speaks AHP 1.0. VS Code's Agents window speaks a dialect of it (its URI shapes, the
+//! quirks below, the 0.9 wire surface); everything the transport or the [`Host`](crate::Host)
+//! does differently because of that lives here and is called from exactly one site each.
+//! Nothing below `server` knows about VS Code.
 //!
 //! **Tolerances, for every connection.** They are harmless for a client that follows the
 //! specification, so they are applied without looking at who the client is:
 //!
-//! | Quirk (`vscode-interop.md` §7) | Where it is met |
+//! | VS Code quirk | Where it is met |
 //! |---|---|
 //! | `reconnect` (and `initialize`) without `channel` | [`fill_missing_channel`], called by the connection's parameter decoder |
 //! | VS Code derives the default chat `ahp-chat://default/<base64url(session)>` itself, padded or not | [`chat_spelling`]: any spelling of a derived chat URI becomes the one the host publishes, before the chat is resolved |
@@ -414,9 +414,9 @@ pub fn migrate_legacy_autopilot(config: &mut Value) {
     }
 }
 
-/// Action types AHP 1.0 introduced (`ahp-protocol.md` §5): a peer served the 0.9 surface
-/// (VS Code's `0.9.0` and `0.10.0`) is never sent them. `ahp-types` has no such table; extend
-/// this one with every action a later version adds.
+/// Action types AHP 1.0 introduced (AHP §5): a peer served the 0.9 surface (VS Code's `0.9.0`
+/// and `0.10.0`) is never sent them. `ahp-types` has no such table; extend this one with every
+/// action a later version adds.
 pub const INTRODUCED_IN_1_0: [&str; 7] = [
     "session/chatsReordered",
     "session/mcpServerBackgroundRequested",

@@ -1,4 +1,4 @@
-//! The local discovery entry (`vscode-interop.md` §9, optional, off by default): one JSON file
+//! The local discovery entry of VS Code (optional, off by default): one JSON file
 //! announcing this host in `<VS Code user data>/agent-host/local-endpoint/entries/`, so VS Code's
 //! SSH/WSL discovery (and other readers of that registry) can find a host on the machine without
 //! the user typing its URL. `agent-host serve --vscode-discovery` writes it; it is removed when
@@ -10,7 +10,7 @@
 //! holds the token; clients must still present it as `?tkn=`) under the name
 //! `<hex SHA-256 of type NUL pid NUL instanceId>.json`. *Unverified against a VS Code build:* the
 //! name of the schema field, the hex encoding of the file name and how readers compare
-//! `protocolVersion` rest on the interop reference alone (its *(verify)* marks).
+//! `protocolVersion` have not been checked against VS Code's own reader yet.
 
 use std::io::Write as _;
 use std::net::SocketAddr;

@@ -16,8 +16,8 @@
 //! - `authenticate`: no agent of this host advertises `protectedResources` (the agents use
 //!   their CLIs' own logins), so VS Code pushes no token; one sent anyway is refused with
 //!   "invalid params" naming the resource, and never stored or logged. (AHP: a server MUST
-//!   answer an unrecognized resource with an error; the interop reference's `{}` stands for a
-//!   resource the host did advertise.)
+//!   answer an unrecognized resource with an error; an empty `{}` answer is only for a resource
+//!   the host did advertise.)
 
 use agenthost_protocol::commands::{
     AuthenticateParams, CompletionsParams, CompletionsResult, ResolveSessionConfigParams,

@@ -1,10 +1,17 @@
-//! Session lifecycle: create, dispose, list, client-action intake.
+//! The application layer of agenthost: every use case of the host, once.
 //!
-//! The central decision: **lifecycle only.** This crate turns protocol commands into state
-//! changes (sessions with their default chat at VS Code's derived URI, chats, disposal) and
-//! validates every client dispatch through the reducers; it starts no provider turn and runs no
-//! feature — the orchestrator (`agenthost-side-effects`) and the contributions do. `cargo xtask
-//! lint` keeps an allowlist of every function here with its reason.
+//! The central decision: **one method per use case, composing the components one call per
+//! step.** [`AgentService`] answers each client or host command — a client action (intake,
+//! then the orchestrator: `onDidDispatchAction`, the admission gate and
+//! `onDidApplyClientAction` in that one call), create / dispose / delete / evict a session,
+//! create a chat with its initial message, subscriptions, the `x-checkpoint/*` commands,
+//! shutdown — over [`SessionService`] (state and store: sessions with their default chat at
+//! VS Code's derived URI, chats, restore with `onHydrateChat` for every chat of a restored
+//! session, disposal, the intake's validation) and the orchestrator of
+//! `agenthost-side-effects` (agents). Features are not here: they are contributions. The
+//! transport (`agenthost-server`) depends on this crate and the protocol alone; the types it
+//! needs from lower layers are re-exported here. `cargo xtask lint` keeps an allowlist of every
+//! function here with its reason.
 //!
 //! Creation resolves the session's working directories before anything is stored: for
 //! `config.isolation = "worktree"` they become the new linked worktrees the injected

@@ -1,5 +1,6 @@
 //! [`SessionService`]: the lifecycle commands.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -90,6 +91,9 @@ pub struct SessionService {
     session_config: OnceLock<SessionConfigState>,
     /// URIs of sessions whose creation is waiting for their worktrees.
     creating: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// What `onHydrateChat` returned for the chats of each restored session that are not live
+    /// yet, by session and chat: taken when the chat is restored.
+    hydrated: std::sync::Mutex<HashMap<String, HashMap<String, RestoredChat>>>,
 }
 
 impl std::fmt::Debug for SessionService {
@@ -137,6 +141,7 @@ impl SessionService {
             worktrees: OnceLock::new(),
             session_config: OnceLock::new(),
             creating: std::sync::Mutex::new(std::collections::HashSet::new()),
+            hydrated: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -176,8 +181,7 @@ impl SessionService {
         let _ = self.worktrees.set(worktrees);
     }
 
-    /// The worktrees of a session being created that asked for isolation (checkpoint reference
-    /// §3: its working directories are the worktree paths from here on); `None` when it did not.
+    /// The worktrees of a session being created that asked for isolation (its working directories are the worktree paths from here on); `None` when it did not.
     async fn isolate(
         &self,
         session: &SessionUri,
@@ -669,6 +673,7 @@ impl SessionService {
         if let Some(changesets) = self.changesets.get() {
             changesets.forget_session(session);
         }
+        self.hydrated_chats().remove(session);
         match self.state.remove_session(session) {
             Some((_, chats)) => Ok(chats.into_iter().map(|c| c.resource).collect()),
             None if self.store.session(&uri)?.is_some() => Ok(Vec::new()),
@@ -737,6 +742,7 @@ impl SessionService {
             None => None,
         };
         let live = self.state.remove_session(session);
+        self.hydrated_chats().remove(session);
         let stored = self.store.delete_session(&uri)?;
         if live.is_none() && !stored {
             return Err(ServiceError::SessionNotFound(session.to_owned()));
@@ -806,6 +812,15 @@ impl SessionService {
             return Err(ServiceError::SessionNotFound(session.to_string()));
         };
         let mut restored = restored_session(&record, &chats);
+        let hydrated = self.hydrate_chats(session, &chats).await;
+        for summary in &mut restored.chats {
+            if let Some(title) = hydrated
+                .get(&summary.resource)
+                .and_then(|c| c.title.clone())
+            {
+                summary.title = title;
+            }
+        }
         restored.changesets = self.changesets.get().map(|c| c.catalog(session));
         // Malformed persisted values are ignored: the session gets the defaults.
         let values = values.and_then(|v| serde_json::from_str::<JsonObject>(&v).ok());
@@ -825,7 +840,36 @@ impl SessionService {
         }
         // A concurrent restore may have won: that is fine.
         let _ = self.state.insert_session(session.as_str(), restored);
+        self.hydrated_chats().insert(session.to_string(), hydrated);
         Ok(())
+    }
+
+    fn hydrated_chats(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, RestoredChat>>> {
+        self.hydrated.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `onHydrateChat` for every chat of a session being restored, each with an empty value:
+    /// the contributions restore what they own (title, draft, configuration) from the store.
+    async fn hydrate_chats(
+        &self,
+        session: &SessionUri,
+        chats: &[agenthost_store::ChatRecord],
+    ) -> HashMap<String, RestoredChat> {
+        let mut hydrated = HashMap::new();
+        for chat in chats {
+            let context = HydrationContext {
+                session: session.to_string(),
+                chat: chat.uri.to_string(),
+            };
+            let restored = self
+                .dispatcher
+                .hydrate_chat(&context, RestoredChat::default())
+                .await;
+            hydrated.insert(chat.uri.to_string(), restored);
+        }
+        hydrated
     }
 
     async fn ensure_chat(&self, chat: &str) -> Result<(), ServiceError> {
@@ -857,17 +901,20 @@ impl SessionService {
             chat: chat.to_owned(),
         };
         let turns = self.dispatcher.hydrate_turns(&context, turns).await;
-        let restored = self
-            .dispatcher
-            .hydrate_chat(
-                &context,
-                RestoredChat {
-                    title: Some(record.title.clone()),
-                    draft: record.draft.clone(),
-                    config: record.config.clone(),
-                },
-            )
-            .await;
+        // What `onHydrateChat` returned when the session was restored; a chat stored since then
+        // is hydrated now.
+        let taken = self
+            .hydrated_chats()
+            .get_mut(record.session.as_str())
+            .and_then(|chats| chats.remove(chat));
+        let restored = match taken {
+            Some(restored) => restored,
+            None => {
+                self.dispatcher
+                    .hydrate_chat(&context, RestoredChat::default())
+                    .await
+            }
+        };
         let mut state = restored_chat(&record, turns, restored.title);
         state.draft = restored.draft.or(state.draft);
         // The chat's own configuration (its working-directory subset), as `chatConfig` restored

@@ -142,7 +142,7 @@ impl IsolatedSession {
     }
 }
 
-/// Host-owned isolated worktrees (contribution reference §9, "worktree isolation").
+/// Host-owned isolated worktrees: creation, the announcement, removal with the session.
 pub trait WorktreeIsolation: Send + Sync {
     /// Creates the worktrees of a session being created in `directories` (`file:` URIs) and
     /// returns its record (not yet stored: the session is not in the store yet). Nothing is

@@ -105,6 +105,9 @@ pub(crate) struct Runtime {
     pub(crate) turns: HashMap<String, TrackedTurn>,
     /// Turns a client cancelled: a provider terminal signal for them reports no second turn end.
     pub(crate) cancelled: HashSet<(String, String)>,
+    /// Per chat, the agent's cancel still running (`true` once it returned): the chat's next
+    /// turn is sent after it, so the agent never gets a turn while it is still stopping one.
+    pub(crate) cancelling: HashMap<String, tokio::sync::watch::Receiver<bool>>,
     pub(crate) subagents: SubagentBuffer,
 }
 
@@ -118,7 +121,7 @@ pub(crate) struct Shared {
     /// Where each chat's provider resume handle is kept across restarts.
     pub(crate) store: Store,
     /// The turn and tool-call trackers, when the dispatcher's registry has them: told when a
-    /// turn is admitted and when it ends (contribution reference §8.3, §8.5).
+    /// turn is admitted and when it ends (with its end reason).
     pub(crate) trackers: Option<(Arc<dyn TurnTracker>, Arc<dyn ToolCallTracker>)>,
     /// The checkpoint service, when the dispatcher's registry has one: the turn-start capture
     /// right before the send, and its discard when the turn is cancelled.
@@ -129,6 +132,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Waits until the agent's cancel of `chat`'s previous turn returned, when one runs.
+    pub(crate) async fn cancel_settled(&self, chat: &str) {
+        let pending = self.runtime().cancelling.remove(chat);
+        if let Some(mut cancelling) = pending {
+            // A cancel task that died without saying so counts as done.
+            let _ = cancelling.wait_for(|done| *done).await;
+        }
+    }
+
     pub(crate) fn runtime(&self) -> MutexGuard<'_, Runtime> {
         // Runtime updates are single insertions/removals; a poisoned lock holds consistent maps.
         self.runtime.lock().unwrap_or_else(|e| e.into_inner())
@@ -378,7 +390,8 @@ impl Orchestrator {
     }
 
     /// Starts a turn the host dispatched itself (a `chat/turnStarted` already applied, such as a
-    /// chat's `initialMessage`) through the same turn starter as a client's turn.
+    /// chat's `initialMessage`) through the same turn starter as a client's turn: the admission
+    /// gate decides in this call, the agent is sent the turn on a task.
     pub fn start_turn(
         &self,
         chat: &str,
@@ -396,7 +409,7 @@ impl Orchestrator {
             client_id: client_context.client_id.clone(),
             client_context,
         };
-        tokio::spawn(crate::turns::start_turn(Arc::clone(&self.shared), request));
+        crate::turns::start_turn(Arc::clone(&self.shared), request);
     }
 
     /// The host's side of an accepted client action (AHP §7): start the provider turn, answer a
@@ -478,12 +491,19 @@ impl Orchestrator {
                     .runtime()
                     .cancelled
                     .insert((chat.to_owned(), a.turn_id.clone()));
-                if let Some(runtime) = shared.runtime().chats.get(chat).cloned() {
+                let runtime = shared.runtime().chats.get(chat).cloned();
+                if let Some(runtime) = runtime {
                     let turn_id = a.turn_id.clone();
+                    let (done, cancelling) = tokio::sync::watch::channel(false);
+                    shared
+                        .runtime()
+                        .cancelling
+                        .insert(chat.to_owned(), cancelling);
                     tokio::spawn(async move {
                         if let Err(error) = runtime.provider.cancel(&turn_id).await {
                             tracing::warn!(%error, "the agent could not cancel the turn");
                         }
+                        let _ = done.send(true);
                     });
                 }
                 shared.turn_end(chat, Some(&a.turn_id), TurnEndReason::Cancelled);
@@ -530,6 +550,7 @@ impl Orchestrator {
         let runtime = {
             let mut runtime = self.shared.runtime();
             runtime.turns.remove(chat);
+            runtime.cancelling.remove(chat);
             runtime.chats.remove(chat)
         };
         let is_subagent = agenthost_protocol::ChatUri::parse(chat)

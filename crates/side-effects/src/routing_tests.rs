@@ -32,6 +32,8 @@ struct Recorded {
     inputs: Vec<(String, InputResponse)>,
     client_results: Vec<(String, agenthost_protocol::ahp_types::state::ToolCallResult)>,
     cancels: Vec<String>,
+    /// When set, a cancel returns only once this is notified.
+    cancel_held: Option<Arc<tokio::sync::Notify>>,
 }
 
 #[derive(Clone, Default)]
@@ -81,7 +83,17 @@ impl ProviderSession for FakeSession {
         Box::pin(async { Ok(()) })
     }
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
-        self.0.lock().unwrap().cancels.push(turn_id.to_owned());
+        let held = {
+            let mut recorded = self.0.lock().unwrap();
+            recorded.cancels.push(turn_id.to_owned());
+            recorded.cancel_held.clone()
+        };
+        if let Some(held) = held {
+            return Box::pin(async move {
+                held.notified().await;
+                Ok(())
+            });
+        }
         Box::pin(async { Ok(()) })
     }
     fn resume_handle(&self) -> Option<Value> {
@@ -664,4 +676,30 @@ fn the_buffer_is_bounded_and_remembers_failures() {
     buffer.push(key("c"), signal());
     buffer.fail(&key("c"));
     assert_eq!(buffer.push(key("b"), signal()), super::Buffered::First);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_turn_reaches_the_agent_once_it_stopped_the_cancelled_one() {
+    let h = harness("fake", OrchestratorConfig::default());
+    h.start_turn("t1").await;
+    let release = Arc::new(tokio::sync::Notify::new());
+    h.provider.0.lock().unwrap().cancel_held = Some(Arc::clone(&release));
+    h.client(
+        CHAT,
+        json!({ "type": "chat/turnCancelled", "turnId": "t1", "duration": 9 }),
+    );
+    // The client sees the turn cancelled at once and sends the next one.
+    h.start_turn("t2").await;
+    let sent = |h: &Harness| -> Vec<String> {
+        let recorded = h.provider.0.lock().unwrap();
+        recorded.turns.iter().map(|t| t.turn_id.clone()).collect()
+    };
+    assert_eq!(
+        sent(&h),
+        ["t1"],
+        "t2 was sent while the agent was still stopping t1"
+    );
+    release.notify_one();
+    settle().await;
+    assert_eq!(sent(&h), ["t1", "t2"]);
 }

@@ -29,10 +29,12 @@ pub(crate) struct TurnStart {
     pub(crate) client_context: ClientContext,
 }
 
-/// The turn starter (the dispatcher's shared sequence, §8.3) with the orchestrator's effects,
-/// then the send tail. Refusals end the started turn with `chat/error` and report
-/// `onTurnEnd(rejected)`.
-pub(crate) async fn start_turn(shared: Arc<Shared>, start: TurnStart) {
+/// The turn starter (the dispatcher's shared sequence: the `onIncomingRequest` gate, then the
+/// agent lookup) with the orchestrator's effects, run in the caller's call — for a client's
+/// turn, the same call that dispatched it, after `onDidDispatchAction` and before
+/// `onDidApplyClientAction` — then the send tail on a task of its own. Refusals end the started
+/// turn with `chat/error` and report `onTurnEnd(rejected)`.
+pub(crate) fn start_turn(shared: Arc<Shared>, start: TurnStart) {
     let Some(session) = shared.session_of(&start.chat) else {
         return;
     };
@@ -49,7 +51,7 @@ pub(crate) async fn start_turn(shared: Arc<Shared>, start: TurnStart) {
     let Some(agent) = shared.dispatcher.start_turn(&request, shared.as_ref()) else {
         return;
     };
-    send_tail(
+    tokio::spawn(send_tail(
         shared,
         SendTurnMessageOptions {
             agent,
@@ -62,8 +64,7 @@ pub(crate) async fn start_turn(shared: Arc<Shared>, start: TurnStart) {
             client_context: request.client_context,
             turn_stopwatch: std::time::Instant::now(),
         },
-    )
-    .await;
+    ));
 }
 
 /// The orchestrator's effects of the turn starter.
@@ -158,13 +159,15 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
         }))
         .unwrap_or_default(),
     };
+    shared.cancel_settled(&chat).await;
     if let Err(error) = runtime.provider.send_turn(request).await {
         fail_started_turn(&shared, &chat, &turn_id, error.to_error_info());
     }
 }
 
-/// The live worktree announcement (contribution reference §10.2: it belongs to the worktree
-/// setup path): once per isolated session, as the first part of its default chat's first turn.
+/// The live worktree announcement (it belongs to the worktree setup path; the
+/// `worktreeAnnouncement` contribution only restores it): once per isolated session, as the
+/// first part of its default chat's first turn.
 async fn announce_worktree(shared: &Arc<Shared>, options: &SendTurnMessageOptions) {
     let (Some(worktrees), Ok(session), Ok(chat)) = (
         shared.worktrees.clone(),
@@ -185,7 +188,7 @@ async fn announce_worktree(shared: &Arc<Shared>, options: &SendTurnMessageOption
     }
 }
 
-/// The turn-start checkpoint, right before the send (checkpoint reference §6.3), in the chat's
+/// The turn-start checkpoint, right before the send, in the chat's
 /// working directories (its own subset, else the session's). `false` when the turn was
 /// cancelled or replaced while it ran: the capture is discarded and nothing is sent.
 async fn capture_turn_start(shared: &Arc<Shared>, options: &SendTurnMessageOptions) -> bool {

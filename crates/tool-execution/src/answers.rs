@@ -206,7 +206,7 @@ pub fn text_result(past_tense_message: &str, text: &str) -> ToolCallResult {
     }
 }
 
-/// The failed result of an unclaimed confirmable call (§7.4): code `clientUnavailable`.
+/// The failed result of an unclaimed confirmable call: code `clientUnavailable`.
 pub fn client_unavailable_result(display_name: &str) -> ToolCallResult {
     failed_result(
         &format!("Couldn't run {display_name}"),
@@ -221,7 +221,7 @@ pub fn local_failure_result(display_name: &str, message: &str, code: &str) -> To
     failed_result(&format!("Couldn't run {display_name}"), message, code)
 }
 
-/// The result of a given-up authentication (§9): code `cancelled`.
+/// The result of a given-up authentication: code `cancelled`.
 pub fn authentication_cancelled_result() -> ToolCallResult {
     failed_result(
         "Cancelled tool call",

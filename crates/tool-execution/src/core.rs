@@ -273,7 +273,7 @@ impl Core {
         };
         if let Some(existing) = self.entries.get_mut(id.as_str()) {
             if existing.value == value {
-                return; // structurally equal: nothing happens (§13)
+                return; // structurally equal: nothing happens
             }
             if existing.chat == chat && existing.class.same_obligation(&class) {
                 existing.value = value;
@@ -352,7 +352,7 @@ impl Core {
         self.evaluate(&id, now, fx);
     }
 
-    /// An identity-relevant change of an existing entry (§7.7).
+    /// An identity-relevant change of an existing entry.
     fn change_identity(
         &mut self,
         id: &str,
@@ -447,7 +447,7 @@ impl Core {
                             }
                             RunPhase::Executing if is_confirmation_phase => {
                                 // Approved locally and running: cancellation authority moves to
-                                // the execution entry about to appear (§6.2), for a bounded time.
+                                // the execution entry about to appear, for a bounded time.
                                 record.entry = None;
                                 arm_handover = true;
                             }
@@ -693,7 +693,7 @@ impl Core {
         for id in ids {
             self.evaluate(id, now, fx);
         }
-        // §8.3: runs showing a local confirmation follow the same claims.
+        // Runs showing a local confirmation follow the same claims.
         if self.awaiting == 0 {
             return;
         }
@@ -726,7 +726,7 @@ impl Core {
         }
     }
 
-    /// The decision for one entry (§7.3, §8.1), computed without touching state.
+    /// The decision for one entry, computed without touching state.
     fn decide(&self, id: &str) -> Decision {
         let Some(entry) = self.entries.get(id) else {
             return Decision::Nothing;
@@ -918,7 +918,7 @@ impl Core {
         let Some(call) = self.calls.get_mut(&key) else {
             return;
         };
-        call.started = true; // the start marker, before any await (§6.3)
+        call.started = true; // the start marker, before any await
         call.record = Some(Record {
             attempt,
             token: token.clone(),
@@ -1059,7 +1059,7 @@ impl Core {
         }
     }
 
-    /// §8.3: a run showing its local confirmation is covered by the grace rule.
+    /// A run showing its local confirmation is covered by the grace rule.
     fn evaluate_local_confirmation(&mut self, key: &ToolCallKey, now: Instant, fx: &mut Effects) {
         let claimed = self.call_claimed(key);
         let Some(record) = self.calls.get(key).and_then(|c| c.record.as_ref()) else {
@@ -1133,7 +1133,7 @@ impl Core {
     }
 
     /// The grace window of an entry ended: answer it if it is still unclaimed, pending, not
-    /// answered and not started (§7.4, §9).
+    /// answered and not started.
     fn auto_answer(&mut self, id: &str, fx: &mut Effects) {
         let Some(entry) = self.entries.get(id) else {
             return;
@@ -1375,7 +1375,7 @@ impl Core {
             .filter(|r| r.attempt == attempt)
     }
 
-    /// Re-validation after an await (§10): the attempt is still the call's current one, its
+    /// Re-validation after an await: the attempt is still the call's current one, its
     /// token is not cancelled, and — until the body started — the entry it started from is
     /// still there with the same generation.
     pub(crate) fn is_current(&self, key: &ToolCallKey, attempt: u64) -> bool {

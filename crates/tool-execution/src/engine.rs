@@ -352,7 +352,7 @@ async fn drive_timers(engine: Weak<Inner>, wake: Arc<Notify>) {
     }
 }
 
-/// One local run (§7.5). Every step after an await goes back through the core, which checks
+/// One local run. Every step after an await goes back through the core, which checks
 /// that the attempt is still current before anything is dispatched.
 async fn run(inner: Arc<Inner>, ticket: RunTicket) {
     let RunTicket {
@@ -429,7 +429,7 @@ async fn run(inner: Arc<Inner>, ticket: RunTicket) {
         reporter: Some(reporter),
     };
 
-    // The local confirmation gate (§7.6).
+    // The local confirmation gate.
     if pre_approval.is_none() {
         let gate = if must_ask {
             LocalGate::Ask

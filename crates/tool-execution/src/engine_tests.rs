@@ -1,5 +1,5 @@
-//! Engine behaviour beyond the reference scenarios: pitfalls P1–P14, policies, failure codes,
-//! disposal and leak checks. All on tokio's paused clock.
+//! Engine behaviour beyond the scenarios of `scenarios_tests.rs`: pitfalls P1–P14, policies,
+//! failure codes, disposal and leak checks. All on tokio's paused clock.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -188,7 +188,7 @@ async fn observer_answers_for_inputs_and_drafts() {
     assert_clean(rig.engine.stats());
 }
 
-// P10 + §9: the answer matches the gate, whatever the engine's role.
+// P10 + auto-answers: the answer matches the gate, whatever the engine's role.
 #[tokio::test(start_paused = true)]
 async fn authentication_is_given_up_after_the_grace_window() {
     let rig = Rig::responder(tools());
@@ -357,7 +357,7 @@ async fn parent_claims_may_cover_subagent_inputs_when_configured() {
     assert_eq!(rig.sent.count(), 0);
 }
 
-// §8.3 / P11: a started run waiting on a local confirmation follows the grace rule.
+// P11: a started run waiting on a local confirmation follows the grace rule.
 #[tokio::test(start_paused = true)]
 async fn a_local_confirmation_nobody_can_answer_times_out() {
     let rig = Rig::responder(tools());
@@ -467,7 +467,7 @@ async fn a_remote_approval_while_the_local_confirmation_shows_runs_once() {
     }
 }
 
-// §6.2: the hand-over window is bounded.
+// The confirmation → execution hand-over window is bounded.
 #[tokio::test(start_paused = true)]
 async fn a_handover_without_execution_entry_cancels_the_run() {
     let config = EngineConfig {
@@ -525,7 +525,7 @@ async fn host_gate_binding_mode_denies_unclaimed_and_asks_claimed() {
     assert_eq!(rig.sent.completions(&k).len(), 1);
 }
 
-// §7.5 failure codes.
+// The failure codes of a local run.
 #[tokio::test(start_paused = true)]
 async fn failures_settle_the_invocation_with_their_code() {
     let fake = tools();
@@ -616,7 +616,7 @@ async fn a_tool_not_ready_waits_until_the_entry_changes() {
     assert_eq!(rig.tools.invoked().len(), 1);
 }
 
-// §7.7 / P5: identity-relevant changes supersede a pending attempt, others are the same.
+// P5: identity-relevant changes supersede a pending attempt, others are the same.
 #[tokio::test(start_paused = true)]
 async fn entry_changes_supersede_only_on_identity_fields() {
     let rig = Rig::responder(tools());
@@ -767,7 +767,7 @@ async fn streamed_content_is_dispatched_while_running() {
     assert_eq!(invocation.snapshot().content.map(|c| c.len()), Some(1));
 }
 
-// §3.3: disposal cancels runs without completions and ignores later updates.
+// Disposal cancels runs without completions and ignores later updates.
 #[tokio::test(start_paused = true)]
 async fn disposal_cancels_everything_and_dispatches_nothing() {
     let rig = Rig::responder(tools());

@@ -22,7 +22,7 @@ pub(crate) enum Gate {
 /// Which phase entry of an own client tool call this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
-    /// The `toolConfirmation` entry of an own client tool (driven as an execution, §7.1).
+    /// The `toolConfirmation` entry of an own client tool (driven as an execution).
     Confirmation,
     /// The `toolClientExecution` entry.
     Execution,
@@ -186,7 +186,7 @@ impl Class {
         }
     }
 
-    /// Whether `other` is the same obligation (§7.7): equal in every identity-relevant field
+    /// Whether `other` is the same obligation: equal in every identity-relevant field
     /// (kind, key, tool name, tool input, gate or phase). Pre-approval, options, `_meta` and
     /// drafts are not identity.
     pub(crate) fn same_obligation(&self, other: &Class) -> bool {

@@ -110,7 +110,7 @@ pub enum LocalDecision {
         /// The deny option chosen, if any.
         selected_option_id: Option<String>,
     },
-    /// The view went away without a choice: treated as a denial (§7.6).
+    /// The view went away without a choice: treated as a denial.
     Cancel,
 }
 

@@ -38,7 +38,7 @@ async fn one_engine_per_session_reference_counted_by_attachments() {
     assert!(registry.detach(&s1, "chat-b"), "the last detach disposes");
     assert!(a.is_disposed());
     assert!(registry.get(&s1).is_none());
-    // A re-created engine starts empty (§13).
+    // A re-created engine starts empty.
     let again = registry.attach(&s1, "chat-a").unwrap();
     assert!(!again.is_disposed());
     assert_eq!(created.load(Ordering::SeqCst), 3);

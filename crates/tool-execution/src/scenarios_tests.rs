@@ -1,4 +1,4 @@
-//! The scenario section of the tool-execution reference, one test per scenario, on tokio's
+//! The engine's end-to-end scenarios (21 of them), one test per scenario, on tokio's
 //! paused clock. `t` is virtual time in ms from the start of each test; grace = 5000 ms.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -830,7 +830,7 @@ async fn s20_resnapshot_with_equal_entries_changes_nothing() {
 
     rig.time.at(2000).await;
     rig.engine.apply(SessionUpdate::Snapshot(list.clone()));
-    // A change of pre-approval only is the same obligation: no timer reset either (§7.7).
+    // A change of pre-approval only is the same obligation: no timer reset either.
     rig.set(client_execution(
         CHAT, "c1", "browser", CLIENT, "setting", "{}",
     ));

@@ -1,8 +1,7 @@
 //! `artifactTools` (order 200, `onOutgoingTurn`): when the host turns it on, every outgoing turn
 //! carries one fixed instruction, [`ARTIFACT_TOOLS_INSTRUCTION`], telling the agent what the
 //! artifact tools are for — named documents, diagrams and code files the user sees apart from
-//! the chat — and to keep its chat replies short when it uses them (contribution reference
-//! §10.2).
+//! the chat — and to keep its chat replies short when it uses them.
 //!
 //! The central decision: **one fixed instruction, never a rewrite.** The text does not depend on
 //! the turn, and the user's text reaches the agent unchanged.
@@ -20,8 +19,8 @@
 //!   unusable value counts as off. A panicking implementation would be contained by the
 //!   dispatcher, which logs it and sends the turn without this instruction.
 //! - Not done: VS Code's agent host later sent the instruction on a chat's first turn only and
-//!   dropped it when the tools were unavailable (§10.2); adopting that changes the §11.2
-//!   outgoing-sequence scenario, so this follows the reference as written.
+//!   dropped it when the tools were unavailable; adopting that changes the built-ins'
+//!   outgoing-sequence test, so every turn carries it here.
 #![deny(missing_docs)]
 
 use std::sync::Arc;

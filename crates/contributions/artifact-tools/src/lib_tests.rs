@@ -197,8 +197,8 @@ async fn it_registers_at_200_on_outgoing_turn_only_and_reads_the_flag_on_every_t
     assert_eq!(dispatcher.outgoing_turn(&turn).await.instructions, None);
 }
 
-/// §11.2 "outgoing sequence", the part about these two: with the rich-links and artifact flags
-/// on, the instructions come as [markdownPlanRichLinks, artifactTools] (then chatSurface), by
+/// The built-ins' outgoing sequence, the part about these two: with the rich-links and artifact
+/// flags on, the instructions come as [markdownPlanRichLinks, artifactTools] (then chatSurface), by
 /// order and not by registration. `markdownPlanRichLinks` and `chatSurface` are stand-ins at
 /// their orders; the builtin crate pins the sequence with the real contributions.
 #[tokio::test]

@@ -2,9 +2,11 @@
 //!
 //! The central decision: **there is exactly one registration site.**
 //! [`register_builtin_contributions`] registers every built-in contribution, once, at host
-//! start-up, in the registration order of the contribution reference (§10.1). The registration
-//! index only breaks ties of equal `ORDER` within a hook, but keeping the list in that order keeps
-//! the per-hook tables of §11 true (pinned by the ordering snapshot in this crate's tests).
+//! start-up, in one fixed registration order (the table below). Within a hook contributions run
+//! by `ORDER`; the registration index only breaks ties of equal `ORDER` (`markUnread` before
+//! `sideChat`, both 500). The per-hook order is pinned by the ordering snapshot in this crate's
+//! tests, and [`register_builtins_in_order`] lets tests show it does not depend on the
+//! registration order otherwise.
 //!
 //! Each contribution lives in its own crate (`agenthost-contrib-<feature>`); this crate only
 //! lists them. Services are resolved from the dispatcher's `ServiceRegistry`: fill it with the
@@ -62,9 +64,44 @@ use agenthost_contrib_turn_admission::TurnAdmission;
 use agenthost_contrib_turn_delegation::TurnDelegation;
 use agenthost_contrib_unattended_policy::UnattendedPolicyContribution;
 use agenthost_contrib_worktree_announcement::WorktreeAnnouncement;
-use agenthost_dispatcher::{Dispatcher, RegistrationError, RegistrationSet};
+use agenthost_dispatcher::{Dispatcher, Registration, RegistrationError, RegistrationSet};
 
-/// Registers every built-in contribution with `dispatcher`, in the order of §10.1.
+/// Registers one built-in.
+type Register = fn(&Dispatcher) -> Result<Registration, RegistrationError>;
+
+/// The built-ins, one line each, in the registration order (between contributions of equal
+/// `ORDER`, the one registered first runs first); a missing one keeps its slot.
+const BUILTINS: [Register; 24] = [
+    |d| d.register::<LocalCommandHandler>(),          // 1
+    |d| d.register::<TurnAdmission>(),                // 2
+    |d| d.register::<TurnDelegation>(),               // 3
+    |d| d.register::<PersistedTurnUsage>(),           // 4
+    |d| d.register::<WorktreeAnnouncement>(),         // 5
+    |d| d.register::<CheckpointAndChangeset>(),       // 6
+    |d| d.register::<QueueDrain>(),                   // 7
+    |d| d.register::<SessionInputNeeded>(),           // 8
+    |d| d.register::<GithubReferences>(),             // 9
+    |d| d.register::<SessionTitle>(),                 // 10
+    |d| d.register::<MarkUnread>(),                   // 11
+    |d| d.register::<ChatDraft>(),                    // 12
+    |d| d.register::<ChatConfig>(),                   // 13
+    |d| d.register::<MarkdownPlanRichLinks>(),        // 14
+    |d| d.register::<ArtifactTools>(),                // 15
+    |d| d.register::<ChatSurface>(),                  // 16
+    |d| d.register::<SideChat>(),                     // 17
+    |d| d.register::<SessionFlags>(),                 // 18
+    |d| d.register::<UnattendedPolicyContribution>(), // 19
+    |d| d.register::<ClientDeparture>(),              // 20
+    |d| d.register::<InterruptedTurn>(),              // 21
+    |d| d.register::<AuditLogContribution>(),         // 22
+    |d| d.register::<RemoteSessionOrigin>(),          // 23
+    |d| d.register::<SessionModes>(),                 // 24
+];
+
+/// How many built-ins there are.
+pub const BUILTIN_COUNT: usize = BUILTINS.len();
+
+/// Registers every built-in contribution with `dispatcher`, in the registration order.
 ///
 /// The returned set owns the registrations: keep it for the life of the host (dropping it
 /// unregisters them all). On an error — a duplicate id or a service missing from the
@@ -74,32 +111,37 @@ pub fn register_builtin_contributions(
     dispatcher: &Dispatcher,
 ) -> Result<RegistrationSet, RegistrationError> {
     let mut set = RegistrationSet::new();
-    // One line per contribution, in registration order (§10.1 `#`); a missing one keeps its slot.
-    set.push(dispatcher.register::<LocalCommandHandler>()?); // 1
-    set.push(dispatcher.register::<TurnAdmission>()?); // 2
-    set.push(dispatcher.register::<TurnDelegation>()?); // 3
-    set.push(dispatcher.register::<PersistedTurnUsage>()?); // 4
-    set.push(dispatcher.register::<WorktreeAnnouncement>()?); // 5
-    set.push(dispatcher.register::<CheckpointAndChangeset>()?); // 6
-    set.push(dispatcher.register::<QueueDrain>()?); // 7
-    set.push(dispatcher.register::<SessionInputNeeded>()?); // 8
-    set.push(dispatcher.register::<GithubReferences>()?); // 9
-    set.push(dispatcher.register::<SessionTitle>()?); // 10
-    set.push(dispatcher.register::<MarkUnread>()?); // 11
-    set.push(dispatcher.register::<ChatDraft>()?); // 12
-    set.push(dispatcher.register::<ChatConfig>()?); // 13
-    set.push(dispatcher.register::<MarkdownPlanRichLinks>()?); // 14
-    set.push(dispatcher.register::<ArtifactTools>()?); // 15
-    set.push(dispatcher.register::<ChatSurface>()?); // 16
-    set.push(dispatcher.register::<SideChat>()?); // 17
-    set.push(dispatcher.register::<SessionFlags>()?); // 18
-    set.push(dispatcher.register::<UnattendedPolicyContribution>()?); // 19
-    set.push(dispatcher.register::<ClientDeparture>()?); // 20
-    set.push(dispatcher.register::<InterruptedTurn>()?); // 21
-    set.push(dispatcher.register::<AuditLogContribution>()?); // 22
-    set.push(dispatcher.register::<RemoteSessionOrigin>()?); // 23
-    set.push(dispatcher.register::<SessionModes>()?); // 24
+    for register in BUILTINS {
+        set.push(register(dispatcher)?);
+    }
     Ok(set)
+}
+
+/// [`register_builtin_contributions`] with the built-ins registered in another order:
+/// `order` lists positions in the registration order ([`BUILTIN_COUNT`] of them); a position
+/// out of range or given twice registers nothing and is `None`. For tests that show the hooks'
+/// order depends on `ORDER` alone, whatever the registration order.
+pub fn register_builtins_in_order(
+    dispatcher: &Dispatcher,
+    order: &[usize],
+) -> Option<Result<RegistrationSet, RegistrationError>> {
+    let mut seen = [false; BUILTIN_COUNT];
+    for &position in order {
+        if std::mem::replace(seen.get_mut(position)?, true) {
+            return None;
+        }
+    }
+    if order.len() != BUILTIN_COUNT {
+        return None;
+    }
+    let mut set = RegistrationSet::new();
+    for &position in order {
+        match BUILTINS[position](dispatcher) {
+            Ok(registration) => set.push(registration),
+            Err(error) => return Some(Err(error)),
+        }
+    }
+    Some(Ok(set))
 }
 
 #[cfg(test)]

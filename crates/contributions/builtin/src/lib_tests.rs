@@ -123,7 +123,7 @@ fn registering_the_list_twice_is_refused() {
     );
 }
 
-/// Contribution reference §11.2, "outgoing sequence": a side chat whose source is the default
+/// The built-ins' outgoing sequence: a side chat whose source is the default
 /// chat, rich-link and artifact flags on, a terminal surface, a stub rename instruction, text
 /// `built-in-send-order` — every built-in registered, over real host state. The instructions
 /// come as [markdownPlanRichLinks, artifactTools, chatSurface, sessionTitle]; the final text is

@@ -14,7 +14,7 @@
 //!   channel, the chat's post-reduction state is read from [`HostState`] and the whole current
 //!   configuration ([`config_of`]) is written through [`SessionDataStore::set_chat_config`].
 //!   Rejected envelopes are skipped (the reducers reject a directory outside the session's
-//!   set; contributions.md §11: `chatConfig` skips rejected actions).
+//!   set).
 //! - The hook is synchronous and the store is not: writes go to a [`WriteQueue`], run one at a
 //!   time in queue order by a task on the current tokio runtime, so the last change lands last.
 //!   [`ChatConfig::flush`] waits for the queue. A failing write is logged (`warn`) and dropped;

@@ -18,7 +18,7 @@
 //! - `onHydrateChat`: a draft already restored passes through untouched, **without reading
 //!   storage**. Otherwise the chat's unwritten queued draft, if any (it is newer than storage),
 //!   else the stored one. A failing read fails the hook, so the dispatcher keeps the previous
-//!   value (contributions.md §2).
+//!   value.
 #![deny(missing_docs)]
 
 use std::collections::VecDeque;

@@ -1,6 +1,5 @@
 //! `chatSurface` (order 300, `onOutgoingTurn`): guidance for the surface a chat was opened
-//! from, and for an editor's inline chat a bounded excerpt of the file around the selection
-//! (contribution reference §10.2).
+//! from, and for an editor's inline chat a bounded excerpt of the file around the selection.
 //!
 //! The central decision: **the surface is host-known metadata, read once per send, and the
 //! excerpt is bounded at every step** — at most [`MAX_SOURCE_BYTES`] of the file are read, at

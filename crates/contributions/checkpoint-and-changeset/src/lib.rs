@@ -1,8 +1,7 @@
 //! `checkpointAndChangeset` (order 100, `onTurnEnd`): when a turn really ends — `success`, or
 //! an `error` that is not resumable — captures the turn's git checkpoint and refreshes the
-//! session's changesets (contribution reference §10.2, checkpoint reference §6.4). Cancelled
-//! turns, rejected requests, local commands and resumable errors are left alone: the logical
-//! turn is not over, or never started.
+//! session's changesets. Cancelled turns, rejected requests, local commands and resumable errors
+//! are left alone: the logical turn is not over, or never started.
 //!
 //! The sequence, per turn end:
 //!

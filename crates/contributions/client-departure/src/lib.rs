@@ -1,7 +1,8 @@
 //! `clientDeparture` (order 260, `onDidDispatchAction`): when a client leaves a session, the
 //! host fails each of that client's running tool calls, so no agent waits forever for a tool
-//! whose only runner is gone (AHP reference §7 "active client leaves"; tool-execution reference
-//! §15). **Always on**: it answers nothing a user could still answer.
+//! whose only runner is gone (AHP: an active client that leaves is removed with
+//! `session/activeClientRemoved`, and each of its running tool calls fails). **Always on**: it
+//! answers nothing a user could still answer.
 //!
 //! The central decision: **presence is a live subscription, and the queue says what is
 //! running.** A client is *present* in a session while one of its connections (the

@@ -1,8 +1,8 @@
 //! `githubReferences` (order 300, `onTurnEnd`): after a started turn ends (success, cancelled,
 //! or an error that is not resumable) reconciles the repository reference of the folder the
 //! turn ran in — remote, branch, and the branch's pull request when GitHub can tell — and
-//! records it in session metadata (contribution reference §10.2, §11.1). Resumable errors,
-//! rejected requests and local commands change nothing.
+//! records it in session metadata. Resumable errors, rejected requests and local commands
+//! change nothing.
 //!
 //! **Which folder, under which key** (all metadata is the session's, [`DataOwner::Session`]):
 //!

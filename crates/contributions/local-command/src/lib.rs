@@ -20,8 +20,8 @@
 //! - an invalid command (`/rename` without a title, or too long) changes nothing;
 //!
 //! and in both cases a markdown answer saying what happened and `chat/turnComplete`.
-//! The turn's end reason is `localCommand` (contributions.md §8.5); reporting `onTurnEnd` is
-//! the orchestrator's call site, not a contribution's.
+//! The turn's end reason is `localCommand`; reporting `onTurnEnd` is the orchestrator's call
+//! site, not a contribution's.
 #![deny(missing_docs)]
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! on the chat and `session/isReadChanged {isRead: false}` on the session — which the reducers
 //! apply like any client's and every client reduces (no wire extension, no side channel).
 //!
-//! | Reason (contributions.md §3.1) | Effect |
+//! | Turn-end reason | Effect |
 //! |---|---|
 //! | `success`, `cancelled`, `error` (resumable or not) | chat unread; session unread when it was read and the chat counts |
 //! | `rejected` | nothing: no turn started, and a read (or archived) session must not resurface |
@@ -16,8 +16,8 @@
 //! - The chat is marked only when it carries `SessionStatus::IsRead` (the reducers already clear
 //!   the flag when a turn starts; a client that watched the turn may have set it again). Marking
 //!   an unread chat again would only broadcast a no-op.
-//! - The session is marked only when its own `IsRead` flag is set (§10.2: "and the session was
-//!   read") and the chat *counts toward the session's read aggregate*: every chat of the session
+//! - The session is marked only when its own `IsRead` flag is set (the session was read)
+//!   and the chat *counts toward the session's read aggregate*: every chat of the session
 //!   except a `hidden` one (an internal worker the UI never shows must not resurface its
 //!   session). Subagent chats count: a background subagent can finish after its parent turn.
 //! - A turn that ran on the session channel itself marks only the session.

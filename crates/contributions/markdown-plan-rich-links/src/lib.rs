@@ -1,7 +1,6 @@
 //! `markdownPlanRichLinks` (order 100, `onOutgoingTurn`): when the host turns it on, every
 //! outgoing turn carries one instruction telling the agent how to write plans in markdown with
-//! rich links — files, symbols, the current chat — and task lists (contribution reference
-//! §10.2).
+//! rich links — files, symbols, the current chat — and task lists.
 //!
 //! The central decision: **an instruction, never a rewrite.** The contribution only adds to the
 //! send; the user's text reaches the agent unchanged, so the guidance costs nothing when the

@@ -1,6 +1,5 @@
 //! `persistedTurnUsage` (order 100, `onDidDispatchAction` + `onHydrateTurns`): keeps each turn's
-//! token usage in the session data store and fills it back into restored turns (contribution
-//! reference §10.2).
+//! token usage in the session data store and fills it back into restored turns.
 //!
 //! - **Observe**: a `chat/usage` on a chat channel persists its `usage` keyed by turn id through
 //!   [`SessionDataStore::set_turn_usage`] (the store's `turnUsage/<turn>` metadata row of the

@@ -28,10 +28,9 @@
 //!
 //! A queued turn that is refused — by the gate (an archived or read-only chat) or for want of an
 //! agent — ends with its `chat/error` like any refused turn, and its message goes **back to the
-//! head of the queue** with its sender (the fix contribution reference §13 names): nothing
-//! queued is lost, and the queue does not drain on `rejected`, so an archived chat's queue
-//! waits instead of cascading refusals; the next trigger (a completed turn, a client's queue
-//! change) tries again.
+//! head of the queue** with its sender: nothing queued is lost, and the queue does not drain on
+//! `rejected`, so an archived chat's queue waits instead of cascading refusals; the next trigger
+//! (a completed turn, a client's queue change) tries again.
 //!
 //! Known gap, kept on purpose: the providers of this host cannot inject a steering message into
 //! a running turn, so a pending steering message holds the queue until a client removes it (or
@@ -211,7 +210,7 @@ impl QueueDrain {
 
     /// Puts a message whose queued turn was refused (by the gate, or for want of an agent) back
     /// at the head of its chat's queue, with its sender: nothing queued is lost, and the queue
-    /// waits for the next trigger instead of cascading refusals (contribution reference §13).
+    /// waits for the next trigger instead of cascading refusals.
     fn requeue(&self, admission: &Admission) {
         let (session, chat) = (admission.session.as_str(), admission.chat.as_str());
         let pending = &admission.pending;

@@ -562,7 +562,7 @@ impl ChatContribution for Gate {
     }
 }
 
-/// §13: a queued turn the gate refuses puts its message back at the head of the queue with its
+/// A queued turn the gate refuses puts its message back at the head of the queue with its
 /// sender; the rest of the queue is not drained (no cascade of refusals); the next trigger
 /// tries again, attributed to whoever queued the message.
 #[test]

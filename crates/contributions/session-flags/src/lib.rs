@@ -1,6 +1,6 @@
 //! `sessionFlags` (order 700, `onDidDispatchAction`): persists what a client changes on a session
 //! channel that the session service does not — its configuration values and its read and
-//! archived flags — through the session data store (contribution reference §10.2).
+//! archived flags — through the session data store.
 //!
 //! | Action (session channel) | Rejected too? | Persisted |
 //! |---|---|---|

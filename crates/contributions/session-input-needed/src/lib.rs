@@ -1,6 +1,6 @@
 //! `sessionInputNeeded` (order 200, `onDidDispatchAction`): mirrors each chat's blockers — open
 //! input requests, tool calls waiting for confirmation or authentication, client-run tools —
-//! into the owning session's `inputNeeded` list (contribution reference §10.2).
+//! into the owning session's `inputNeeded` list.
 //!
 //! The central decision: **the list is recomputed from current post-reduction state, never
 //! from the action that triggered it.** The action only says *which* chat to look at; the

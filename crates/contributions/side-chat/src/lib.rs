@@ -1,6 +1,6 @@
 //! The `sideChat` contribution (order 500, `onOutgoingTurn` + `onTurnEnd` + `onHydrateTurns`):
 //! a side chat's first send carries the source chat's context, and a restored side chat shows
-//! only its own turns, with the user's plain prompts (contribution reference §10.2).
+//! only its own turns, with the user's plain prompts.
 //!
 //! The central decision: **the context travels inside the message text, in a length-delimited
 //! envelope** ([`build_envelope`] / [`parse_envelope`]), so the provider needs no side channel
@@ -34,16 +34,16 @@
 //! (the partial response is bounded the same way).
 //!
 //! **Which source turns — every one up to the origin, because no agent of this host forks.**
-//! §10.2 includes the transcript only if the source chat is tool-origin, the source turn is
-//! still active, or the source turn is host-local: it assumes the provider forks the source
-//! conversation at the origin turn, so the fork already holds the rest. This host's agents
+//! A host whose provider forks the source conversation at the origin turn would include the
+//! transcript only if the source chat is tool-origin, the source turn is still active, or the
+//! source turn is host-local: the fork already holds the rest. This host's agents
 //! cannot fork — a side chat's agent conversation starts empty (`createChat` records the source
 //! in the chat's origin, nothing more) — so the envelope is the side chat's only context:
 //!
 //! - the origin turn completed: every completed source turn up to and including it;
 //! - the origin turn active: every completed source turn, plus the active turn's request and
-//!   partial response (§13's race — the source turn completing between `createChat` and the
-//!   first send — then only moves that turn from the partial into the transcript).
+//!   partial response (the race of the source turn completing between `createChat` and the
+//!   first send then only moves that turn from the partial into the transcript).
 //!
 //! The transcript is middle-truncated, so a long source chat keeps its beginning and its end.
 //! [`is_host_local_turn`] recognises host-answered turns by the `localCommand` contribution's
@@ -59,7 +59,7 @@
 //! attempts (a failed first attempt is retried with the envelope): each has its envelope
 //! removed; a malformed envelope is left as it is. The chat's origin is read from host state,
 //! falling back to the session's catalog entry (hydration runs before the chat is registered).
-//! Marking the chat seeded there creates a chat memento before registration (§6); it is evicted
+//! Marking the chat seeded there creates a chat memento before registration; it is evicted
 //! with the chat like any other.
 #![deny(missing_docs)]
 

@@ -482,7 +482,7 @@ async fn the_envelope_carries_selection_transcript_and_partial_response() {
     );
 }
 
-/// §13's race: the origin turn completes between `createChat` and the first send; it moves
+/// The completion race: the origin turn completes between `createChat` and the first send; it moves
 /// from the partial response into the transcript, and a turn started after it is left out.
 #[tokio::test]
 async fn an_origin_turn_completed_before_the_first_send_moves_into_the_transcript() {
@@ -588,7 +588,7 @@ fn enveloped(id: &str, prompt: &str, state: &str) -> Turn {
 
 #[tokio::test]
 async fn restore_drops_inherited_turns_and_the_envelope() {
-    // §11.2 "hydration sequence".
+    // The built-ins' hydration sequence.
     let (_, dispatcher) = side_chat_at_completed_turn();
     let restored = vec![
         turn("t1", "fix the bug", "Fixed."),

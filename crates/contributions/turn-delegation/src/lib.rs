@@ -1,6 +1,6 @@
 //! `turnDelegation` (order 50, `onOutgoingTurn` + `onHydrateTurns`): keeps the agent-delegation
 //! mark of a turn — the turn was handed over by an agent (another chat or thread) rather than
-//! typed by the user — across a restart (contribution reference §10.2).
+//! typed by the user — across a restart.
 //!
 //! AHP 1.0 has no delegation field: the mark travels in the message's open `_meta` bag under
 //! [`DELEGATION_META_KEY`] (`vscode.chat.delegation`, the key VS Code's agent host reads and
@@ -26,8 +26,8 @@
 //! mark costs only its restoration. Hydration first waits for the queue so a mark written a
 //! moment earlier is visible. [`TurnDelegation::flush`] waits for the queue.
 //!
-//! Matching restored turns through the provider's own turn / event id (the reference's second
-//! way) needs an event-id bridge that `SessionDataStore` does not offer yet; turns are matched by
+//! Matching restored turns through the provider's own turn / event id (a second way to find
+//! them) needs an event-id bridge that `SessionDataStore` does not offer yet; turns are matched by
 //! their protocol turn id only.
 #![deny(missing_docs)]
 

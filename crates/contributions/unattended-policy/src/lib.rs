@@ -1,7 +1,6 @@
 //! `unattendedPolicy` (order 250, `onDidDispatchAction`): runs the tool-execution engine for the
 //! host, so that no obligation in a session's `inputNeeded` list is stranded when no client
-//! claims it (contribution reference §10.1 row 19, §11; tool-execution reference §3.4, §8, §9).
-//! **Off by default.**
+//! claims it. **Off by default.**
 //!
 //! The central decision: **the host is one more engine over the session's queue, and a live
 //! subscription is its claim.** The contribution does not decide anything about an obligation

@@ -1,6 +1,6 @@
 //! `worktreeAnnouncement` (order 200, `onHydrateTurns`): for a session running in an isolated
 //! worktree, puts the worktree announcement at the start of its restored **default** chat's
-//! first turn (contribution reference §10.2).
+//! first turn.
 //!
 //! The announcement is a host-authored markdown part (id
 //! [`agenthost_services::ANNOUNCEMENT_PART_ID`]) naming the worktree and its branch; agents do

@@ -2,7 +2,7 @@
 //!
 //! Every provider translator (Claude Code, Codex, Copilot CLI) turns its CLI's native events into
 //! the same small [`NormEvent`] vocabulary; one [`Mapper`] per provider conversation turns that
-//! into signals. The AHP part and tool-call ordering rules (`providers.md` §3–§4) live here and
+//! into signals. The AHP part and tool-call ordering rules live here and
 //! nowhere else, so translators stay thin:
 //!
 //! - a markdown or reasoning part exists before any delta for it; a full block whose stream
@@ -81,7 +81,7 @@ impl Scope {
     }
 }
 
-/// The provider-neutral events translators produce (`providers.md` §3).
+/// The provider-neutral events translators produce.
 ///
 /// Deliberately absent for now: input requests (ask-user questions) and permission responders —
 /// the driver that received a permission request keeps it and answers it itself.

@@ -1,4 +1,4 @@
-//! The attachment serializer (`providers.md` §5.9): a protocol message → the content of a
+//! The attachment serializer: a protocol message → the content of a
 //! Claude Code user message.
 //!
 //! Claude Code's stream-json input takes text blocks only, so attachments become text: simple

@@ -1,4 +1,4 @@
-//! Host → CLI lines (`providers.md` §5.2): each function returns one JSON object without the
+//! Host → CLI lines: each function returns one JSON object without the
 //! trailing newline.
 
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! `AskUserQuestion` (`providers.md` §5.5 item 2): the tool's input as a `chat/inputRequested`
+//! `AskUserQuestion`: the tool's input as a `chat/inputRequested`
 //! request, and the host's answer back as the `can_use_tool` control response.
 //!
 //! Claude Code 2.x asks with `{questions: [{question, header, options: [{label, description}],

@@ -1,4 +1,4 @@
-//! The Claude Code translator: stream-json lines in, [`Output`]s out (`providers.md` §5.4–§5.8).
+//! The Claude Code translator: stream-json lines in, [`Output`]s out.
 //!
 //! The translator is thin on purpose. It turns each line into provider-neutral [`NormEvent`]s and
 //! feeds them to one [`Mapper`], which owns every AHP ordering rule. What it knows that the mapper
@@ -900,7 +900,7 @@ impl Translator {
         }
     }
 
-    /// `AskUserQuestion` (§5.5 item 2): its questions as `chat/inputRequested`, then the request
+    /// `AskUserQuestion`: its questions as `chat/inputRequested`, then the request
     /// for the driver to park. Its tool call stays as it is (running after the synthetic ready)
     /// and completes from the `tool_result` that follows the answer.
     fn ask_user_question(
@@ -1000,7 +1000,7 @@ impl Translator {
     }
 }
 
-/// The error a `result` ends the turn with, if any (§5.4).
+/// The error a `result` ends the turn with, if any.
 fn terminal_error(result: &ResultLine, api_error: Option<&ApiError>) -> Option<ErrorInfo> {
     let message = if result.subtype == "error_during_execution" {
         let errors: Vec<String> = result

@@ -1,4 +1,4 @@
-//! The stream-json wire of Claude Code (`providers.md` §5.2–§5.3): one JSON object per line.
+//! The stream-json wire of Claude Code: one JSON object per line.
 //!
 //! CLI → host lines are [`CliLine`]s, discriminated on `type` and then `subtype`. The CLI adds
 //! fields and line types between versions and does not keep key order, so every field the host

@@ -1,4 +1,4 @@
-//! The attachment serializer (`providers.md` §6.8): a protocol message → the `input` of
+//! The attachment serializer: a protocol message → the `input` of
 //! `turn/start` (`UserInput[]`).
 //!
 //! The first item is always one text item: the prompt, then one paragraph per attachment that

@@ -1,6 +1,6 @@
-//! Host → app-server lines (`providers.md` §6.2–§6.3, §6.6): each line builder returns one JSON
-//! object without a trailing newline and without a `"jsonrpc"` field; the param builders return
-//! the `params` of the requests the driver sends.
+//! Host → app-server lines (the handshake, threads and turns, answers to approvals and input
+//! requests): each line builder returns one JSON object without a trailing newline and without a
+//! `"jsonrpc"` field; the param builders return the `params` of the requests the driver sends.
 
 use agenthost_protocol::state::{ChatInputAnswer, ChatInputAnswerValue, ChatInputResponseKind};
 use agenthost_provider_api::InputResponse;

@@ -1,4 +1,4 @@
-//! `codex exec --json` (`providers.md` §6.9): the one-shot JSONL vocabulary, mapped like the
+//! `codex exec --json`: the one-shot JSONL vocabulary, mapped like the
 //! app-server's so captured `exec-*` transcripts replay through the same mapper. The adapter
 //! drives `codex app-server`; this exists for `agent-host map` and the fixture tests.
 //!

@@ -1,4 +1,4 @@
-//! Codex's questions to the user as AHP input requests (`providers.md` §6.6):
+//! Codex's questions to the user as AHP input requests:
 //! `item/tool/requestUserInput` and `mcpServer/elicitation/request` become a
 //! [`ChatInputRequest`] for `chat/inputRequested`, with the [`InputKind`] the driver needs to
 //! write the answer back ([`crate::control::input_answer`]).

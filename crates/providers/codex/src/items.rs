@@ -1,4 +1,4 @@
-//! How Codex tool items look in a chat (`providers.md` §6.5): one [`ToolCall`] per item, built
+//! How Codex tool items look in a chat: one [`ToolCall`] per item, built
 //! from the app-server's camelCase items or `exec --json`'s snake_case ones, and the
 //! [`NormEvent`]s for its start, permission, live output and completion.
 

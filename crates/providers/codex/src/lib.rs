@@ -10,7 +10,7 @@
 //! The host → app-server lines ([`control`]) and the attachment serializer ([`attachments`])
 //! are plain functions for the same reason.
 //!
-//! What the translator does with Codex's vocabulary (`providers.md` §6):
+//! What the translator does with Codex's vocabulary:
 //!
 //! - **Turns.** The host owns protocol turn ids: the app-server turn of a protocol turn is
 //!   learned from the `turn/start` response (exactly, when the driver reports the request with
@@ -60,7 +60,7 @@
 //!   input requests Codex resolves on its own (`serverRequest/resolved`, e.g. after
 //!   `autoResolutionMs`): they stay open in the chat until the host answers or the turn ends.
 //!
-//! [`exec`] maps `codex exec --json` output the same way (reference transcripts only).
+//! [`exec`] maps `codex exec --json` output the same way (captured transcripts only).
 //!
 //! Around it, the driver ([`CodexProvider`], [`CodexSession`]) owns the process: one `codex
 //! app-server` per chat in its own process group (`agenthost-provider-process`), `initialize`

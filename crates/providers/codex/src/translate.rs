@@ -1,4 +1,4 @@
-//! The app-server translator: stdout lines in, [`Output`]s out (`providers.md` §6.3–§6.6).
+//! The app-server translator: stdout lines in, [`Output`]s out.
 //!
 //! It is thin on purpose: notifications become provider-neutral [`NormEvent`]s for one
 //! [`Mapper`], which owns every AHP ordering rule. What it knows that the mapper cannot: which

@@ -1,4 +1,4 @@
-//! The `codex app-server` wire (`providers.md` §6.2–§6.6): one JSON-RPC-style message per line,
+//! The `codex app-server` wire: one JSON-RPC-style message per line,
 //! without a `"jsonrpc"` field.
 //!
 //! A line is a [`Message`]: a [`Response`] to one of the host's requests (`{id, result|error}`),

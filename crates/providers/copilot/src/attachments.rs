@@ -1,4 +1,4 @@
-//! The attachment serializer (`providers.md` §7.7): protocol message attachments → the
+//! The attachment serializer: protocol message attachments → the
 //! `attachments` of `session.send`.
 //!
 //! | Protocol attachment | Copilot attachment |

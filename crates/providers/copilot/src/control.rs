@@ -1,5 +1,5 @@
-//! Host → CLI messages (`providers.md` §7.3, §7.5): each message builder returns one frame body
-//! (a JSON-RPC 2.0 object with `"jsonrpc": "2.0"`, not yet framed — see
+//! Host → CLI messages (session requests, permission answers): each message builder returns one
+//! frame body (a JSON-RPC 2.0 object with `"jsonrpc": "2.0"`, not yet framed — see
 //! [`crate::framing::encode`]); the param builders return the `params` of the requests the
 //! driver sends.
 

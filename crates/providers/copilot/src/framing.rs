@@ -1,4 +1,4 @@
-//! LSP-style framing of the headless wire (`providers.md` §7.2): every message is
+//! LSP-style framing of the headless wire: every message is
 //! `Content-Length: <bytes>\r\n\r\n<json>`.
 //!
 //! [`FrameDecoder`] is fed whatever the pipe delivered ([`FrameDecoder::push`]) and hands out

@@ -11,7 +11,7 @@
 //! host → CLI messages ([`control`]) and the attachment serializer ([`attachments`]) are plain
 //! functions for the same reason.
 //!
-//! What the translator does with Copilot's vocabulary (`providers.md` §7.4–§7.6):
+//! What the translator does with Copilot's vocabulary:
 //!
 //! - **Turns.** The host owns protocol turn ids. One protocol turn spans several Copilot model
 //!   rounds (`assistant.turn_start {turnId: "0"}`, `"1"`, …), which never start or end it; it

@@ -1,4 +1,4 @@
-//! The Copilot translator: decoded messages in, [`Output`]s out (`providers.md` §7.3–§7.6).
+//! The Copilot translator: decoded messages in, [`Output`]s out.
 //!
 //! It is thin on purpose: session events become provider-neutral [`NormEvent`]s for one
 //! [`Mapper`], which owns every AHP ordering rule. What it knows that the mapper cannot: which
@@ -65,7 +65,8 @@ pub enum Output {
         tool_call_id: String,
     },
     /// A permission request the translator answers itself right away (no tool call id, no
-    /// turn, the §7.5 auto-approve cases): the driver sends the answer.
+    /// turn, or the agent's own session state and spilled outputs, approved automatically): the
+    /// driver sends the answer.
     AnswerPermission {
         /// Copilot's request id.
         request_id: String,
@@ -1196,7 +1197,7 @@ impl Translator {
         self.record_decision(&tool_call_id, approved);
     }
 
-    /// §7.5 rule 2: the agent reading or writing its own session state, or reading a tool
+    /// Auto-approved: the agent reading or writing its own session state, or reading a tool
     /// output it spilled to the temporary directory, is not the user's business.
     fn auto_approved(&self, request: &PermissionRequest) -> bool {
         let in_session_state = |path: &str| {

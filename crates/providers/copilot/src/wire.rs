@@ -1,4 +1,4 @@
-//! The Copilot CLI wire (`providers.md` §7.2–§7.4, §7.8): JSON-RPC 2.0 messages in
+//! The Copilot CLI wire: JSON-RPC 2.0 messages in
 //! `Content-Length` frames for `--headless --stdio`, and bare session events, one per line, for
 //! `-p --output-format json`.
 //!

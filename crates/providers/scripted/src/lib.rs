@@ -2,7 +2,7 @@
 //!
 //! **Central design decision: the script is the agent.** There is no model, process or history
 //! behind it: turn `N` of a chat runs `turns[N]` of a [`Script`], step by step, and emits exactly
-//! the signals a real adapter's mapper would (the ordering rules of `providers.md` §4: parts
+//! the signals a real adapter's mapper would (the AHP ordering rules of the shared mapper: parts
 //! before their deltas, tool start → ready or pending confirmation → complete, subagents
 //! announced before their first action and closed after their last, one terminal action per
 //! turn). Ids are derived from the turn number and a counter, and time comes from tokio's
