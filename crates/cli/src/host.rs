@@ -14,7 +14,7 @@ use agenthost_provider_copilot::{CopilotConfig, CopilotProvider};
 use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{AgentService, HostParts};
-use agenthost_service::{ResumeHandles, ServiceConfig, SessionService, root_state, state_for};
+use agenthost_service::{ServiceConfig, SessionService, root_state, state_for};
 use agenthost_services::{
     ChangesetService, CheckpointChangesets, CheckpointService, Configuration, GitWorktrees,
     HostConfiguration, StoreLedger, WorktreeIsolation,
@@ -190,15 +190,6 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
         return Err("--script needs --provider scripted".into());
     }
     Ok(providers)
-}
-
-/// The orchestrator's agent conversations, as the service's source of resume handles.
-struct ConversationHandles(Orchestrator);
-
-impl ResumeHandles for ConversationHandles {
-    fn resume_handle(&self, chat: &str) -> Option<serde_json::Value> {
-        self.0.resume_handle(chat)
-    }
 }
 
 /// The services the built-in contributions are built from: the default implementation of each,
@@ -377,24 +368,12 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
             .ok_or("the registration order must list every built-in once")?,
     }
     .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
-    let service = SessionService::new(
-        Arc::clone(&state),
-        dispatcher.clone(),
-        store.clone(),
-        ServiceConfig {
-            roots: roots.clone(),
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    let checkpoints = dispatcher.services().get::<dyn CheckpointService>().ok();
-    let changesets = dispatcher.services().get::<dyn ChangesetService>().ok();
-    let worktrees = dispatcher.services().get::<dyn WorktreeIsolation>().ok();
     let token_store = store.clone();
     let orchestrator = Orchestrator::start(
         Arc::clone(&state),
-        dispatcher,
+        dispatcher.clone(),
         providers,
-        store,
+        store.clone(),
         OrchestratorConfig {
             launch_kind: options.launch_kind.clone(),
             default_directory: roots[0].clone(),
@@ -402,21 +381,18 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
         },
     )
     .map_err(|e| e.to_string())?;
-    service.set_resume_handles(Arc::new(ConversationHandles(orchestrator.clone())));
-    let session_config = crate::unattended::session_config(&options.unattended);
-    service.set_session_config(session_config);
-    if let Some(checkpoints) = checkpoints {
-        service.set_checkpoints(checkpoints);
-    }
-    if let Some(changesets) = changesets {
-        service.set_changesets(changesets);
-    }
-    if let Some(worktrees) = worktrees {
-        service.set_worktrees(worktrees);
-    }
-    if let Some(limit) = options.history_backlog {
-        service.set_history_limit(limit);
-    }
+    let service = SessionService::new(
+        Arc::clone(&state),
+        dispatcher,
+        store,
+        ServiceConfig {
+            roots: roots.clone(),
+            session_config: Some(crate::unattended::session_config(&options.unattended)),
+            resume_handles: Some(Arc::new(orchestrator.clone())),
+            history_limit: options.history_backlog,
+        },
+    )
+    .map_err(|e| e.to_string())?;
     let service = Arc::new(service);
     service.spawn_history_retries(options.history_retry.unwrap_or(DEFAULT_HISTORY_RETRY));
     let service = AgentService::new(HostParts {

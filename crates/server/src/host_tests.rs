@@ -34,6 +34,7 @@ fn host(root: &std::path::Path) -> (Arc<Host>, Arc<StateManager>, Arc<SessionSer
             store.clone(),
             ServiceConfig {
                 roots: vec![root.to_path_buf()],
+                ..ServiceConfig::default()
             },
         )
         .unwrap(),

@@ -35,6 +35,7 @@ fn host(root: &std::path::Path) -> (Arc<AgentService>, Arc<StateManager>, Arc<Se
             store.clone(),
             ServiceConfig {
                 roots: vec![root.to_path_buf()],
+                ..ServiceConfig::default()
             },
         )
         .unwrap(),

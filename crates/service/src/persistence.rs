@@ -1,7 +1,7 @@
 //! What the session lifecycle keeps in the store: the catalog, completed turns, and restoring
 //! both into live state on demand.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use agenthost_protocol::ahp_types::state::{
     ChatState, ChatSummary, SessionLifecycle, SessionState, SessionStatus, Turn,
@@ -27,8 +27,8 @@ impl SeqReservation for StoreReservation {
 }
 
 /// Where the recorder reads an agent's current resume handle: the orchestrator, which owns the
-/// provider conversations (wired at composition, since the two crates share a layer).
-pub trait ResumeHandles: Send + Sync {
+/// provider conversations.
+pub trait ResumeHandles: Send + Sync + std::fmt::Debug {
     /// The handle to resume `chat`'s conversation, or `None` to leave the stored one as it is
     /// (no live conversation, or an agent that cannot resume).
     fn resume_handle(&self, chat: &str) -> Option<Value>;
@@ -48,7 +48,7 @@ pub trait ResumeHandles: Send + Sync {
 /// `HistoryWriter::refusal` — and tried again by [`Self::retry`] outside the state lock.
 pub(crate) struct TurnRecorder {
     pub(crate) writer: HistoryWriter,
-    pub(crate) handles: OnceLock<Arc<dyn ResumeHandles>>,
+    handles: Option<Arc<dyn ResumeHandles>>,
 }
 
 impl CommitHook for TurnRecorder {
@@ -61,11 +61,12 @@ impl CommitHook for TurnRecorder {
 }
 
 impl TurnRecorder {
-    /// A recorder writing to `store`, refusing new turns once `limit` writes are kept.
-    pub(crate) fn new(store: Store, limit: usize) -> Self {
+    /// A recorder writing to `store`, refusing new turns once `limit` writes are kept, storing
+    /// each finished turn with the resume handle `handles` give.
+    pub(crate) fn new(store: Store, limit: usize, handles: Option<Arc<dyn ResumeHandles>>) -> Self {
         Self {
             writer: HistoryWriter::new(store, limit),
-            handles: OnceLock::new(),
+            handles,
         }
     }
 
@@ -109,7 +110,7 @@ impl TurnRecorder {
         record.usage = record.turn.usage.clone();
         let resume_handle = self
             .handles
-            .get()
+            .as_ref()
             .and_then(|h| h.resume_handle(chat.as_str()));
         Some(HistoryWrite::Turn {
             record: Box::new(record),
@@ -269,4 +270,10 @@ pub(crate) fn restored_chat(
     chat.draft = record.draft.clone();
     chat.turns = turns;
     chat
+}
+
+impl ResumeHandles for agenthost_side_effects::Orchestrator {
+    fn resume_handle(&self, chat: &str) -> Option<Value> {
+        agenthost_side_effects::Orchestrator::resume_handle(self, chat)
+    }
 }

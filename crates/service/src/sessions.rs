@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use agenthost_checkpoint::CheckpointService;
 use agenthost_dispatcher::{Dispatcher, HydrationContext, RestoredChat};
@@ -38,12 +38,22 @@ use crate::persistence::{
     session_record, stored_chat_summary,
 };
 
-/// Where sessions may work.
-#[derive(Debug, Clone)]
+/// What the session service is built with. The checkpoint, changeset and worktree-isolation
+/// services come from the dispatcher's registry, when it has them.
+#[derive(Debug, Clone, Default)]
 pub struct ServiceConfig {
     /// The directories sessions and working directories must lie in (the first is the default
     /// working directory). Compared after resolving symlinks.
     pub roots: Vec<PathBuf>,
+    /// The session configuration every session gets: schema and default values. A new session
+    /// takes the client's `config` values for every property of the schema, a restored one its
+    /// persisted values for the properties the schema marks session-mutable, over the defaults.
+    pub session_config: Option<SessionConfigState>,
+    /// Where finished turns read the agent's resume handle from (the orchestrator).
+    pub resume_handles: Option<Arc<dyn ResumeHandles>>,
+    /// The number of kept chat-history writes past which new turns are refused (`None`:
+    /// [`agenthost_store::DEFAULT_BACKLOG_LIMIT`]).
+    pub history_limit: Option<usize>,
 }
 
 /// The root state advertising `agents`, each with side chats.
@@ -85,10 +95,10 @@ pub struct SessionService {
     store: Store,
     sandbox: Sandbox,
     recorder: Arc<TurnRecorder>,
-    checkpoints: OnceLock<Arc<dyn CheckpointService>>,
-    changesets: OnceLock<Arc<dyn ChangesetService>>,
-    worktrees: OnceLock<Arc<dyn WorktreeIsolation>>,
-    session_config: OnceLock<SessionConfigState>,
+    checkpoints: Option<Arc<dyn CheckpointService>>,
+    changesets: Option<Arc<dyn ChangesetService>>,
+    worktrees: Option<Arc<dyn WorktreeIsolation>>,
+    session_config: Option<SessionConfigState>,
     /// URIs of sessions whose creation is waiting for their worktrees.
     creating: std::sync::Mutex<std::collections::HashSet<String>>,
     /// What `onHydrateChat` returned for the chats of each restored session that are not live
@@ -127,8 +137,15 @@ impl SessionService {
         }
         let recorder = Arc::new(TurnRecorder::new(
             store.clone(),
-            agenthost_store::DEFAULT_BACKLOG_LIMIT,
+            config
+                .history_limit
+                .unwrap_or(agenthost_store::DEFAULT_BACKLOG_LIMIT),
+            config.resume_handles,
         ));
+        let services = dispatcher.services();
+        let checkpoints = services.get::<dyn CheckpointService>().ok();
+        let changesets = services.get::<dyn ChangesetService>().ok();
+        let worktrees = services.get::<dyn WorktreeIsolation>().ok();
         state.add_commit_hook(recorder.clone());
         Ok(Self {
             state,
@@ -136,26 +153,18 @@ impl SessionService {
             store,
             sandbox,
             recorder,
-            checkpoints: OnceLock::new(),
-            changesets: OnceLock::new(),
-            worktrees: OnceLock::new(),
-            session_config: OnceLock::new(),
+            checkpoints,
+            changesets,
+            worktrees,
+            session_config: config.session_config,
             creating: std::sync::Mutex::new(std::collections::HashSet::new()),
             hydrated: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
-    /// The session configuration every session gets: schema and default values (set once, at
-    /// composition; later calls are ignored). A new session takes the client's `config` values
-    /// for every property of the schema, a restored one its persisted values for the properties
-    /// the schema marks session-mutable, over the defaults.
-    pub fn set_session_config(&self, config: SessionConfigState) {
-        let _ = self.session_config.set(config);
-    }
-
     /// The session configuration every session gets, when one is set.
     pub fn session_config(&self) -> Option<&SessionConfigState> {
-        self.session_config.get()
+        self.session_config.as_ref()
     }
 
     /// The session configuration with `values` over the defaults (at creation, any property of
@@ -165,7 +174,7 @@ impl SessionService {
         values: Option<&JsonObject>,
         creating: bool,
     ) -> Option<SessionConfigState> {
-        let mut config = self.session_config.get()?.clone();
+        let mut config = self.session_config.as_ref()?.clone();
         for (key, value) in values.into_iter().flatten() {
             let property = config.schema.properties.get(key);
             if property.is_some_and(|p| creating || p.session_mutable == Some(true)) {
@@ -173,12 +182,6 @@ impl SessionService {
             }
         }
         Some(config)
-    }
-
-    /// The isolated-worktree service new sessions may ask for with `isolation: "worktree"` (set
-    /// once, at composition; without it such a request is refused).
-    pub fn set_worktrees(&self, worktrees: Arc<dyn WorktreeIsolation>) {
-        let _ = self.worktrees.set(worktrees);
     }
 
     /// The worktrees of a session being created that asked for isolation (its working directories are the worktree paths from here on); `None` when it did not.
@@ -193,7 +196,7 @@ impl SessionService {
         if !requested {
             return Ok(None);
         }
-        let worktrees = self.worktrees.get().ok_or_else(|| {
+        let worktrees = self.worktrees.as_ref().ok_or_else(|| {
             ServiceError::InvalidParams(format!(
                 "config.{ISOLATION_KEY}: this host cannot isolate sessions in worktrees"
             ))
@@ -205,18 +208,6 @@ impl SessionService {
                 "config.{ISOLATION_KEY}: {error}"
             ))),
         }
-    }
-
-    /// Where completed turns read the agent's resume handle from (set once, at composition;
-    /// later calls are ignored).
-    pub fn set_resume_handles(&self, handles: Arc<dyn ResumeHandles>) {
-        let _ = self.recorder.handles.set(handles);
-    }
-
-    /// The checkpoint service whose refs a deleted session takes along (set once, at
-    /// composition; later calls are ignored).
-    pub fn set_checkpoints(&self, checkpoints: Arc<dyn CheckpointService>) {
-        let _ = self.checkpoints.set(checkpoints);
     }
 
     /// The host's roots (canonical): every path a client names must lie inside one.
@@ -232,13 +223,7 @@ impl SessionService {
 
     /// The checkpoint service, when one is set (the host's `x-checkpoint/*` commands use it).
     pub fn checkpoints(&self) -> Option<Arc<dyn CheckpointService>> {
-        self.checkpoints.get().cloned()
-    }
-
-    /// The changesets sessions advertise and clients subscribe to (set once, at start-up;
-    /// without it sessions advertise none).
-    pub fn set_changesets(&self, changesets: Arc<dyn ChangesetService>) {
-        let _ = self.changesets.set(changesets);
+        self.checkpoints.clone()
     }
 
     /// The baseline checkpoint of a session whose working directories were just resolved:
@@ -246,7 +231,7 @@ impl SessionService {
     /// start, which creates it itself if this has not run yet).
     fn capture_baseline(&self, session: &SessionUri, directories: &[String]) {
         let (Some(checkpoints), Ok(runtime)) = (
-            self.checkpoints.get().cloned(),
+            self.checkpoints.clone(),
             tokio::runtime::Handle::try_current(),
         ) else {
             return;
@@ -379,7 +364,8 @@ impl SessionService {
         let stored = self
             .store_new_session(uri, params, provider, &directories, isolated.as_ref())
             .await;
-        if let (Err(_), Some(record), Some(worktrees)) = (&stored, &isolated, self.worktrees.get())
+        if let (Err(_), Some(record), Some(worktrees)) =
+            (&stored, &isolated, self.worktrees.as_ref())
         {
             worktrees.release(record).await;
         }
@@ -432,14 +418,14 @@ impl SessionService {
             default_chat: Some(default_chat.to_string()),
             config: self.session_config_with(params.config.as_ref(), true),
             customizations: None,
-            changesets: self.changesets.get().map(|c| c.catalog(uri)),
+            changesets: self.changesets.as_ref().map(|c| c.catalog(uri)),
             input_needed: None,
             meta: None,
         };
         self.store
             .put_session(&session_record(uri, &session, &now))?;
         self.keep_creation_meta(uri, creation_meta.as_ref());
-        if let (Some(record), Some(worktrees)) = (isolated, self.worktrees.get())
+        if let (Some(record), Some(worktrees)) = (isolated, self.worktrees.as_ref())
             && let Err(error) = worktrees.record(uri, record).await
         {
             let _ = self.store.delete_session(uri);
@@ -670,7 +656,7 @@ impl SessionService {
         if self.is_watched(session) {
             return Ok(Vec::new());
         }
-        if let Some(changesets) = self.changesets.get() {
+        if let Some(changesets) = self.changesets.as_ref() {
             changesets.forget_session(session);
         }
         self.hydrated_chats().remove(session);
@@ -733,11 +719,11 @@ impl SessionService {
                 })
                 .unwrap_or_default(),
         };
-        if let Some(changesets) = self.changesets.get() {
+        if let Some(changesets) = self.changesets.as_ref() {
             changesets.forget_session(session);
         }
         // Read before the session's metadata goes with it.
-        let isolated = match self.worktrees.get() {
+        let isolated = match self.worktrees.as_ref() {
             Some(worktrees) => worktrees.isolation(&uri).await,
             None => None,
         };
@@ -747,14 +733,14 @@ impl SessionService {
         if live.is_none() && !stored {
             return Err(ServiceError::SessionNotFound(session.to_owned()));
         }
-        if let Some(checkpoints) = self.checkpoints.get() {
+        if let Some(checkpoints) = self.checkpoints.as_ref() {
             let dirs: Vec<PathBuf> = directories
                 .iter()
                 .filter_map(|d| file_uri_to_path(d).ok())
                 .collect();
             checkpoints.delete_all(&uri, &dirs).await;
         }
-        if let (Some(record), Some(worktrees)) = (&isolated, self.worktrees.get()) {
+        if let (Some(record), Some(worktrees)) = (&isolated, self.worktrees.as_ref()) {
             worktrees.release(record).await;
         }
         Ok(live
@@ -775,7 +761,7 @@ impl SessionService {
 
     /// A changeset channel: its session restored, then the changeset computed into state.
     async fn ensure_changeset(&self, channel: &str) -> Result<(), ServiceError> {
-        let Some(changesets) = self.changesets.get() else {
+        let Some(changesets) = self.changesets.as_ref() else {
             return Ok(());
         };
         let uri = agenthost_protocol::uri::ChangesetUri::parse(channel)?;
@@ -821,7 +807,7 @@ impl SessionService {
                 summary.title = title;
             }
         }
-        restored.changesets = self.changesets.get().map(|c| c.catalog(session));
+        restored.changesets = self.changesets.as_ref().map(|c| c.catalog(session));
         // Malformed persisted values are ignored: the session gets the defaults.
         let values = values.and_then(|v| serde_json::from_str::<JsonObject>(&v).ok());
         restored.config = self.session_config_with(values.as_ref(), false);
@@ -1198,12 +1184,6 @@ impl SessionService {
             service.recorder.retry(&service.state);
             std::future::ready(())
         });
-    }
-
-    /// The number of kept chat-history writes past which new turns are refused (default
-    /// [`agenthost_store::DEFAULT_BACKLOG_LIMIT`]).
-    pub fn set_history_limit(&self, limit: usize) {
-        self.recorder.writer.set_limit(limit);
     }
 
     /// How many chat-history writes are kept now, and the most ever kept at once.

@@ -23,13 +23,25 @@ fn service(root: &std::path::Path) -> (Arc<StateManager>, SessionService) {
 }
 
 fn service_on(root: &std::path::Path, store: Store) -> (Arc<StateManager>, SessionService) {
+    service_built(root, store, None, ServiceRegistry::new())
+}
+
+/// A service with the host's `session_config` and the services in `registry`.
+fn service_built(
+    root: &std::path::Path,
+    store: Store,
+    session_config: Option<SessionConfigState>,
+    registry: ServiceRegistry,
+) -> (Arc<StateManager>, SessionService) {
     let state = state_for(&store, root_state(vec![agent("scripted"), agent("claude")])).unwrap();
     let service = SessionService::new(
         Arc::clone(&state),
-        Dispatcher::new(ServiceRegistry::new()),
+        Dispatcher::new(registry),
         store,
         ServiceConfig {
             roots: vec![root.to_path_buf()],
+            session_config,
+            ..ServiceConfig::default()
         },
     )
     .unwrap();
@@ -400,8 +412,9 @@ async fn deleting_a_session_removes_its_checkpoint_refs_and_disposing_keeps_them
         CheckpointConfig::default(),
         Arc::new(MemoryLedger::new()),
     ));
-    let (_, service) = service(&repo);
-    service.set_checkpoints(Arc::clone(&checkpoints));
+    let mut registry = ServiceRegistry::new();
+    registry.insert::<dyn CheckpointService>(Arc::clone(&checkpoints));
+    let (_, service) = service_built(&repo, Store::open_in_memory().unwrap(), None, registry);
     service
         .create_session(create("scripted:/s1"), "c")
         .await
@@ -482,6 +495,7 @@ async fn a_restored_chat_configuration_is_applied_and_a_malformed_one_ignored() 
             store,
             ServiceConfig {
                 roots: vec![dir.path().to_path_buf()],
+                ..ServiceConfig::default()
             },
         )
         .unwrap();
@@ -755,8 +769,12 @@ async fn sessions_get_the_host_config_with_client_and_persisted_values() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agenthost.db");
     {
-        let (state, service) = service_on(dir.path(), Store::open(&path).unwrap());
-        service.set_session_config(session_config());
+        let (state, service) = service_built(
+            dir.path(),
+            Store::open(&path).unwrap(),
+            Some(session_config()),
+            ServiceRegistry::new(),
+        );
         let mut params = create("scripted:/s1");
         params.config = Some(
             serde_json::from_value(json!({ "mode": "deny", "fixed": "b", "unknown": 1 })).unwrap(),
@@ -804,8 +822,12 @@ async fn sessions_get_the_host_config_with_client_and_persisted_values() {
             Some("not json"),
         )
         .unwrap();
-    let (state, service) = service_on(dir.path(), store);
-    service.set_session_config(session_config());
+    let (state, service) = service_built(
+        dir.path(),
+        store,
+        Some(session_config()),
+        ServiceRegistry::new(),
+    );
     service.ensure_channel("scripted:/s1").await.unwrap();
     service.ensure_channel("scripted:/s2").await.unwrap();
     assert_eq!(
@@ -850,17 +872,18 @@ fn isolated(channel: &str, directory: &std::path::Path, mode: &str) -> CreateSes
 }
 
 fn isolation_service(tmp: &std::path::Path, store: &Store) -> (Arc<StateManager>, SessionService) {
-    let (state, service) = service_on(tmp, store.clone());
     let mut config = session_config();
     config.schema.properties.insert(
         ISOLATION_KEY.to_owned(),
         agenthost_services::isolation_config_property(),
     );
-    service.set_session_config(config);
-    service.set_worktrees(Arc::new(agenthost_services::GitWorktrees::new(Arc::new(
-        agenthost_services::StoreSessionData::new(store.clone()),
-    ))));
-    (state, service)
+    let mut registry = ServiceRegistry::new();
+    registry.insert::<dyn agenthost_services::WorktreeIsolation>(Arc::new(
+        agenthost_services::GitWorktrees::new(Arc::new(agenthost_services::StoreSessionData::new(
+            store.clone(),
+        ))),
+    ));
+    service_built(tmp, store.clone(), Some(config), registry)
 }
 
 /// `isolation: "worktree"`: the session works in a new linked worktree (same subfolder), its

@@ -177,6 +177,7 @@ fn service(root: &Path) -> (Arc<StateManager>, SessionService) {
         store,
         ServiceConfig {
             roots: vec![root.to_path_buf()],
+            ..ServiceConfig::default()
         },
     )
     .unwrap();

@@ -16,9 +16,7 @@ use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_provider_api::{
     InputResponse, PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
 };
-use agenthost_services::{
-    CheckpointService, ToolCallTracker, TurnCompletion, TurnTracker, WorktreeIsolation,
-};
+use agenthost_services::{CheckpointService, ToolCallTracker, TurnCompletion, TurnTracker};
 use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateManager};
 use agenthost_store::Store;
 use tokio::sync::mpsc;
@@ -126,9 +124,6 @@ pub(crate) struct Shared {
     /// The checkpoint service, when the dispatcher's registry has one: the turn-start capture
     /// right before the send, and its discard when the turn is cancelled.
     pub(crate) checkpoints: Option<Arc<dyn CheckpointService>>,
-    /// The worktree-isolation service, when the registry has one: the live announcement at the
-    /// default chat's first turn of an isolated session.
-    pub(crate) worktrees: Option<Arc<dyn WorktreeIsolation>>,
 }
 
 impl Shared {
@@ -354,7 +349,6 @@ impl Orchestrator {
                 .ok()
                 .zip(dispatcher.services().get::<dyn ToolCallTracker>().ok()),
             checkpoints: dispatcher.services().get::<dyn CheckpointService>().ok(),
-            worktrees: dispatcher.services().get::<dyn WorktreeIsolation>().ok(),
         });
         let bridge = Arc::new(Bridge {
             shared: Arc::downgrade(&shared),

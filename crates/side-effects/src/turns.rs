@@ -7,14 +7,12 @@ use agenthost_dispatcher::{
     ClientContext, IncomingRequest, OutgoingTurn, RequestSource, SendTurnMessageOptions,
     TurnEndReason, TurnStarterPorts,
 };
-use agenthost_protocol::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::{ErrorInfo, Message};
 use agenthost_protocol::uri::file_uri_to_path;
-use agenthost_protocol::{ChatUri, SessionUri, StateAction};
+use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_provider_api::{
     AgentMode, ProviderError, RestoreSession, SignalSink, StartSession, TurnRequest,
 };
-use agenthost_services::announcement_part;
 
 use crate::orchestrator::{ChatRuntime, Shared};
 use agenthost_protocol::error_info::chat_error;
@@ -146,7 +144,6 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
     if !capture_turn_start(&shared, &options).await {
         return;
     }
-    announce_worktree(&shared, &options).await;
     let request = TurnRequest {
         turn_id: turn_id.clone(),
         text: outgoing.message.text,
@@ -162,29 +159,6 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
     shared.cancel_settled(&chat).await;
     if let Err(error) = runtime.provider.send_turn(request).await {
         fail_started_turn(&shared, &chat, &turn_id, error.to_error_info());
-    }
-}
-
-/// The live worktree announcement (it belongs to the worktree setup path; the
-/// `worktreeAnnouncement` contribution only restores it): once per isolated session, as the
-/// first part of its default chat's first turn.
-async fn announce_worktree(shared: &Arc<Shared>, options: &SendTurnMessageOptions) {
-    let (Some(worktrees), Ok(session), Ok(chat)) = (
-        shared.worktrees.clone(),
-        SessionUri::parse(&options.session_channel),
-        ChatUri::parse(&options.chat),
-    ) else {
-        return;
-    };
-    if let Some(text) = worktrees.take_live_announcement(&session, &chat).await {
-        shared.dispatch(
-            &options.chat,
-            StateAction::ChatResponsePart(ChatResponsePartAction {
-                turn_id: options.turn_id.clone(),
-                part: announcement_part(&text),
-                meta: None,
-            }),
-        );
     }
 }
 

@@ -18,7 +18,7 @@
 //! | 2 | `turnAdmission` | `dyn HostState`, `dyn Configuration` | registered |
 //! | 3 | `turnDelegation` | `dyn SessionDataStore` | registered |
 //! | 4 | `persistedTurnUsage` | `dyn SessionDataStore` | registered |
-//! | 5 | `worktreeAnnouncement` | `dyn WorktreeIsolation` | registered |
+//! | 5 | `worktreeAnnouncement` | `dyn WorktreeIsolation`, `dyn ServerDispatch` | registered |
 //! | 6 | `checkpointAndChangeset` | `dyn CheckpointService`, `dyn ChangesetService`, `dyn Configuration` | registered |
 //! | 7 | `queueDrain` | `dyn HostState`, `dyn ServerDispatch`, `dyn ProviderLocator`, `dyn TelemetryReporter`, `dyn TurnTracker` (and the dispatcher's own `HostAccess`) | registered |
 //! | 8 | `sessionInputNeeded` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnTracker`, `dyn ToolCallTracker` | registered |

@@ -1,6 +1,7 @@
-//! `worktreeAnnouncement` (order 200, `onHydrateTurns`): for a session running in an isolated
-//! worktree, puts the worktree announcement at the start of its restored **default** chat's
-//! first turn.
+//! `worktreeAnnouncement` (order 180, `onOutgoingTurn` and `onHydrateTurns`): for a session
+//! running in an isolated worktree, puts the worktree announcement at the start of its
+//! **default** chat's first turn — live, as the turn is sent (once per session, the record says
+//! when it was shown), and again in a restored history that lacks it.
 //!
 //! The announcement is a host-authored markdown part (id
 //! [`agenthost_services::ANNOUNCEMENT_PART_ID`]) naming the worktree and its branch; agents do
@@ -9,25 +10,27 @@
 //! contribution only applies [`WorktreeIsolation::restore_announcement`], which is idempotent
 //! (a history that already has the part — the host's own record of the live turn — is left as
 //! it is). Other chats, sessions that are not isolated, and empty histories pass through
-//! unchanged. The live announcement, at the default chat's first turn, belongs to the
-//! worktree setup path, not here.
+//! unchanged. The live part is dispatched through `dyn ServerDispatch` before the agent is sent
+//! the turn; a turn that ended meanwhile (cancelled) takes no part, logged at `debug`.
 #![deny(missing_docs)]
 
 use std::sync::Arc;
 
 use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, Hook, HookFuture, HookSet,
-    HydrationContext, MissingService, ServiceRegistry,
+    HydrationContext, MissingService, OutgoingTurn, SendContribution, ServiceRegistry,
 };
+use agenthost_protocol::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::Turn;
-use agenthost_protocol::{ChatUri, SessionUri};
-use agenthost_services::WorktreeIsolation;
+use agenthost_protocol::{ChatUri, SessionUri, StateAction};
+use agenthost_services::{ServerDispatch, WorktreeIsolation, announcement_part};
 
 /// The `worktreeAnnouncement` contribution. Register it with
 /// `dispatcher.register::<WorktreeAnnouncement>()`; it needs `dyn WorktreeIsolation` in the
 /// registry.
 pub struct WorktreeAnnouncement {
     worktrees: Arc<dyn WorktreeIsolation>,
+    dispatch: Arc<dyn ServerDispatch>,
 }
 
 impl std::fmt::Debug for WorktreeAnnouncement {
@@ -38,26 +41,56 @@ impl std::fmt::Debug for WorktreeAnnouncement {
 }
 
 impl WorktreeAnnouncement {
-    /// Announces through `worktrees`.
-    pub fn new(worktrees: Arc<dyn WorktreeIsolation>) -> Self {
-        Self { worktrees }
+    /// Announces what `worktrees` records, live through `dispatch`.
+    pub fn new(worktrees: Arc<dyn WorktreeIsolation>, dispatch: Arc<dyn ServerDispatch>) -> Self {
+        Self {
+            worktrees,
+            dispatch,
+        }
     }
 }
 
 impl Contribution for WorktreeAnnouncement {
     const ID: &'static str = "worktreeAnnouncement";
-    const ORDER: i32 = 200;
-    const HOOKS: HookSet = HookSet::of(&[Hook::HydrateTurns]);
+    const ORDER: i32 = 180;
+    const HOOKS: HookSet = HookSet::of(&[Hook::OutgoingTurn, Hook::HydrateTurns]);
 
     fn create(
         _context: ContributionContext,
         services: &ServiceRegistry,
     ) -> Result<Self, MissingService> {
-        Ok(Self::new(services.get::<dyn WorktreeIsolation>()?))
+        Ok(Self::new(
+            services.get::<dyn WorktreeIsolation>()?,
+            services.get::<dyn ServerDispatch>()?,
+        ))
     }
 }
 
 impl ChatContribution for WorktreeAnnouncement {
+    fn on_outgoing_turn<'a>(
+        &'a self,
+        turn: &'a OutgoingTurn,
+    ) -> HookFuture<'a, Option<SendContribution>> {
+        Box::pin(async move {
+            let (Ok(session), Ok(chat)) =
+                (SessionUri::parse(&turn.session), ChatUri::parse(&turn.chat))
+            else {
+                return Ok(None);
+            };
+            if let Some(text) = self.worktrees.take_live_announcement(&session, &chat).await {
+                let part = StateAction::ChatResponsePart(ChatResponsePartAction {
+                    turn_id: turn.turn_id.clone(),
+                    part: announcement_part(&text),
+                    meta: None,
+                });
+                if let Err(error) = self.dispatch.dispatch(&turn.chat, part) {
+                    tracing::debug!(chat = turn.chat, %error, "worktree announcement not shown");
+                }
+            }
+            Ok(None)
+        })
+    }
+
     fn on_hydrate_turns<'a>(
         &'a self,
         context: &'a HydrationContext,

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use agenthost_protocol::ahp_types::state::ResponsePart;
-use agenthost_services::fakes::{FakeWorktrees, WorktreeCall};
+use agenthost_services::fakes::{DispatchCall, FakeServerDispatch, FakeWorktrees, WorktreeCall};
 use agenthost_services::{ANNOUNCEMENT_PART_ID, IsolatedSession, announcement_part};
 use serde_json::json;
 
@@ -61,7 +61,8 @@ async fn hydrate(contribution: &WorktreeAnnouncement, chat: &ChatUri, turns: &[T
 async fn the_restored_default_chat_gets_the_announcement_first_once() {
     let fake = Arc::new(FakeWorktrees::default());
     fake.insert(&session(), record());
-    let contribution = WorktreeAnnouncement::new(fake.clone());
+    let contribution =
+        WorktreeAnnouncement::new(fake.clone(), Arc::new(FakeServerDispatch::default()));
     let turns = vec![turn("t1"), turn("t2")];
 
     let restored = hydrate(&contribution, &default_chat(), &turns).await;
@@ -99,7 +100,8 @@ async fn the_restored_default_chat_gets_the_announcement_first_once() {
 #[tokio::test]
 async fn other_chats_empty_histories_and_plain_sessions_pass_through() {
     let fake = Arc::new(FakeWorktrees::default());
-    let contribution = WorktreeAnnouncement::new(fake.clone());
+    let contribution =
+        WorktreeAnnouncement::new(fake.clone(), Arc::new(FakeServerDispatch::default()));
     let turns = vec![turn("t1")];
     // Not isolated: the service is asked and nothing changes.
     assert_eq!(hydrate(&contribution, &default_chat(), &turns).await, turns);
@@ -123,11 +125,56 @@ async fn other_chats_empty_histories_and_plain_sessions_pass_through() {
 }
 
 #[test]
-fn it_registers_at_order_200_on_hydrate_turns_only() {
+fn it_registers_at_order_180_on_outgoing_turns_and_hydrate_turns() {
     assert_eq!(WorktreeAnnouncement::ID, "worktreeAnnouncement");
-    assert_eq!(WorktreeAnnouncement::ORDER, 200);
+    assert_eq!(WorktreeAnnouncement::ORDER, 180);
     assert_eq!(
         WorktreeAnnouncement::HOOKS,
-        HookSet::of(&[Hook::HydrateTurns])
+        HookSet::of(&[Hook::OutgoingTurn, Hook::HydrateTurns])
+    );
+}
+
+fn outgoing(chat: &ChatUri, turn_id: &str) -> OutgoingTurn {
+    OutgoingTurn {
+        session: SESSION.to_owned(),
+        chat: chat.to_string(),
+        message: serde_json::from_value(json!({ "text": "hello", "origin": { "kind": "user" } }))
+            .unwrap(),
+        turn_id: turn_id.to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn the_default_chats_first_sent_turn_shows_the_announcement_live_once() {
+    let fake = Arc::new(FakeWorktrees::default());
+    let mut unannounced = record();
+    unannounced.announced = false;
+    fake.insert(&session(), unannounced.clone());
+    let dispatch = Arc::new(FakeServerDispatch::default());
+    let contribution = WorktreeAnnouncement::new(fake.clone(), dispatch.clone());
+
+    let side = ChatUri::parse("ahp-chat:/side").unwrap();
+    for (chat, turn) in [
+        (&side, "s1"),
+        (&default_chat(), "t1"),
+        (&default_chat(), "t2"),
+    ] {
+        let sent = contribution.on_outgoing_turn(&outgoing(chat, turn)).await;
+        assert_eq!(
+            sent.unwrap(),
+            None,
+            "nothing added to what the agent is sent"
+        );
+    }
+    assert_eq!(
+        dispatch.calls(),
+        vec![DispatchCall {
+            channel: default_chat().to_string(),
+            action: StateAction::ChatResponsePart(ChatResponsePartAction {
+                turn_id: "t1".into(),
+                part: announcement_part(&unannounced.announcement()),
+                meta: None,
+            }),
+        }]
     );
 }
