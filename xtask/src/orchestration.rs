@@ -222,7 +222,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::persistence::<StoreReservation as SeqReservation>::reserve", Reason::Invariant),
     ("agenthost-service::persistence::<TurnRecorder as CommitHook>::before_broadcast", Reason::Invariant),
     ("agenthost-service::sessions::<SessionService as Debug>::fmt", Reason::Wiring),
-    ("agenthost-service::sessions::SessionService::capture_baseline", Reason::Invariant),
     ("agenthost-service::sessions::SessionService::ensure_changeset", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::session_config_with", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::start_initial_turn", Reason::Protocol),
@@ -263,7 +262,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::sessions::SessionService::create_session", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::create_reserved", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::store_new_session", Reason::Protocol),
-    ("agenthost-service::sessions::SessionService::isolate", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::checkpoints", Reason::Wiring),
     ("agenthost-service::sessions::SessionService::roots", Reason::Wiring),
     ("agenthost-service::sessions::SessionService::creating", Reason::Protocol),
@@ -286,5 +284,5 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
     ("agenthost-side-effects", 1130),
-    ("agenthost-service", 1797),
+    ("agenthost-service", 1753),
 ];

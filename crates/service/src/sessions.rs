@@ -25,9 +25,9 @@ use agenthost_reducers::states::empty_chat;
 use agenthost_services::paging::{CatalogCursor, cut_page, page_limit, sort_catalog};
 use agenthost_services::sandbox::{PathUse, Sandbox, client_paths, message_paths};
 use agenthost_services::{
-    CREATION_META_KEY, ChangesetError, ChangesetService, ISOLATION_KEY, ISOLATION_NONE,
-    ISOLATION_WORKTREE, IsolatedSession, IsolationError, MAX_CREATION_META_BYTES,
-    SESSION_CONFIG_KEY, WORKTREE_META_KEY, WorktreeIsolation, wants_worktree,
+    CREATION_META_KEY, ChangesetError, ChangesetService, IsolatedSession, IsolationRequestError,
+    MAX_CREATION_META_BYTES, SESSION_CONFIG_KEY, WORKTREE_META_KEY, WorktreeIsolation,
+    capture_baseline_in_background, show_isolation,
 };
 use agenthost_state::{ClientDispatch, StateConfig, StateManager};
 use agenthost_store::{MetaOwner, SessionRecord, Store};
@@ -58,12 +58,7 @@ pub struct ServiceConfig {
 
 /// The root state advertising `agents`, each with side chats.
 pub fn root_state(mut agents: Vec<AgentInfo>) -> RootState {
-    // Every agent gets side chats: the host makes them (`create_chat` records the source, the
-    // `sideChat` contribution frames the first message), whatever the agent itself can do.
-    for agent in &mut agents {
-        let chats = agent.capabilities.get_or_insert_default();
-        chats.multiple_chats.get_or_insert_default().side_chat = Some(true);
-    }
+    agenthost_services::advertise_side_chats(&mut agents);
     RootState {
         agents,
         active_sessions: Some(0),
@@ -174,40 +169,10 @@ impl SessionService {
         values: Option<&JsonObject>,
         creating: bool,
     ) -> Option<SessionConfigState> {
-        let mut config = self.session_config.as_ref()?.clone();
-        for (key, value) in values.into_iter().flatten() {
-            let property = config.schema.properties.get(key);
-            if property.is_some_and(|p| creating || p.session_mutable == Some(true)) {
-                config.values.insert(key.clone(), value.clone());
-            }
-        }
-        Some(config)
-    }
-
-    /// The worktrees of a session being created that asked for isolation (its working directories are the worktree paths from here on); `None` when it did not.
-    async fn isolate(
-        &self,
-        session: &SessionUri,
-        config: Option<&JsonObject>,
-        directories: &[String],
-    ) -> Result<Option<IsolatedSession>, ServiceError> {
-        let requested = wants_worktree(config.and_then(|c| c.get(ISOLATION_KEY)))
-            .map_err(|e| ServiceError::InvalidParams(format!("config.{ISOLATION_KEY}: {e}")))?;
-        if !requested {
-            return Ok(None);
-        }
-        let worktrees = self.worktrees.as_ref().ok_or_else(|| {
-            ServiceError::InvalidParams(format!(
-                "config.{ISOLATION_KEY}: this host cannot isolate sessions in worktrees"
-            ))
-        })?;
-        match worktrees.isolate(session, directories).await {
-            Ok(record) => Ok(Some(record)),
-            Err(error @ IsolationError::Record(_)) => Err(ServiceError::Store(error.to_string())),
-            Err(error) => Err(ServiceError::InvalidParams(format!(
-                "config.{ISOLATION_KEY}: {error}"
-            ))),
-        }
+        let base = self.session_config.as_ref()?;
+        Some(agenthost_services::session_config_with(
+            base, values, creating,
+        ))
     }
 
     /// The host's roots (canonical): every path a client names must lie inside one.
@@ -224,24 +189,6 @@ impl SessionService {
     /// The checkpoint service, when one is set (the host's `x-checkpoint/*` commands use it).
     pub fn checkpoints(&self) -> Option<Arc<dyn CheckpointService>> {
         self.checkpoints.clone()
-    }
-
-    /// The baseline checkpoint of a session whose working directories were just resolved:
-    /// captured in the background (the per-session sequencer orders it before the first turn
-    /// start, which creates it itself if this has not run yet).
-    fn capture_baseline(&self, session: &SessionUri, directories: &[String]) {
-        let (Some(checkpoints), Ok(runtime)) = (
-            self.checkpoints.clone(),
-            tokio::runtime::Handle::try_current(),
-        ) else {
-            return;
-        };
-        let dirs: Vec<PathBuf> = directories
-            .iter()
-            .filter_map(|d| file_uri_to_path(d).ok())
-            .collect();
-        let session = session.clone();
-        runtime.spawn(async move { checkpoints.capture_baseline(&session, &dirs).await });
     }
 
     /// The first root as a `file://` URI (`InitializeResult.defaultDirectory`).
@@ -355,9 +302,17 @@ impl SessionService {
                 client.client_id
             )));
         }
-        let isolated = self
-            .isolate(uri, params.config.as_ref(), &directories)
-            .await?;
+        let isolated = agenthost_services::isolate_as_requested(
+            self.worktrees.as_deref(),
+            uri,
+            params.config.as_ref(),
+            &directories,
+        )
+        .await
+        .map_err(|error| match error {
+            IsolationRequestError::Refused(why) => ServiceError::InvalidParams(why),
+            IsolationRequestError::Record(why) => ServiceError::Store(why),
+        })?;
         let directories = isolated
             .as_ref()
             .map_or(directories, |record| record.directories.clone());
@@ -372,7 +327,9 @@ impl SessionService {
         stored?;
         let default_chat = ChatUri::default_for(uri);
         let now = now_iso();
-        self.capture_baseline(uri, &directories);
+        if let Some(checkpoints) = &self.checkpoints {
+            capture_baseline_in_background(Arc::clone(checkpoints), uri, &directories);
+        }
         self.add_chat(uri, &default_chat, &now, None, None)?;
         self.dispatch(
             uri.as_str(),
@@ -811,18 +768,8 @@ impl SessionService {
         // Malformed persisted values are ignored: the session gets the defaults.
         let values = values.and_then(|v| serde_json::from_str::<JsonObject>(&v).ok());
         restored.config = self.session_config_with(values.as_ref(), false);
-        // Isolation is fixed at creation; the worktree record says which it was.
-        if let Some(config) = restored.config.as_mut()
-            && config.schema.properties.contains_key(ISOLATION_KEY)
-        {
-            let mode = if isolated {
-                ISOLATION_WORKTREE
-            } else {
-                ISOLATION_NONE
-            };
-            config
-                .values
-                .insert(ISOLATION_KEY.to_owned(), mode.to_owned().into());
+        if let Some(config) = restored.config.as_mut() {
+            show_isolation(config, isolated);
         }
         // A concurrent restore may have won: that is fine.
         let _ = self.state.insert_session(session.as_str(), restored);

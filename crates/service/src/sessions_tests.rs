@@ -874,7 +874,7 @@ fn isolated(channel: &str, directory: &std::path::Path, mode: &str) -> CreateSes
 fn isolation_service(tmp: &std::path::Path, store: &Store) -> (Arc<StateManager>, SessionService) {
     let mut config = session_config();
     config.schema.properties.insert(
-        ISOLATION_KEY.to_owned(),
+        agenthost_services::ISOLATION_KEY.to_owned(),
         agenthost_services::isolation_config_property(),
     );
     let mut registry = ServiceRegistry::new();

@@ -509,6 +509,25 @@ pub(crate) mod fake {
     }
 }
 
+/// Captures the baseline checkpoint of `session` in `directories` (`file://` URIs) on a task of
+/// the current runtime (none: nothing is captured). The checkpoint service orders it before the
+/// session's first turn start, which captures it itself if this has not run yet.
+pub fn capture_baseline_in_background(
+    checkpoints: Arc<dyn CheckpointService>,
+    session: &SessionUri,
+    directories: &[String],
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let dirs: Vec<PathBuf> = directories
+        .iter()
+        .filter_map(|d| agenthost_protocol::uri::file_uri_to_path(d).ok())
+        .collect();
+    let session = session.clone();
+    runtime.spawn(async move { checkpoints.capture_baseline(&session, &dirs).await });
+}
+
 #[cfg(test)]
 #[path = "changesets_tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use agenthost_protocol::state::SessionConfigPropertySchema;
+use agenthost_protocol::state::{SessionConfigPropertySchema, SessionConfigState};
 use serde_json::Value;
 
 /// A string property of the session configuration schema: `choices` (value, label) are its
@@ -256,6 +256,24 @@ impl Configuration for HostConfiguration {
         })
         .unwrap_or_default()
     }
+}
+
+/// `base` (the host's session configuration) with `values` over its defaults: at a session's
+/// creation any property of the schema, for a restored session only the properties the schema
+/// marks session-mutable; values of unknown properties are left out.
+pub fn session_config_with(
+    base: &SessionConfigState,
+    values: Option<&serde_json::Map<String, Value>>,
+    creating: bool,
+) -> SessionConfigState {
+    let mut config = base.clone();
+    for (key, value) in values.into_iter().flatten() {
+        let property = config.schema.properties.get(key);
+        if property.is_some_and(|p| creating || p.session_mutable == Some(true)) {
+            config.values.insert(key.clone(), value.clone());
+        }
+    }
+    config
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@
 //! | [`ChangesetService`] | [`CheckpointChangesets`] (changeset channels computed from the checkpoints, published into the state manager) | `checkpointAndChangeset`, the session service |
 //! | [`CheckpointService`] | `agenthost_checkpoint::GitCheckpointService` (re-exported trait) | `checkpointAndChangeset` |
 //! | [`AuditLog`] | [`StoreAuditLog`] (the session database's `audit` table, written in order off the calling thread) | `auditLog`, the server's rollback command |
-//! | [`WorktreeIsolation`] | [`GitWorktrees`] (linked worktrees through `agenthost-checkpoint`, recorded as session metadata) | `worktreeAnnouncement`, the session service (creation, deletion), the orchestrator (the live announcement) |
+//! | [`WorktreeIsolation`] | [`GitWorktrees`] (linked worktrees through `agenthost-checkpoint`, recorded as session metadata) | `worktreeAnnouncement` (the live announcement and its restore), the session service (creation, deletion) |
 //!
 //! # Bounded state
 //!
@@ -85,11 +85,14 @@ pub mod fakes;
 pub use agenthost_checkpoint::{CheckpointError, CheckpointService, Worktree};
 pub use audit::{AuditLog, StoreAuditLog, audit_entry};
 pub use changesets::{
-    ChangesetError, ChangesetService, CheckpointChangesets, blob_uri, changeset_catalog,
-    changeset_file,
+    ChangesetError, ChangesetService, CheckpointChangesets, blob_uri,
+    capture_baseline_in_background, changeset_catalog, changeset_file,
 };
 pub use checkpoint_ledger::StoreLedger;
-pub use config::{Configuration, HostConfiguration, InMemoryConfiguration, string_config_property};
+pub use config::{
+    Configuration, HostConfiguration, InMemoryConfiguration, session_config_with,
+    string_config_property,
+};
 pub use files::{BoundedRead, FileError, FileService, LocalFiles};
 pub use git_state::{
     DEFAULT_GITHUB_API, GitHubConfig, GitHubGitState, GitHubSlug, GitState, GitStateError,
@@ -100,7 +103,9 @@ pub use intake::{ClientActionIntake, LateClientActionIntake};
 pub use local_commands::{
     DefaultLocalCommands, LocalCommand, LocalCommandError, LocalCommands, MAX_RENAME_CHARS,
 };
-pub use provider::{DefaultProviderLocator, ProviderLocator, StateProviderLocator};
+pub use provider::{
+    DefaultProviderLocator, ProviderLocator, StateProviderLocator, advertise_side_chats,
+};
 pub use session_data::{
     CREATION_META_KEY, DataError, DataFuture, DataOwner, Flags, MAX_CREATION_META_BYTES,
     SESSION_CONFIG_KEY, SessionDataStore, StoreSessionData, StoredTitle, TitleSource,
@@ -123,7 +128,8 @@ pub use turns::{
 };
 pub use worktrees::{
     ANNOUNCEMENT_PART_ID, GitWorktrees, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE,
-    IsolatedSession, IsolationError, WORKTREE_META_KEY, WorktreeIsolation, announcement_part,
-    isolation_config_property, wants_worktree, with_announcement, worktree_name,
+    IsolatedSession, IsolationError, IsolationRequestError, WORKTREE_META_KEY, WorktreeIsolation,
+    announcement_part, isolate_as_requested, isolation_config_property, show_isolation,
+    wants_worktree, with_announcement, worktree_name,
 };
 pub use write_queue::{Write, WriteQueue, flush_pending_writes};

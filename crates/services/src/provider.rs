@@ -89,6 +89,16 @@ impl ProviderLocator for StateProviderLocator {
     }
 }
 
+/// Every agent in `agents` advertises side chats: the host makes them (the session service
+/// records a side chat's source, the `sideChat` contribution frames its first message),
+/// whatever the agent itself can do.
+pub fn advertise_side_chats(agents: &mut [agenthost_protocol::state::AgentInfo]) {
+    for agent in agents {
+        let chats = agent.capabilities.get_or_insert_default();
+        chats.multiple_chats.get_or_insert_default().side_chat = Some(true);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use agenthost_checkpoint::{CheckpointError, Worktree, create_worktree, remove_worktree};
 use agenthost_protocol::ahp_types::state::{
-    MarkdownResponsePart, ResponsePart, SessionConfigPropertySchema, Turn,
+    MarkdownResponsePart, ResponsePart, SessionConfigPropertySchema, SessionConfigState, Turn,
 };
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ChatUri, SessionUri};
@@ -139,6 +139,61 @@ impl IsolatedSession {
              removed when the session is deleted (a branch with commits is kept).",
         );
         text
+    }
+}
+
+/// Why a session could not be isolated as its `config.isolation` asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IsolationRequestError {
+    /// The request cannot be met: a value that is not `none` or `worktree`, a host without
+    /// isolation, a folder that cannot be isolated. The message names `config.isolation`.
+    #[error("{0}")]
+    Refused(String),
+    /// The worktrees were made but their record could not be stored.
+    #[error("{0}")]
+    Record(String),
+}
+
+/// The worktrees of a session being created that asked for them with
+/// `config.isolation = "worktree"` (its working directories are the worktree paths from then
+/// on); `None` when it did not ask. `worktrees` is the host's isolation service, if it has one.
+pub async fn isolate_as_requested(
+    worktrees: Option<&dyn WorktreeIsolation>,
+    session: &SessionUri,
+    config: Option<&serde_json::Map<String, Value>>,
+    directories: &[String],
+) -> Result<Option<IsolatedSession>, IsolationRequestError> {
+    let refused =
+        |why: String| IsolationRequestError::Refused(format!("config.{ISOLATION_KEY}: {why}"));
+    let requested = wants_worktree(config.and_then(|c| c.get(ISOLATION_KEY)))
+        .map_err(|e| refused(e.to_string()))?;
+    if !requested {
+        return Ok(None);
+    }
+    let worktrees = worktrees
+        .ok_or_else(|| refused("this host cannot isolate sessions in worktrees".into()))?;
+    match worktrees.isolate(session, directories).await {
+        Ok(record) => Ok(Some(record)),
+        Err(error @ IsolationError::Record(_)) => {
+            Err(IsolationRequestError::Record(error.to_string()))
+        }
+        Err(error) => Err(refused(error.to_string())),
+    }
+}
+
+/// A restored session's configuration shows the isolation it was created with (it is fixed at
+/// creation; `isolated` says whether a worktree record exists), when the schema has the
+/// property.
+pub fn show_isolation(config: &mut SessionConfigState, isolated: bool) {
+    if config.schema.properties.contains_key(ISOLATION_KEY) {
+        let mode = if isolated {
+            ISOLATION_WORKTREE
+        } else {
+            ISOLATION_NONE
+        };
+        config
+            .values
+            .insert(ISOLATION_KEY.to_owned(), mode.to_owned().into());
     }
 }
 
