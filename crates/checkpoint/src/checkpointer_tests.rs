@@ -317,6 +317,30 @@ fn a_ref_lock_left_by_a_killed_host_does_not_block_the_next_checkpoints() {
     assert_eq!(h.refs(), [BASE, T1]);
 }
 
+/// The same for `packed-refs.lock`, which every checkpoint ref update takes (refs are packed):
+/// one left by a killed host is removed; without that no checkpoint of the repository would
+/// ever be recorded again.
+#[test]
+fn a_packed_refs_lock_left_by_a_killed_host_does_not_block_the_next_checkpoints() {
+    let h = Harness::new();
+    h.baseline();
+    let lock = h.repo.path().join(".git").join("packed-refs.lock");
+    std::fs::write(&lock, "").unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&lock)
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+    assert_eq!(
+        h.turn("t1", |r| r.write("a.txt", "2\n")).as_deref(),
+        Some(T1)
+    );
+    assert!(!lock.exists());
+    assert_eq!(h.refs(), [BASE, T1]);
+}
+
 #[test]
 fn discarded_and_idempotent_turns() {
     let h = Harness::new();

@@ -280,12 +280,8 @@ impl Repo {
             deref: false,
         };
         let _guard = lock(&self.refs);
-        let updated = self.write_packed(edit.clone());
-        if updated.is_err() && self.remove_stale_lock(&edit.name) {
-            self.write_packed(edit).git("update a checkpoint ref")?;
-            return Ok(());
-        }
-        updated.git("update a checkpoint ref")?;
+        self.remove_stale_locks(&edit.name);
+        self.write_packed(edit).git("update a checkpoint ref")?;
         Ok(())
     }
 
@@ -304,21 +300,24 @@ impl Repo {
             .commit(None)
     }
 
-    /// Removes the lock file of ref `name` when a process that is gone left it (see
-    /// [`FIRST_OPENED`]); true when it did.
-    fn remove_stale_lock(&self, name: &gix::refs::FullName) -> bool {
-        let Ok(relative) = name.as_bstr().to_str() else {
-            return false;
-        };
-        let lock = self.gix().common_dir().join(format!("{relative}.lock"));
-        let stale = std::fs::metadata(&lock)
-            .and_then(|metadata| metadata.modified())
-            .is_ok_and(|modified| modified < *FIRST_OPENED);
-        if !stale {
-            return false;
+    /// Removes the lock files a process that is gone left on ref `name` or on `packed-refs`
+    /// (older than [`FIRST_OPENED`]): a host killed while it updated a checkpoint ref would
+    /// otherwise fail every later update.
+    fn remove_stale_locks(&self, name: &gix::refs::FullName) {
+        let common = self.gix().common_dir().to_owned();
+        let own = name
+            .as_bstr()
+            .to_str()
+            .ok()
+            .map(|relative| common.join(format!("{relative}.lock")));
+        for lock in own.into_iter().chain([common.join("packed-refs.lock")]) {
+            let stale = std::fs::metadata(&lock)
+                .and_then(|metadata| metadata.modified())
+                .is_ok_and(|modified| modified < *FIRST_OPENED);
+            if stale && std::fs::remove_file(&lock).is_ok() {
+                tracing::warn!(lock = %lock.display(), "removed a ref lock left by a process that was killed");
+            }
         }
-        tracing::warn!(lock = %lock.display(), "removing a ref lock left by a process that was killed");
-        std::fs::remove_file(&lock).is_ok()
     }
 
     /// Every ref whose name starts with `prefix`, with the commit it points at, sorted by name.

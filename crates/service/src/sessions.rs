@@ -22,6 +22,7 @@ use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
 use agenthost_reducers::states::empty_chat;
+use agenthost_services::now_iso;
 use agenthost_services::paging::{CatalogCursor, cut_page, page_limit, sort_catalog};
 use agenthost_services::sandbox::{PathUse, Sandbox, client_paths, message_paths};
 use agenthost_services::{
@@ -107,10 +108,6 @@ impl std::fmt::Debug for SessionService {
             .field("roots", &self.sandbox.roots())
             .finish_non_exhaustive()
     }
-}
-
-fn now_iso() -> String {
-    format!("{:.3}", jiff::Timestamp::now())
 }
 
 impl SessionService {

@@ -133,3 +133,9 @@ pub use worktrees::{
     wants_worktree, with_announcement, worktree_name,
 };
 pub use write_queue::{Write, WriteQueue, flush_pending_writes};
+
+/// Now, as the ISO 8601 UTC timestamp with milliseconds AHP state carries
+/// (`2026-03-01T10:00:00.000Z`).
+pub fn now_iso() -> String {
+    format!("{:.3}", jiff::Timestamp::now())
+}

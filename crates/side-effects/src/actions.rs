@@ -69,8 +69,3 @@ pub(crate) fn chat_added(chat: &ChatState) -> StateAction {
         summary: agenthost_reducers::projection::chat_summary(chat),
     })
 }
-
-/// The current time as the wire writes timestamps (ISO-8601, UTC, milliseconds).
-pub(crate) fn now_iso() -> String {
-    format!("{:.3}", jiff::Timestamp::now())
-}

@@ -49,6 +49,9 @@ pub struct OrchestratorConfig {
     pub subagent_start_timeout: Duration,
     /// How many failed subagent routes are remembered (their late signals are dropped).
     pub failed_route_memory: usize,
+    /// How long a chat's next turn waits for the agent to finish cancelling the previous one;
+    /// past it the turn is sent anyway (logged), so a wedged agent cannot hold the chat.
+    pub cancel_settle_timeout: Duration,
 }
 
 impl Default for OrchestratorConfig {
@@ -60,6 +63,7 @@ impl Default for OrchestratorConfig {
             subagent_buffer_limit: 1000,
             subagent_start_timeout: Duration::from_secs(30),
             failed_route_memory: 256,
+            cancel_settle_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -132,7 +136,15 @@ impl Shared {
         let pending = self.runtime().cancelling.remove(chat);
         if let Some(mut cancelling) = pending {
             // A cancel task that died without saying so counts as done.
-            let _ = cancelling.wait_for(|done| *done).await;
+            let limit = self.config.cancel_settle_timeout;
+            let settled = tokio::time::timeout(limit, cancelling.wait_for(|done| *done)).await;
+            if settled.is_err() {
+                tracing::warn!(
+                    chat,
+                    ?limit,
+                    "still cancelling: the next turn is sent anyway"
+                );
+            }
         }
     }
 
@@ -372,11 +384,7 @@ impl Orchestrator {
     /// history; `None` for a chat without a live conversation of its own (subagent chats share
     /// their parent's).
     pub fn resume_handle(&self, chat: &str) -> Option<serde_json::Value> {
-        let is_subagent = ChatUri::parse(chat)
-            .ok()
-            .and_then(|c| c.subagent_parent().ok().flatten())
-            .is_some();
-        if is_subagent {
+        if ChatUri::names_subagent(chat) {
             return None;
         }
         let runtime = self.shared.runtime().chats.get(chat).cloned()?;
@@ -547,12 +555,8 @@ impl Orchestrator {
             runtime.cancelling.remove(chat);
             runtime.chats.remove(chat)
         };
-        let is_subagent = agenthost_protocol::ChatUri::parse(chat)
-            .ok()
-            .and_then(|c| c.subagent_parent().ok().flatten())
-            .is_some();
         if let Some(runtime) = runtime
-            && !is_subagent
+            && !ChatUri::names_subagent(chat)
         {
             runtime.provider.dispose().await;
         }

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::actions::{
-    chat_added, now_iso, steering_consumed, subagent_turn_started, system_notice, turn_complete,
+    chat_added, steering_consumed, subagent_turn_started, system_notice, turn_complete,
 };
 use crate::orchestrator::{Shared, TrackedTurn};
 
@@ -279,7 +279,7 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
         return;
     };
     let subagent = started.chat().into_string();
-    let now = now_iso();
+    let now = agenthost_services::now_iso();
     let exists = shared.state.read(|h| h.chat(&subagent).is_some());
     if !exists {
         let title = started

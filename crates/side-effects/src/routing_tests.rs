@@ -703,3 +703,27 @@ async fn the_next_turn_reaches_the_agent_once_it_stopped_the_cancelled_one() {
     settle().await;
     assert_eq!(sent(&h), ["t1", "t2"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_that_never_returns_holds_the_next_turn_only_until_the_settle_timeout() {
+    let config = OrchestratorConfig {
+        cancel_settle_timeout: std::time::Duration::from_secs(3),
+        ..OrchestratorConfig::default()
+    };
+    let h = harness("fake", config);
+    h.start_turn("t1").await;
+    // Never notified: the agent's cancel never returns.
+    h.provider.0.lock().unwrap().cancel_held = Some(Arc::new(tokio::sync::Notify::new()));
+    h.client(
+        CHAT,
+        json!({ "type": "chat/turnCancelled", "turnId": "t1", "duration": 9 }),
+    );
+    h.start_turn("t2").await;
+    let sent = |h: &Harness| h.provider.0.lock().unwrap().turns.len();
+    tokio::time::sleep(std::time::Duration::from_millis(2900)).await;
+    settle().await;
+    assert_eq!(sent(&h), 1, "still waiting for the cancel");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    settle().await;
+    assert_eq!(sent(&h), 2, "sent once the settle timeout passed");
+}

@@ -132,6 +132,14 @@ impl ChatUri {
         decode_session(&self.0, payload).ok()
     }
 
+    /// Whether `chat` is a well-formed subagent chat URI (`ahp-chat://subagent/…`).
+    pub fn names_subagent(chat: &str) -> bool {
+        Self::parse(chat)
+            .ok()
+            .and_then(|c| c.subagent_parent().ok().flatten())
+            .is_some()
+    }
+
     /// The session and parent tool call id of a subagent chat.
     ///
     /// `Ok(None)` when this is not an `ahp-chat://subagent/…` URI; an error when it is one but is
