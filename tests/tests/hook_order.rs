@@ -13,7 +13,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::SocketAddr;
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -68,23 +69,7 @@ fn options(dir: &std::path::Path) -> HostOptions {
     std::fs::write(&script, steps.to_string()).unwrap();
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    HostOptions {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
-        script: Some(script),
-        token: None,
-        roots: vec![work.canonicalize().unwrap()],
-        launch_kind: LaunchKind::Embedded("hook-order".into()),
-        data_dir: Some(dir.join("data")),
-        idle_eviction: None,
-        history_retry: None,
-        history_backlog: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-        unattended: Default::default(),
-        enable: Vec::new(),
-    }
+    support::scripted_options(dir, &work, script)
 }
 
 async fn host(dir: &std::path::Path, order: Option<Vec<usize>>) -> (Arc<AgentService>, Arc<Trace>) {

@@ -285,6 +285,17 @@ fn the_next_turn_of_a_chat_starting_before_the_end_capture_overlaps_nothing() {
     assert!(h.end("t3").is_some(), "t3 had ended before s1 started");
 }
 
+/// Dates `lock` an hour back: a lock file a process that is gone left behind.
+fn left_an_hour_ago(lock: &std::path::Path) {
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(lock)
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+}
+
 /// A host killed while it updated a checkpoint ref leaves the ref's lock file behind, and every
 /// later capture of the session computes the same ref name: the restarted host removes a lock
 /// older than itself instead of failing them all. A lock taken since it started is respected.
@@ -302,13 +313,7 @@ fn a_ref_lock_left_by_a_killed_host_does_not_block_the_next_checkpoints() {
     assert!(held.is_err(), "a live lock is not taken over: {held:?}");
     assert!(lock.exists());
 
-    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(&lock)
-        .unwrap()
-        .set_modified(an_hour_ago)
-        .unwrap();
+    left_an_hour_ago(&lock);
     assert_eq!(
         h.turn("t2", |r| r.write("a.txt", "2\n")).as_deref(),
         Some(T1)
@@ -326,13 +331,7 @@ fn a_packed_refs_lock_left_by_a_killed_host_does_not_block_the_next_checkpoints(
     h.baseline();
     let lock = h.repo.path().join(".git").join("packed-refs.lock");
     std::fs::write(&lock, "").unwrap();
-    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(&lock)
-        .unwrap()
-        .set_modified(an_hour_ago)
-        .unwrap();
+    left_an_hour_ago(&lock);
     assert_eq!(
         h.turn("t1", |r| r.write("a.txt", "2\n")).as_deref(),
         Some(T1)

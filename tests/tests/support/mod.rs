@@ -65,28 +65,39 @@ impl ScriptedHost {
     ) -> Self {
         let script_path = dir.path().join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
-        let server = bind(HostOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec!["scripted".into()],
-            script: Some(script_path),
-            token: None,
-            roots: vec![work.canonicalize().unwrap()],
-            launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
-            data_dir: Some(dir.path().join("data")),
-            idle_eviction: None,
-            history_retry: None,
-            history_backlog: None,
-            claude: None,
-            codex: None,
-            copilot: None,
-            unattended,
-            enable: enable.iter().map(|flag| (*flag).to_owned()).collect(),
-        })
-        .await
-        .unwrap();
+        let mut options = scripted_options(dir.path(), &work, script_path);
+        options.unattended = unattended;
+        options.enable = enable.iter().map(|flag| (*flag).to_owned()).collect();
+        let server = bind(options).await.unwrap();
         let url = server.url();
         tokio::spawn(server.serve(std::future::pending()));
         Self { dir, work, url }
+    }
+}
+
+/// A loopback host with the scripted provider playing `script`, `work` as its only root and
+/// `<dir>/data` as its data dir; nothing else on.
+pub fn scripted_options(
+    dir: &std::path::Path,
+    work: &std::path::Path,
+    script: PathBuf,
+) -> HostOptions {
+    HostOptions {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        providers: vec!["scripted".into()],
+        script: Some(script),
+        token: None,
+        roots: vec![work.canonicalize().unwrap()],
+        launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
+        data_dir: Some(dir.join("data")),
+        idle_eviction: None,
+        history_retry: None,
+        history_backlog: None,
+        claude: None,
+        codex: None,
+        copilot: None,
+        unattended: UnattendedOptions::default(),
+        enable: Vec::new(),
     }
 }
 
