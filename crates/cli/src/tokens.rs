@@ -101,7 +101,7 @@ pub fn add(data_dir: &Path, name: &str, scope: &str) -> Result<String, String> {
         name: name.to_owned(),
         hash: token_hash(token.as_str().as_bytes()),
         scope: scope.to_string(),
-        created_at: format!("{:.3}", jiff::Timestamp::now()),
+        created_at: agenthost_services::now_iso(),
     };
     open(data_dir)?
         .add_token(&record)

@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `reconnect` (and `initialize`) without `channel` | [`fill_missing_channel`], called by the connection's parameter decoder |
 //! | VS Code derives the default chat `ahp-chat://default/<base64url(session)>` itself, padded or not | [`chat_spelling`]: any spelling of a derived chat URI becomes the one the host publishes, before the chat is resolved |
-//! | `completions` on the session URI | [`completions_channel`]: a session URI means its default chat |
+//! | `completions` on the session URI | `agenthost_service::AgentService::completion_chat`: a session URI means its default chat |
 //! | a `session/titleChanged` on the chat channel (a rename) | the reducers accept that one pairing (`agenthost-reducers` validation), the `sessionTitle` contribution applies it to the session (`session/titleChanged`, `session/chatUpdated`) and the host's `summaries` observer announces `root/sessionSummaryChanged`; nothing here |
 //! | the `root/configChanged` burst, every one with `clientSeq` 0 | nothing to do: the host never deduplicates by `(clientId, clientSeq)` nor requires it to grow; each is echoed (merged into root `config`) or rejected once |
 //! | client tools and synced customizations in `createSession.activeClient` | [`create_session_params`]: entries the 1.0 wire types cannot read are left out, the session is created |
@@ -118,16 +118,6 @@ pub fn chat_spelling(uri: &str) -> Cow<'_, str> {
         }
         _ => Cow::Borrowed(uri),
     }
-}
-
-/// The chat a `completions` request is for: VS Code sends it on the **session** URI, meaning the
-/// session's default chat (`default_chat_of` looks it up). A chat URI, or a session without a
-/// default chat, is returned unchanged.
-pub fn completions_channel(
-    channel: &str,
-    default_chat_of: impl FnOnce(&str) -> Option<String>,
-) -> String {
-    default_chat_of(channel).unwrap_or_else(|| channel.to_owned())
 }
 
 /// Decodes `createSession` params, tolerating what a client sends about itself: an

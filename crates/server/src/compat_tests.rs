@@ -66,16 +66,6 @@ fn every_spelling_of_a_derived_chat_becomes_the_published_one() {
 }
 
 #[test]
-fn completions_on_a_session_go_to_its_default_chat() {
-    let chat = completions_channel("scripted:/s", |s| {
-        (s == "scripted:/s").then(|| "ahp-chat://default/x".to_owned())
-    });
-    assert_eq!(chat, "ahp-chat://default/x");
-    let unchanged = completions_channel("ahp-chat:/c", |_| None);
-    assert_eq!(unchanged, "ahp-chat:/c");
-}
-
-#[test]
 fn a_0_9_peer_is_never_sent_an_action_1_0_introduced() {
     let gated = r#"{"jsonrpc":"2.0","method":"action","params":{"serverSeq":4,"channel":"ahp-chat:/c","action":{"type":"chat/movableChanged","movable":true}}}"#;
     let ordinary = r#"{"jsonrpc":"2.0","method":"action","params":{"serverSeq":5,"channel":"ahp-chat:/c","action":{"type":"chat/delta","turnId":"t","partId":"p","content":"chat/movableChanged"}}}"#;

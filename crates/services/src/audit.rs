@@ -60,7 +60,7 @@ pub fn audit_entry(
     detail: serde_json::Value,
 ) -> AuditRecord {
     AuditRecord {
-        at: format!("{:.3}", jiff::Timestamp::now()),
+        at: crate::now_iso(),
         token: token.unwrap_or("host").to_owned(),
         client_id: client_id.unwrap_or_default().to_owned(),
         channel: channel.to_owned(),

@@ -186,7 +186,7 @@ impl QueueDrain {
         let turn_id = queued_turn_id(&head.id);
         let started = StateAction::ChatTurnStarted(ChatTurnStartedAction {
             turn_id: turn_id.clone(),
-            started_at: format!("{:.3}", jiff::Timestamp::now()),
+            started_at: agenthost_services::now_iso(),
             message: head.message.clone(),
             queued_message_id: Some(head.id.clone()),
             meta: None,
