@@ -307,7 +307,7 @@ pub struct Composed {
     /// The host's use cases (the server's [`Host`] speaks the protocol over them).
     pub service: Arc<AgentService>,
     /// The machine it runs on, for the diagnostics requests.
-    pub machine: agenthost_server::machine::MachineFacts,
+    pub machine: agenthost_protocol::machine::MachineFacts,
     /// Its session database.
     pub store: Store,
 }
@@ -338,7 +338,7 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     }
     let machine = machine_facts();
     let mut root = root_state(agents);
-    root.meta = Some(agenthost_server::machine::root_meta(&machine));
+    root.meta = Some(agenthost_protocol::machine::root_meta(&machine));
     let state = state_for(&store, root).map_err(|e| e.to_string())?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
     let mut registry = services(&state, &store, provider_ids, &roots);
@@ -418,7 +418,7 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
 
 /// The machine this process runs on: the operating system, architecture, CPUs and memory
 /// (`/proc/meminfo` where there is one; unknown elsewhere) and the proxy variables set.
-fn machine_facts() -> agenthost_server::machine::MachineFacts {
+fn machine_facts() -> agenthost_protocol::machine::MachineFacts {
     let memory_bytes = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|info| {
@@ -426,12 +426,12 @@ fn machine_facts() -> agenthost_server::machine::MachineFacts {
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
             kib.checked_mul(1024)
         });
-    let proxy_env = agenthost_server::machine::PROXY_VARIABLES
+    let proxy_env = agenthost_protocol::machine::PROXY_VARIABLES
         .iter()
         .flat_map(|name| [name.to_string(), name.to_ascii_lowercase()])
         .filter_map(|name| std::env::var(&name).ok().map(|value| (name, value)))
         .collect();
-    agenthost_server::machine::MachineFacts {
+    agenthost_protocol::machine::MachineFacts {
         os: std::env::consts::OS.to_owned(),
         arch: std::env::consts::ARCH.to_owned(),
         cpu_count: std::thread::available_parallelism()

@@ -7,6 +7,7 @@
 
 pub mod checkpoints;
 pub mod demo;
+pub mod discovery;
 pub mod host;
 pub mod map;
 pub mod mock_model;

@@ -139,10 +139,15 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         None => None,
         Some(user_data_dir) => {
             let user_data_dir = user_data_dir
-                .or_else(agenthost_server::discovery::default_vscode_user_data_dir)
+                .or_else(crate::discovery::default_vscode_user_data_dir)
                 .ok_or("--vscode-discovery: cannot find VS Code's user-data directory; pass --vscode-user-data-dir")?;
-            let entries = agenthost_server::discovery::entries_dir(&user_data_dir);
-            let entry = server.publish_discovery_entry(&entries).map_err(|e| {
+            let entries = crate::discovery::entries_dir(&user_data_dir);
+            let entry = crate::discovery::DiscoveryEntry::publish(
+                &entries,
+                server.local_addr(),
+                server.credentials().primary(),
+            )
+            .map_err(|e| {
                 format!(
                     "--vscode-discovery: cannot write the entry in {}: {e}",
                     entries.display()

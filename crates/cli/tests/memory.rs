@@ -1,7 +1,7 @@
 //! Memory under concurrent large reads, through the binary (issue 23): N clients each reading
 //! the same S-byte file with `resourceRead` at once must keep the serve process's peak resident
 //! memory (`VmHWM`) under the cap the server documents
-//! (`agenthost_server::resources::read_memory_cap`): reads are bounded, not all in memory at once.
+//! (`agenthost_services::resources::read_memory_cap`): reads are bounded, not all in memory at once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -59,7 +59,7 @@ fn concurrent_large_reads_stay_under_the_documented_cap() {
         }
     });
     let peak = peak_resident(pid);
-    let cap = before + agenthost_server::resources::read_memory_cap(SIZE as u64);
+    let cap = before + agenthost_services::resources::read_memory_cap(SIZE as u64);
     eprintln!(
         "memory: {READERS} concurrent reads of {} MiB: peak resident {} MiB (at start {} MiB, cap {} MiB)",
         SIZE >> 20,

@@ -1,10 +1,12 @@
 //! The vocabulary of agenthost: the words every other crate speaks, and nothing else.
 //!
-//! **Central design decision: vocabulary only — no logic, no I/O, no async.** This crate holds
-//! the AHP wire types (re-exported from Microsoft's generated `ahp-types`, never forked or
-//! redefined), validated URI newtypes for the channels the host serves, the keys the host
-//! indexes pending work by, and the signals provider adapters send to the host. Every function
-//! here is a pure constructor, accessor, parser or formatter. Behaviour (reducing, dispatching,
+//! **Central design decision: vocabulary only — no I/O, no async.** This crate holds the AHP
+//! wire types (re-exported from Microsoft's generated `ahp-types`, never forked or redefined),
+//! validated URI newtypes for the channels the host serves, the keys the host indexes pending
+//! work by, the signals provider adapters send to the host, and the pure translations of the
+//! wire ([`jsonrpc`] framing, [`negotiation`], VS Code's [`dialect`], [`machine`] facts shaped
+//! for the root state). Every function here is a constructor, accessor, parser, formatter or
+//! translation. Behaviour (reducing, dispatching,
 //! persistence, transports) lives in higher crates, so this crate stays small, stable and cheap
 //! to depend on.
 //!
@@ -13,8 +15,12 @@
 
 #![deny(missing_docs)]
 
+pub mod dialect;
 pub mod error_info;
 pub mod ids;
+pub mod jsonrpc;
+pub mod machine;
+pub mod negotiation;
 pub mod signal;
 pub mod uri;
 
@@ -28,6 +34,8 @@ pub use ahp_types::{
 pub use ahp_types::{actions, commands, common, errors, messages, notifications, state, version};
 
 pub use ids::{InputKey, ToolCallKey};
+pub use jsonrpc::{RpcError, action_frame, notification_frame};
+pub use negotiation::{NegotiatedVersion, WireSurface};
 pub use signal::{
     ActionSignal, AgentSignal, ModelCallCompleted, ModelLimits, ModelLimitsReported,
     PendingConfirmation, PermissionKind, SteeringConsumed, SubagentCompleted, SubagentStarted,

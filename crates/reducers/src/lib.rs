@@ -23,6 +23,7 @@
 pub mod chat_config;
 mod host_state;
 pub mod projection;
+pub mod server_actions;
 pub mod states;
 pub mod turn_ids;
 pub mod validation;

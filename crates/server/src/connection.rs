@@ -37,14 +37,14 @@ use tokio_tungstenite::tungstenite::protocol::{Message, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Utf8Bytes};
 
 use crate::access::{Credentials, Grant};
-use crate::compat::UriSpellings;
 use crate::config::ServerConfig;
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::handshake::{self, Prefixed};
 use crate::origin::OriginPolicy;
 use crate::rate::{Admission, TokenBucket};
-use crate::rpc::{self, DecodeError, Incoming, RpcError};
-use crate::version::{self, NegotiatedVersion, SUPPORTED_VERSIONS};
+use agenthost_protocol::dialect::UriSpellings;
+use agenthost_protocol::jsonrpc::{self as rpc, DecodeError, Incoming, RpcError};
+use agenthost_protocol::negotiation::{self as version, NegotiatedVersion, SUPPORTED_VERSIONS};
 
 /// Close code: normal closure.
 pub(crate) const CLOSE_NORMAL: u16 = 1000;
@@ -94,17 +94,6 @@ impl fmt::Display for ConnectionId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the connection lagged or is closed; the frame was dropped")]
 pub struct Lagged;
-
-/// Why [`Connection::notify`] failed.
-#[derive(Debug, thiserror::Error)]
-pub enum NotifyError {
-    /// The params could not be serialized.
-    #[error("the notification could not be encoded: {0}")]
-    Encode(#[from] serde_json::Error),
-    /// The connection lagged or is closed.
-    #[error(transparent)]
-    Lagged(#[from] Lagged),
-}
 
 /// How a connection is to be closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,11 +287,6 @@ impl Connection {
         self.shared.id
     }
 
-    /// The client's address (`None` for a connection not over TCP).
-    pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.shared.peer
-    }
-
     /// The version negotiated by `initialize` (or returned by the handler for `reconnect`);
     /// `None` before.
     pub fn protocol_version(&self) -> Option<NegotiatedVersion> {
@@ -329,18 +313,6 @@ impl Connection {
     /// `reconnect` is being handled are delivered after that response.
     pub fn send_frame(&self, frame: Arc<str>) -> Result<(), Lagged> {
         self.enqueue(&self.shared.outbound, frame)
-    }
-
-    /// Encodes and queues a notification (see [`send_frame`](Self::send_frame)). To send the same
-    /// notification to many connections, encode it once with
-    /// [`notification_frame`](crate::notification_frame) instead.
-    pub fn notify<T: Serialize + ?Sized>(
-        &self,
-        method: &str,
-        params: &T,
-    ) -> Result<(), NotifyError> {
-        let frame = rpc::notification_frame(method, params)?;
-        Ok(self.send_frame(frame)?)
     }
 
     /// Closes the connection cleanly (close code 1000 with `reason`): frames already queued are
@@ -880,7 +852,7 @@ where
         match message {
             Ok(Message::Text(text)) => match rpc::decode(text.as_str()) {
                 Ok(Incoming::Request { id, method, .. }) if method == "ping" => {
-                    conn.send_priority(rpc::success_frame(id, &Value::Null));
+                    conn.send_priority(reply_frame(id, &Value::Null));
                 }
                 Ok(Incoming::Response { id, outcome }) => handler.response(&conn, id, outcome),
                 Ok(incoming) => {
@@ -1100,6 +1072,15 @@ async fn work_loop(
     }
 }
 
+/// The success response to `id`, or `-32603` for it when `result` cannot be serialized.
+fn reply_frame<T: Serialize + ?Sized>(id: u64, result: &T) -> Arc<str> {
+    rpc::success_frame(id, result).unwrap_or_else(|error| {
+        tracing::error!(id, %error, "a response could not be serialized");
+        let error = RpcError::internal("the response could not be serialized");
+        rpc::error_frame(&Value::from(id), &error)
+    })
+}
+
 async fn handle_request(
     conn: &Connection,
     handler: &dyn ProtocolHandler,
@@ -1114,12 +1095,12 @@ async fn handle_request(
         )),
         "initialize" => initialize(conn, handler, id, params).await,
         "reconnect" => reconnect(conn, handler, id, params).await,
-        "ping" => Reply::Send(rpc::success_frame(id, &Value::Null)),
+        "ping" => Reply::Send(reply_frame(id, &Value::Null)),
         _ if !conn.is_ready() => error(RpcError::invalid_request(format!(
             "initialize first: `{method}` was sent before `initialize` (or `reconnect`)"
         ))),
         _ => match handler.request(conn.clone(), method, params).await {
-            Ok(result) => Reply::Send(rpc::success_frame(id, &result)),
+            Ok(result) => Reply::Send(reply_frame(id, &result)),
             Err(rpc_error) => error(rpc_error),
         },
     }
@@ -1173,7 +1154,7 @@ async fn initialize(
     {
         Ok(mut result) => {
             result.protocol_version = version.as_str().to_owned();
-            Reply::SendAndOpen(rpc::success_frame(id, &result))
+            Reply::SendAndOpen(reply_frame(id, &result))
         }
         Err(rpc_error) => {
             conn.set_peer(None, None);
@@ -1214,7 +1195,7 @@ async fn reconnect(
         }) => {
             let client_id = conn.client_id();
             conn.set_peer(Some(protocol_version), client_id);
-            Reply::SendAndOpen(rpc::success_frame(id, &result))
+            Reply::SendAndOpen(reply_frame(id, &result))
         }
         Err(rpc_error) => {
             conn.set_peer(None, None);
@@ -1246,7 +1227,7 @@ fn parse_params<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Res
             "{method}: params must be an object"
         )));
     };
-    crate::compat::fill_missing_channel(&mut object);
+    agenthost_protocol::dialect::fill_missing_channel(&mut object);
     serde_json::from_value(Value::Object(object))
         .map_err(|error| RpcError::invalid_params(format!("{method}: invalid params: {error}")))
 }

@@ -49,7 +49,8 @@ impl ProtocolHandler for Recorder {
         Box::pin(async move {
             self.record(format!("initialize {}", version.as_str()));
             // Sent while initialize is in progress: must reach the client after the response.
-            conn.notify("x-test/early", &json!({})).unwrap();
+            conn.send_frame(rpc::notification_frame("x-test/early", &json!({})))
+                .unwrap();
             Ok(initialize_result())
         })
     }
@@ -77,7 +78,7 @@ impl ProtocolHandler for Recorder {
                 }
                 "flood" => {
                     let frame: Arc<str> =
-                        rpc::notification_frame("x-test/flood", &"x".repeat(1024)).unwrap();
+                        rpc::notification_frame("x-test/flood", &"x".repeat(1024));
                     let mut sent = 0u64;
                     while conn.send_frame(frame.clone()).is_ok() {
                         sent += 1;

@@ -7,8 +7,8 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::connection::Connection;
-use crate::rpc::RpcError;
-use crate::version::NegotiatedVersion;
+use agenthost_protocol::NegotiatedVersion;
+use agenthost_protocol::RpcError;
 
 /// What a successful `reconnect` returns to the transport.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +86,7 @@ pub trait ProtocolHandler: Send + Sync + 'static {
 
     /// Before any other call with a client's params (not `ping`'s): rewrite the session URIs
     /// this client spells differently from the host into the host's spelling (see
-    /// [`UriSpellings`](crate::compat::UriSpellings)), recording new pairs on `conn`. The
+    /// [`UriSpellings`](agenthost_protocol::dialect::UriSpellings)), recording new pairs on `conn`. The
     /// default changes nothing.
     fn to_host_spelling(&self, conn: &Connection, params: &mut Value) {
         let _ = (conn, params);

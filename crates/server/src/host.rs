@@ -12,6 +12,7 @@ use agenthost_protocol::commands::{
 };
 use agenthost_service::bounded::BoundedMap;
 use agenthost_service::checkpoint_commands::{DiffParams, RollbackParams};
+use agenthost_service::resources;
 use agenthost_service::{
     AgentService, ClientContext, ClientDispatch, Outbox, Reattached, ReconnectOutcome,
     ServiceError, SubscriberId, action_frame,
@@ -22,17 +23,16 @@ use serde_json::Value;
 
 use crate::access::{READ_METHODS, Scope};
 use crate::clients::ClientBindings;
-use crate::compat::{self, ClientDialect};
 use crate::connection::{Connection, ConnectionId};
 use crate::handler::{ProtocolHandler, Reconnected};
 use crate::requests;
-use crate::resources;
-use crate::rpc::RpcError;
-use crate::version::NegotiatedVersion;
+use agenthost_protocol::NegotiatedVersion;
+use agenthost_protocol::RpcError;
 use agenthost_protocol::ahp_types::commands::{
     AuthenticateParams, CompletionsParams, ResolveSessionConfigParams, ResourceListParams,
     ResourceReadParams, ResourceResolveParams,
 };
+use agenthost_protocol::dialect::{self, ClientDialect};
 
 /// Hands state-manager frames to a connection without ever waiting.
 struct ConnectionOutbox(Connection);
@@ -45,7 +45,7 @@ impl Outbox for ConnectionOutbox {
         }
         // An action the peer's protocol version does not have is left out, not a lag.
         let surface = || self.0.protocol_version().map(|v| v.surface());
-        if !compat::frame_allowed(surface, &frame) {
+        if !dialect::frame_allowed(surface, &frame) {
             return true;
         }
         // A connection that is closing (its client left) takes nothing more and is forgotten by
@@ -65,7 +65,7 @@ struct Peers {
     /// The version negotiated per client id, for `reconnect` (which carries none). Bounded:
     /// past [`REMEMBERED_CLIENTS`] the oldest goes (its `reconnect` gets the 0.9 surface).
     versions: BoundedMap<String, NegotiatedVersion>,
-    /// The dialect each client id announced at `initialize` (see [`compat::ClientDialect`]),
+    /// The dialect each client id announced at `initialize` (see [`dialect::ClientDialect`]),
     /// bounded the same way.
     dialects: BoundedMap<String, ClientDialect>,
 }
@@ -104,7 +104,7 @@ pub struct Host {
     service: Arc<AgentService>,
     peers: Mutex<Peers>,
     /// The machine, for the diagnostics requests.
-    machine: crate::machine::MachineFacts,
+    machine: agenthost_protocol::machine::MachineFacts,
     /// Permits for concurrent `resourceRead`s ([`resources::MAX_CONCURRENT_READS`]).
     reads: Arc<tokio::sync::Semaphore>,
 }
@@ -133,7 +133,10 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
 impl Host {
     /// The transport's side of the host over `service`, on `machine` (what the diagnostics
     /// requests report).
-    pub fn new(service: Arc<AgentService>, machine: crate::machine::MachineFacts) -> Arc<Self> {
+    pub fn new(
+        service: Arc<AgentService>,
+        machine: agenthost_protocol::machine::MachineFacts,
+    ) -> Arc<Self> {
         Arc::new(Self {
             service,
             peers: Mutex::new(Peers::default()),
@@ -143,11 +146,11 @@ impl Host {
     }
 
     /// The chat a client names, as the host knows it: a derived default chat in any spelling
-    /// ([`compat::chat_spelling`]) resolved to its session's default chat.
+    /// ([`dialect::chat_spelling`]) resolved to its session's default chat.
     fn resolve_chat(&self, uri: &str) -> String {
         self.service
             .sessions()
-            .resolve_chat(&compat::chat_spelling(uri))
+            .resolve_chat(&dialect::chat_spelling(uri))
     }
 
     fn peers(&self) -> MutexGuard<'_, Peers> {
@@ -245,10 +248,17 @@ impl Host {
             "createSession" => {
                 let mut raw = raw;
                 if let Some(config) = raw.as_mut().and_then(|p| p.get_mut("config")) {
-                    compat::migrate_legacy_autopilot(config);
+                    dialect::migrate_legacy_autopilot(config);
                 }
-                let p = compat::create_session_params(raw)
+                let (p, dropped) = dialect::create_session_params(raw)
                     .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))?;
+                if dropped > 0 {
+                    tracing::debug!(
+                        session = p.channel,
+                        dropped,
+                        "createSession: left out client tools or customizations this host cannot read"
+                    );
+                }
                 let client_id = conn.client_id().unwrap_or_default();
                 self.service
                     .create_session(p, &client_id)
@@ -377,8 +387,12 @@ impl Host {
                 let p: AuthenticateParams = params(raw)?;
                 Err(requests::authenticate(&p))
             }
-            "getNetworkDiagnosticsInfo" => Ok(crate::machine::network_diagnostics(&self.machine)),
-            "getManagedSettingsDiagnostics" => Ok(crate::machine::managed_settings_diagnostics()),
+            "getNetworkDiagnosticsInfo" => Ok(agenthost_protocol::machine::network_diagnostics(
+                &self.machine,
+            )),
+            "getManagedSettingsDiagnostics" => {
+                Ok(agenthost_protocol::machine::managed_settings_diagnostics())
+            }
             other => Err(RpcError::method_not_found(other)),
         }
     }
@@ -686,7 +700,7 @@ impl ProtocolHandler for Host {
                 let surface = protocol_version.surface();
                 replay
                     .actions
-                    .retain(|envelope| compat::envelope_allowed(surface, envelope));
+                    .retain(|envelope| dialect::envelope_allowed(surface, envelope));
             }
             Ok(Reconnected {
                 result,
@@ -706,7 +720,7 @@ impl ProtocolHandler for Host {
 
     fn to_host_spelling(&self, conn: &Connection, params: &mut Value) {
         let spellings = conn.spellings();
-        for named in compat::named_sessions(params) {
+        for named in dialect::named_sessions(params) {
             if spellings.is_resolved(named.as_str()) {
                 continue;
             }
@@ -738,7 +752,7 @@ impl ProtocolHandler for Host {
                         == Some("session/configChanged")
                         && let Some(config) = raw.pointer_mut("/action/config")
                     {
-                        compat::migrate_legacy_autopilot(config);
+                        dialect::migrate_legacy_autopilot(config);
                     }
                     raw
                 })) {

@@ -57,7 +57,7 @@ fn host(root: &std::path::Path) -> (Arc<Host>, Arc<StateManager>, Arc<SessionSer
         subscriptions: None,
         shutdown_write_timeout: agenthost_service::DEFAULT_SHUTDOWN_WRITE_TIMEOUT,
     });
-    let host = Host::new(agent, crate::machine::MachineFacts::default());
+    let host = Host::new(agent, agenthost_protocol::machine::MachineFacts::default());
     (host, state, service)
 }
 
@@ -406,7 +406,7 @@ async fn a_changed_session_summary_reaches_root_subscribers_with_the_changed_fie
 /// the actions AHP 1.0 introduced.
 #[tokio::test(start_paused = true)]
 async fn reconnect_serves_the_version_the_client_negotiated() {
-    use crate::version::NegotiatedVersion;
+    use agenthost_protocol::NegotiatedVersion;
     let dir = tempfile_dir();
     let (host, state, service) = host(dir.path());
     create(&service, "scripted:/a").await;
@@ -492,7 +492,7 @@ async fn reconnect_serves_the_version_the_client_negotiated() {
 /// [`super::REMEMBERED_CLIENTS`]: the oldest one's `reconnect` falls back to the 0.9 surface.
 #[tokio::test(start_paused = true)]
 async fn the_remembered_client_versions_are_bounded() {
-    use crate::version::NegotiatedVersion;
+    use agenthost_protocol::NegotiatedVersion;
     let dir = tempfile_dir();
     let (host, _state, _service) = host(dir.path());
     let version = NegotiatedVersion::from_version("1.0.0").unwrap();

@@ -37,10 +37,10 @@
 //! and its files) and `x-checkpoint/rollback {session, turnId}` (the paths put back) — see
 //! [`checkpoint_commands`]. `agent-host diff` / `rollback` are their clients. The read-only
 //! `resourceList` / `resourceResolve` / `resourceRead` answer inside the host's roots only (see
-//! [`resources`]); the write methods are refused.
+//! `agenthost_services::resources`); the write methods are refused.
 //!
 //! **VS Code as a client.** Every allowance for VS Code's dialect of AHP lives in one module,
-//! [`compat`]: the tolerances applied to every connection (a `reconnect` without `channel`,
+//! `agenthost_protocol::dialect`: the tolerances applied to every connection (a `reconnect` without `channel`,
 //! derived default-chat URIs in any base64 spelling, `completions` on a session URI), the
 //! per-connection dialect (recognised by `clientInfo.name` or the `vscode.*` `_meta` keys,
 //! reported to contributions as the client kind `vscode`, nothing else depends on it) and the
@@ -55,8 +55,8 @@
 //! entry, root subscribers get `root/sessionSummaryChanged` with the changed fields (an envelope
 //! observer, the `summaries` module), so a session list stays current without subscribing to
 //! every session. Optionally (`serve --vscode-discovery`) the host announces itself in VS Code's
-//! local discovery registry ([`discovery`]). `InitializeResult.defaultDirectory` is the first root (`serve
-//! --root`), so VS Code's remote folder picker starts where [`resources`] may read.
+//! local discovery registry (the CLI's `discovery` module). `InitializeResult.defaultDirectory` is the first root (`serve
+//! --root`), so VS Code's remote folder picker starts where resource reads may go.
 //!
 //! Layout: [`Server::bind`] → [`BoundServer::serve`] accepts; per connection a reader, an
 //! in-order worker and a writer task (see the `connection` module's documentation); frames
@@ -71,41 +71,41 @@
 pub mod access;
 mod auth;
 mod clients;
-pub mod compat;
 mod config;
 mod connection;
-pub mod discovery;
 mod handler;
 mod handshake;
 mod host;
-pub mod machine;
 pub mod origin;
 mod rate;
 mod requests;
-pub mod resources;
-mod rpc;
 mod server;
 mod token;
-pub mod version;
 
+pub use agenthost_protocol::{NegotiatedVersion, RpcError, WireSurface, notification_frame};
 pub use config::ServerConfig;
-pub use connection::{Connection, ConnectionId, Lagged, MAX_CLIENT_ID_BYTES, NotifyError};
+pub use connection::{Connection, ConnectionId, Lagged, MAX_CLIENT_ID_BYTES};
 pub use handler::{ProtocolHandler, Reconnected};
 pub use host::{Host, RATE_LIMITED_REASON, REMEMBERED_CLIENTS};
-pub use rpc::{RpcError, notification_frame};
 pub use server::{BoundServer, Server, ServerError};
 pub use token::{Token, TokenError};
-pub use version::{NegotiatedVersion, WireSurface};
 
 /// Fuzzing entry point (`fuzz/`), not part of the API: decodes one inbound text frame as the
 /// connection reader does. `Ok` is the message kind and its id (none for a notification);
 /// `Err` is the error frame the reader answers with.
 #[doc(hidden)]
 pub fn fuzz_decode_frame(text: &str) -> Result<(&'static str, Option<u64>), std::sync::Arc<str>> {
-    match rpc::decode(text) {
-        Ok(rpc::Incoming::Request { id, .. }) => Ok(("request", Some(id))),
-        Ok(rpc::Incoming::Notification { .. }) => Ok(("notification", None)),
-        Ok(rpc::Incoming::Response { id, .. }) => Ok(("response", Some(id))),
-        Err(error) => Err(rpc::error_frame(&error.id, &error.error)),
+    match agenthost_protocol::jsonrpc::decode(text) {
+        Ok(agenthost_protocol::jsonrpc::Incoming::Request { id, .. }) => Ok(("request", Some(id))),
+        Ok(agenthost_protocol::jsonrpc::Incoming::Notification { .. }) => {
+            Ok(("notification", None))
+        }
+        Ok(agenthost_protocol::jsonrpc::Incoming::Response { id, .. }) => {
+            Ok(("response", Some(id)))
+        }
+        Err(error) => Err(agenthost_protocol::jsonrpc::error_frame(
+            &error.id,
+            &error.error,
+        )),
     }
 }

@@ -11,7 +11,7 @@
 //!   depend on the provider or the working directory; an unknown provider is still an error.
 //! - `completions`: the host completes nothing yet and advertises no
 //!   `completionTriggerCharacters`, so the answer is an empty `items` list — for a channel that
-//!   exists (a session URI means its default chat, see [`crate::compat`]); an unknown one is
+//!   exists (a session URI means its default chat, see `agenthost_protocol::dialect`); an unknown one is
 //!   `-32008`.
 //! - `authenticate`: no agent of this host advertises `protectedResources` (the agents use
 //!   their CLIs' own logins), so VS Code pushes no token; one sent anyway is refused with
@@ -25,7 +25,7 @@ use agenthost_protocol::commands::{
 };
 use agenthost_protocol::state::{AgentInfo, SessionConfigSchema, SessionConfigState};
 
-use crate::rpc::RpcError;
+use agenthost_protocol::RpcError;
 
 /// `listSessions`'s paging parameters, `limit` and `cursor`, each optional (VS Code sends
 /// neither, nor always a `channel`). A value of the wrong type is "invalid params".
@@ -76,15 +76,10 @@ pub(crate) fn resolve_session_config(
             values: Default::default(),
         });
     };
-    let mut values = config.values.clone();
-    for (key, value) in params.config.into_iter().flatten() {
-        if config.schema.properties.contains_key(&key) {
-            values.insert(key, value);
-        }
-    }
+    let resolved = agenthost_service::session_config_with(config, params.config.as_ref(), true);
     Ok(ResolveSessionConfigResult {
-        schema: config.schema.clone(),
-        values,
+        schema: resolved.schema,
+        values: resolved.values,
     })
 }
 

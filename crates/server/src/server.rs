@@ -92,19 +92,6 @@ impl BoundServer {
         self.ctx.credentials.clone()
     }
 
-    /// Announces this server in VS Code's local discovery registry `entries_dir` (see
-    /// [`crate::discovery`]); the entry is removed when the returned value is dropped.
-    pub fn publish_discovery_entry(
-        &self,
-        entries_dir: &std::path::Path,
-    ) -> std::io::Result<crate::discovery::DiscoveryEntry> {
-        crate::discovery::DiscoveryEntry::publish(
-            entries_dir,
-            self.local_addr,
-            self.ctx.credentials.primary(),
-        )
-    }
-
     /// Accepts connections until `shutdown` resolves, then stops accepting, closes every
     /// connection (close code 1001, queued frames flushed within `close_timeout`), waits until
     /// each has been handed to [`ProtocolHandler::disconnected`], and returns. Handler calls

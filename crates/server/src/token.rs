@@ -3,6 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
 /// Number of random bytes in a generated token (256 bits, twice the required minimum).
 const GENERATED_TOKEN_BYTES: usize = 32;
 
@@ -39,7 +42,7 @@ impl Token {
     pub fn generate() -> Result<Self, TokenError> {
         let mut bytes = [0u8; GENERATED_TOKEN_BYTES];
         getrandom::fill(&mut bytes).map_err(|error| TokenError::Rng(error.to_string()))?;
-        Ok(Self(base64url(&bytes).into()))
+        Ok(Self(URL_SAFE_NO_PAD.encode(bytes).into()))
     }
 
     /// The token in clear text. Never log it.
@@ -85,25 +88,6 @@ impl fmt::Debug for Token {
 }
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
-
-const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// URL-safe base64 without padding (RFC 4648 §5).
-fn base64url(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b0 = u32::from(chunk[0]);
-        let b1 = chunk.get(1).copied().map_or(0, u32::from);
-        let b2 = chunk.get(2).copied().map_or(0, u32::from);
-        let n = (b0 << 16) | (b1 << 8) | b2;
-        let sextets = [(n >> 18) & 63, (n >> 12) & 63, (n >> 6) & 63, n & 63];
-        // One input byte gives two characters, two give three, three give four.
-        for &sextet in &sextets[..chunk.len() + 1] {
-            out.push(char::from(BASE64URL[sextet as usize]));
-        }
-    }
-    out
-}
 
 #[cfg(test)]
 #[path = "token_tests.rs"]

@@ -22,19 +22,20 @@
 
 mod agent;
 mod error;
-mod persistence;
 mod sessions;
 mod summaries;
 
 pub use agent::{AgentService, DEFAULT_SHUTDOWN_WRITE_TIMEOUT, HostParts, Reattached};
+pub use agenthost_services::persistence::ResumeHandles;
 pub use error::ServiceError;
-pub use persistence::ResumeHandles;
 pub use sessions::{ServiceConfig, SessionService, root_state, state_for};
 
 // What the transport (`agenthost-server`) needs of the crates below, so that it depends on this
 // crate and the protocol alone.
 pub use agenthost_dispatcher::{ClientContext, LaunchKind, RegistrationSet};
-pub use agenthost_services::{bounded, checkpoint_commands, sandbox};
+pub use agenthost_services::{
+    bounded, checkpoint_commands, resources, sandbox, session_config_with,
+};
 pub use agenthost_state::{
     ClientDispatch, Outbox, ReconnectOutcome, SubscriberId, action_frame, notification_frame,
 };

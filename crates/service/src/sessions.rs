@@ -7,8 +7,7 @@ use std::sync::Arc;
 use agenthost_checkpoint::CheckpointService;
 use agenthost_dispatcher::{Dispatcher, HydrationContext, RestoredChat};
 use agenthost_protocol::actions::{
-    SessionChatAddedAction, SessionChatRemovedAction, SessionDefaultChatChangedAction,
-    SessionReadyAction,
+    SessionChatRemovedAction, SessionDefaultChatChangedAction, SessionReadyAction,
 };
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{
@@ -20,7 +19,7 @@ use agenthost_protocol::commands::{
 };
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction};
-use agenthost_reducers::projection::{aggregate_session_status, chat_summary};
+use agenthost_reducers::projection::aggregate_session_status;
 use agenthost_reducers::states::empty_chat;
 use agenthost_services::now_iso;
 use agenthost_services::paging::{CatalogCursor, cut_page, page_limit, sort_catalog};
@@ -34,7 +33,7 @@ use agenthost_state::{ClientDispatch, StateConfig, StateManager};
 use agenthost_store::{MetaOwner, SessionRecord, Store};
 
 use crate::error::ServiceError;
-use crate::persistence::{
+use agenthost_services::persistence::{
     ResumeHandles, StoreReservation, TurnRecorder, chat_record, restored_chat, restored_session,
     session_record, stored_chat_summary,
 };
@@ -437,9 +436,7 @@ impl SessionService {
         if let Some(record) = chat_record(session, &state, position) {
             self.store.put_chat(&record)?;
         }
-        let added = StateAction::SessionChatAdded(SessionChatAddedAction {
-            summary: chat_summary(&state),
-        });
+        let added = agenthost_reducers::server_actions::chat_added(&state);
         self.state
             .insert_chat(session.as_str(), state)
             .map_err(|_| ServiceError::ChatAlreadyExists(chat.to_string()))?;

@@ -998,9 +998,7 @@ fn add_subagent_chat(state: &StateManager, session: &str, parent: &str, chat: &s
         tool_call_id: "task-1".to_owned(),
     };
     let sub = empty_chat(chat, "Explore", "2026-01-01T00:00:00.500Z", Some(origin));
-    let added = StateAction::SessionChatAdded(SessionChatAddedAction {
-        summary: chat_summary(&sub),
-    });
+    let added = agenthost_reducers::server_actions::chat_added(&sub);
     state.insert_chat(session, sub).unwrap();
     state.dispatch_server(session, added).unwrap();
 }

@@ -21,7 +21,6 @@
 //!   envelope (an envelope observer on the state manager).
 #![deny(missing_docs)]
 
-mod actions;
 mod orchestrator;
 mod routing;
 mod turns;

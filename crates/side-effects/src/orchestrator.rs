@@ -380,17 +380,6 @@ impl Orchestrator {
         })
     }
 
-    /// The handle to resume `chat`'s agent conversation now, for storing it with the chat's
-    /// history; `None` for a chat without a live conversation of its own (subagent chats share
-    /// their parent's).
-    pub fn resume_handle(&self, chat: &str) -> Option<serde_json::Value> {
-        if ChatUri::names_subagent(chat) {
-            return None;
-        }
-        let runtime = self.shared.runtime().chats.get(chat).cloned()?;
-        runtime.provider.resume_handle()
-    }
-
     /// Starts a turn the host dispatched itself (a `chat/turnStarted` already applied, such as a
     /// chat's `initialMessage`) through the same turn starter as a client's turn: the admission
     /// gate decides in this call, the agent is sent the turn on a task.
@@ -579,5 +568,18 @@ impl Orchestrator {
             self.dispose_chat(chat).await;
         }
         self.shared.dispatcher.evict_session(session);
+    }
+}
+
+impl agenthost_services::persistence::ResumeHandles for Orchestrator {
+    /// The handle to resume `chat`'s agent conversation now, for storing it with the chat's
+    /// history; `None` for a chat without a live conversation of its own (subagent chats share
+    /// their parent's).
+    fn resume_handle(&self, chat: &str) -> Option<serde_json::Value> {
+        if ChatUri::names_subagent(chat) {
+            return None;
+        }
+        let runtime = self.shared.runtime().chats.get(chat).cloned()?;
+        runtime.provider.resume_handle()
     }
 }

@@ -15,10 +15,10 @@ use agenthost_reducers::turn_ids::{set_turn_id, turn_id};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::actions::{
+use crate::orchestrator::{Shared, TrackedTurn};
+use agenthost_reducers::server_actions::{
     chat_added, steering_consumed, subagent_turn_started, system_notice, turn_complete,
 };
-use crate::orchestrator::{Shared, TrackedTurn};
 
 /// Identifies a subagent by its parent chat and the tool call that spawned it.
 type SubagentKey = (String, String);

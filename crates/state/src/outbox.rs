@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use agenthost_protocol::ActionEnvelope;
-use serde_json::Value;
+pub use agenthost_protocol::jsonrpc::{action_frame, notification_frame};
 
 /// Identifies one subscriber (in practice one client connection).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -14,32 +13,4 @@ pub struct SubscriberId(pub u64);
 pub trait Outbox: Send + Sync {
     /// Offers one serialized JSON-RPC frame.
     fn push(&self, frame: Arc<str>) -> bool;
-}
-
-/// The `action` notification frame for an envelope, serialized once for every subscriber.
-pub fn action_frame(envelope: &ActionEnvelope) -> Arc<str> {
-    notification_frame("action", envelope)
-}
-
-/// A JSON-RPC notification frame `{"jsonrpc":"2.0","method":…,"params":…}`.
-pub fn notification_frame(method: &str, params: &impl serde::Serialize) -> Arc<str> {
-    #[derive(serde::Serialize)]
-    struct Notification<'a, P> {
-        jsonrpc: &'static str,
-        method: &'a str,
-        params: &'a P,
-    }
-    let frame = Notification {
-        jsonrpc: "2.0",
-        method,
-        params,
-    };
-    match serde_json::to_string(&frame) {
-        Ok(text) => Arc::from(text),
-        // Serializing wire types cannot fail (string keys only); keep a well-formed frame anyway.
-        Err(error) => Arc::from(
-            serde_json::json!({ "jsonrpc": "2.0", "method": method, "params": Value::Null, "error": error.to_string() })
-                .to_string(),
-        ),
-    }
 }

@@ -32,8 +32,7 @@ use agenthost_dispatcher::{
 };
 use agenthost_protocol::StateAction;
 use agenthost_protocol::actions::{
-    ChatResponsePartAction, ChatTurnCompleteAction, PartialChatSummary, SessionChatUpdatedAction,
-    SessionTitleChangedAction,
+    ChatResponsePartAction, PartialChatSummary, SessionChatUpdatedAction, SessionTitleChangedAction,
 };
 use agenthost_protocol::ahp_types::state::{MarkdownResponsePart, MessageKind, ResponsePart};
 use agenthost_protocol::{ChatUri, SessionUri};
@@ -199,11 +198,7 @@ impl LocalCommandHandler {
         });
         log_refusal(channel, self.dispatch.dispatch(channel, answer));
         // The host answered at once: no agent time to report.
-        let complete = StateAction::ChatTurnComplete(ChatTurnCompleteAction {
-            turn_id: request.turn_id.clone(),
-            duration: 0,
-            meta: None,
-        });
+        let complete = agenthost_reducers::server_actions::turn_complete(&request.turn_id, 0);
         log_refusal(channel, self.dispatch.dispatch(channel, complete));
     }
 }

@@ -178,7 +178,7 @@ impl ProtocolHandler for FakeHandler {
                         .as_ref()
                         .and_then(|p| p["bytes"].as_u64())
                         .unwrap_or(16) as usize;
-                    let frame = notification_frame("x-test/broadcast", &"b".repeat(bytes)).unwrap();
+                    let frame = notification_frame("x-test/broadcast", &"b".repeat(bytes));
                     let connections = self.connections.lock().unwrap().clone();
                     let delivered = connections
                         .iter()

@@ -1,4 +1,4 @@
-use agenthost_protocol::{ChatUri, SessionUri};
+use crate::{ChatUri, SessionUri};
 use serde_json::json;
 
 use super::*;
@@ -127,7 +127,8 @@ fn create_session_leaves_out_client_entries_it_cannot_read_and_keeps_the_rest() 
             ]
         }
     });
-    let params = create_session_params(Some(raw)).unwrap();
+    let (params, dropped) = create_session_params(Some(raw)).unwrap();
+    assert_eq!(dropped, 2);
     let client = params.active_client.unwrap();
     assert_eq!(client.tools.len(), 1);
     assert_eq!(client.tools[0].name, "vscode_runTests");
@@ -161,7 +162,7 @@ fn a_frame_is_written_in_the_clients_spelling_of_a_session_and_its_derived_uris(
         serde_json::json!({
             "resource": host.as_str(),
             "defaultChat": ChatUri::default_for(&host).as_str(),
-            "subagent": ChatUri::subagent(&host, &agenthost_protocol::SafeId::new("t1").unwrap()).as_str(),
+            "subagent": ChatUri::subagent(&host, &crate::SafeId::new("t1").unwrap()).as_str(),
             "text": format!("see [the plan]({}) and {}/annotations", ChatUri::default_for(&host), host),
             "longer": "ahp-session:/abcd",
             "prefixed": "xahp-session:/abc",
@@ -181,7 +182,7 @@ fn a_frame_is_written_in_the_clients_spelling_of_a_session_and_its_derived_uris(
     );
     assert_eq!(
         written["subagent"],
-        ChatUri::subagent(&client, &agenthost_protocol::SafeId::new("t1").unwrap()).as_str()
+        ChatUri::subagent(&client, &crate::SafeId::new("t1").unwrap()).as_str()
     );
     assert_eq!(
         written["text"],
@@ -234,7 +235,7 @@ fn the_sessions_a_clients_params_name_are_found_in_every_uri_shape() {
     let params = serde_json::json!({
         "channel": a.as_str(),
         "chats": [ChatUri::default_for(&b).as_str(), ChatUri::default_for(&b).as_str()],
-        "nested": { "subagent": ChatUri::subagent(&c, &agenthost_protocol::SafeId::new("t").unwrap()).as_str() },
+        "nested": { "subagent": ChatUri::subagent(&c, &crate::SafeId::new("t").unwrap()).as_str() },
         "peer": format!("ahp-chat://side-1/{}", URL_SAFE_NO_PAD.encode(d.as_str())),
         "text": "not a uri",
         "file": "file:///etc/passwd",

@@ -13,15 +13,15 @@
 
 use std::path::PathBuf;
 
+use crate::sandbox::{self, PathRefusal, PathUse, Sandbox};
 use agenthost_protocol::ahp_types::commands::{
     ContentEncoding, DirectoryEntry, ResourceListResult, ResourceReadResult, ResourceResolveResult,
     ResourceType,
 };
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri, snippet};
-use agenthost_service::sandbox::{self, PathRefusal, PathUse, Sandbox};
 use base64::Engine as _;
 
-use crate::rpc::RpcError;
+use agenthost_protocol::RpcError;
 
 /// The largest file `resourceRead` returns (16 MiB).
 pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;

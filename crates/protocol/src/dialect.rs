@@ -1,9 +1,9 @@
 //! Client compatibility: every allowance the host makes for a client's dialect, in one place.
 //!
 //! The host speaks AHP 1.0. VS Code's Agents window speaks a dialect of it (its URI shapes, the
-//! quirks below, the 0.9 wire surface); everything the transport or the [`Host`](crate::Host)
-//! does differently because of that lives here and is called from exactly one site each.
-//! Nothing below `server` knows about VS Code.
+//! quirks below, the 0.9 wire surface); everything the transport or the `agenthost_server::Host`
+//! does differently because of that lives here and is called from exactly one site each — all
+//! of it in the server. Pure translation: no I/O, no async.
 //!
 //! **Tolerances, for every connection.** They are harmless for a client that follows the
 //! specification, so they are applied without looking at who the client is:
@@ -26,7 +26,7 @@
 //! `ahp-session:/<id>` sessions, while a 1.141 window turns every listed `ahp-session:/<id>` into
 //! `<provider>:/<id>` before subscribing. So the two spellings name one session
 //! ([`UriSpellings`]): what a connection sends in the other spelling is read in the host's
-//! ([`ProtocolHandler::to_host_spelling`](crate::ProtocolHandler::to_host_spelling), before any
+//! (`agenthost_server::ProtocolHandler::to_host_spelling`, before any
 //! request or notification is handled), and every frame it is sent is written in its own — the
 //! session URI and the URIs derived from it. This per-connection URI spelling is part of the wire
 //! surface.
@@ -44,12 +44,12 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use agenthost_protocol::commands::{CreateSessionParams, InitializeParams};
-use agenthost_protocol::state::{ClientPluginCustomization, ToolDefinition};
-use agenthost_protocol::{ActionEnvelope, ChatUri, SessionUri};
+use crate::commands::{CreateSessionParams, InitializeParams};
+use crate::state::{ClientPluginCustomization, ToolDefinition};
+use crate::{ActionEnvelope, ChatUri, SessionUri};
 use serde_json::{Map, Value};
 
-use crate::version::WireSurface;
+use crate::WireSurface;
 
 /// The client kind reported for VS Code (`ClientContext::client_kind`).
 pub const VSCODE_CLIENT_KIND: &str = "vscode";
@@ -96,7 +96,7 @@ impl ClientDialect {
 pub fn fill_missing_channel(params: &mut Map<String, Value>) {
     params
         .entry("channel")
-        .or_insert_with(|| Value::from(agenthost_protocol::ROOT_RESOURCE_URI));
+        .or_insert_with(|| Value::from(crate::ROOT_RESOURCE_URI));
 }
 
 /// The spelling the host publishes for a chat URI a client names: a derived default chat
@@ -122,14 +122,14 @@ pub fn chat_spelling(uri: &str) -> Cow<'_, str> {
 
 /// Decodes `createSession` params, tolerating what a client sends about itself: an
 /// `activeClient.tools` or `activeClient.customizations` entry the 1.0 wire types cannot read (a
-/// shape of an older protocol version, a field missing) is dropped — logged at `debug` — instead
+/// shape of an older protocol version, a field missing) is dropped instead
 /// of failing the whole request, since VS Code sends its tools and synced customizations with
 /// every session and no agent of this host depends on them. Anything else malformed is still
-/// "invalid params".
-pub fn create_session_params(raw: Option<Value>) -> Result<CreateSessionParams, String> {
+/// "invalid params". `Ok` carries how many entries were left out, for the caller to log.
+pub fn create_session_params(raw: Option<Value>) -> Result<(CreateSessionParams, usize), String> {
     let raw = raw.unwrap_or(Value::Null);
     let strict = match serde_json::from_value::<CreateSessionParams>(raw.clone()) {
-        Ok(params) => return Ok(params),
+        Ok(params) => return Ok((params, 0)),
         Err(error) => error.to_string(),
     };
     let mut lenient = raw;
@@ -156,12 +156,7 @@ pub fn create_session_params(raw: Option<Value>) -> Result<CreateSessionParams, 
         return Err(strict);
     }
     let params = serde_json::from_value::<CreateSessionParams>(lenient).map_err(|_| strict)?;
-    tracing::debug!(
-        session = params.channel,
-        dropped,
-        "createSession: left out client tools or customizations this host cannot read"
-    );
-    Ok(params)
+    Ok((params, dropped))
 }
 
 /// The session URIs one connection spells differently from the host.
@@ -173,7 +168,7 @@ pub fn create_session_params(raw: Option<Value>) -> Result<CreateSessionParams, 
 /// own spelling — the session URI and every URI derived from it (the default chat
 /// `ahp-chat://default/<base64url(session)>`, peer chats `ahp-chat://<id>/<base64url(session)>`,
 /// subagent chats, changesets) — and what it sends is read in the host's. The
-/// [`Host`](crate::Host) finds the pairs (it asks the session service which session a spelling
+/// `agenthost_server::Host` finds the pairs (it asks the session service which session a spelling
 /// names) and records them here; the connection's writer rewrites each frame it sends.
 #[derive(Debug, Default)]
 pub struct UriSpellings {
@@ -298,7 +293,7 @@ pub fn named_sessions(params: &Value) -> Vec<SessionUri> {
     let mut strings = Vec::new();
     collect_strings(params, &mut strings);
     for text in strings {
-        if text.len() > agenthost_protocol::uri::MAX_URI_LEN || !text.contains(":/") {
+        if text.len() > crate::uri::MAX_URI_LEN || !text.contains(":/") {
             continue;
         }
         if let Ok(session) = SessionUri::parse(text) {
@@ -307,7 +302,7 @@ pub fn named_sessions(params: &Value) -> Vec<SessionUri> {
             if let Some(session) = chat.derived_session() {
                 note(session);
             }
-        } else if let Ok(changeset) = agenthost_protocol::uri::ChangesetUri::parse(text) {
+        } else if let Ok(changeset) = crate::uri::ChangesetUri::parse(text) {
             note(changeset.session_uri().clone());
         }
     }
@@ -466,5 +461,5 @@ pub fn envelope_allowed(surface: WireSurface, envelope: &ActionEnvelope) -> bool
 }
 
 #[cfg(test)]
-#[path = "compat_tests.rs"]
+#[path = "dialect_tests.rs"]
 mod tests;

@@ -1,4 +1,5 @@
-//! Constructors of the server actions the orchestrator dispatches.
+//! Constructors of the server actions the host dispatches itself (the orchestrator, the session
+//! service, contributions): one spelling of each.
 
 use agenthost_protocol::StateAction;
 use agenthost_protocol::actions::{
@@ -11,7 +12,7 @@ use agenthost_protocol::ahp_types::state::{
 };
 
 /// `chat/turnComplete`.
-pub(crate) fn turn_complete(turn_id: &str, duration_ms: i64) -> StateAction {
+pub fn turn_complete(turn_id: &str, duration_ms: i64) -> StateAction {
     StateAction::ChatTurnComplete(ChatTurnCompleteAction {
         turn_id: turn_id.to_owned(),
         duration: duration_ms,
@@ -20,7 +21,7 @@ pub(crate) fn turn_complete(turn_id: &str, duration_ms: i64) -> StateAction {
 }
 
 /// A system notice appended to a turn.
-pub(crate) fn system_notice(turn_id: &str, text: String) -> StateAction {
+pub fn system_notice(turn_id: &str, text: String) -> StateAction {
     StateAction::ChatResponsePart(ChatResponsePartAction {
         turn_id: turn_id.to_owned(),
         part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
@@ -32,7 +33,7 @@ pub(crate) fn system_notice(turn_id: &str, text: String) -> StateAction {
 }
 
 /// `chat/pendingMessageRemoved` for a consumed steering message.
-pub(crate) fn steering_consumed(id: &str) -> StateAction {
+pub fn steering_consumed(id: &str) -> StateAction {
     StateAction::ChatPendingMessageRemoved(ChatPendingMessageRemovedAction {
         kind: PendingMessageKind::Steering,
         id: id.to_owned(),
@@ -40,11 +41,7 @@ pub(crate) fn steering_consumed(id: &str) -> StateAction {
 }
 
 /// The first turn of a subagent chat, started by the host with the task prompt.
-pub(crate) fn subagent_turn_started(
-    turn_id: &str,
-    started_at: &str,
-    prompt: String,
-) -> StateAction {
+pub fn subagent_turn_started(turn_id: &str, started_at: &str, prompt: String) -> StateAction {
     StateAction::ChatTurnStarted(ChatTurnStartedAction {
         turn_id: turn_id.to_owned(),
         started_at: started_at.to_owned(),
@@ -64,8 +61,8 @@ pub(crate) fn subagent_turn_started(
 }
 
 /// `session/chatAdded` for a chat.
-pub(crate) fn chat_added(chat: &ChatState) -> StateAction {
+pub fn chat_added(chat: &ChatState) -> StateAction {
     StateAction::SessionChatAdded(SessionChatAddedAction {
-        summary: agenthost_reducers::projection::chat_summary(chat),
+        summary: crate::projection::chat_summary(chat),
     })
 }

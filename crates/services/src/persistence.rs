@@ -18,7 +18,10 @@ use agenthost_store::{
 use serde_json::Value;
 
 /// Persists `serverSeq` reservations as the store's high-water mark.
-pub(crate) struct StoreReservation(pub(crate) Store);
+pub struct StoreReservation(
+    /// The store whose high-water mark is raised.
+    pub Store,
+);
 
 impl SeqReservation for StoreReservation {
     fn reserve(&self, up_to: u64) -> bool {
@@ -46,8 +49,9 @@ pub trait ResumeHandles: Send + Sync + std::fmt::Debug {
 /// rebuilt from live state, and what the store refuses (a full disk, a read-only directory) is
 /// kept — bounded: at the limit the session service's intake refuses new turns with
 /// `HistoryWriter::refusal` — and tried again by [`Self::retry`] outside the state lock.
-pub(crate) struct TurnRecorder {
-    pub(crate) writer: HistoryWriter,
+pub struct TurnRecorder {
+    /// The writer every record goes through (its backlog is the intake's refusal signal).
+    pub writer: HistoryWriter,
     handles: Option<Arc<dyn ResumeHandles>>,
 }
 
@@ -63,7 +67,7 @@ impl CommitHook for TurnRecorder {
 impl TurnRecorder {
     /// A recorder writing to `store`, refusing new turns once `limit` writes are kept, storing
     /// each finished turn with the resume handle `handles` give.
-    pub(crate) fn new(store: Store, limit: usize, handles: Option<Arc<dyn ResumeHandles>>) -> Self {
+    pub fn new(store: Store, limit: usize, handles: Option<Arc<dyn ResumeHandles>>) -> Self {
         Self {
             writer: HistoryWriter::new(store, limit),
             handles,
@@ -121,7 +125,7 @@ impl TurnRecorder {
 
     /// Tries the kept writes again, outside the state lock: the records a repair may need are
     /// read from `state` first. Returns how many writes are still kept.
-    pub(crate) fn retry(&self, state: &StateManager) -> usize {
+    pub fn retry(&self, state: &StateManager) -> usize {
         if self.writer.pending() == 0 {
             return 0;
         }
@@ -152,11 +156,7 @@ fn live_chat_record(host: &HostState, chat: &ChatUri) -> Option<ChatRecord> {
 }
 
 /// The store record of a live session.
-pub(crate) fn session_record(
-    uri: &SessionUri,
-    state: &SessionState,
-    created_at: &str,
-) -> SessionRecord {
+pub fn session_record(uri: &SessionUri, state: &SessionState, created_at: &str) -> SessionRecord {
     let flags = SessionStatus::from_bits(state.status);
     SessionRecord {
         uri: uri.clone(),
@@ -176,11 +176,7 @@ pub(crate) fn session_record(
 }
 
 /// The store record of a live chat at `position` in its session's catalog.
-pub(crate) fn chat_record(
-    session: &SessionUri,
-    chat: &ChatState,
-    position: i64,
-) -> Option<ChatRecord> {
+pub fn chat_record(session: &SessionUri, chat: &ChatState, position: i64) -> Option<ChatRecord> {
     Some(ChatRecord {
         uri: ChatUri::parse(&chat.resource).ok()?,
         session: session.clone(),
@@ -216,7 +212,7 @@ fn flag_bits(read: bool, archived: bool) -> u32 {
 }
 
 /// The catalog entry of a stored chat (its turns are not loaded).
-pub(crate) fn stored_chat_summary(record: &ChatRecord) -> ChatSummary {
+pub fn stored_chat_summary(record: &ChatRecord) -> ChatSummary {
     let mut chat = empty_chat(
         record.uri.as_str(),
         &record.title,
@@ -229,7 +225,7 @@ pub(crate) fn stored_chat_summary(record: &ChatRecord) -> ChatSummary {
 }
 
 /// A stored session as live state: ready, with its chat catalog.
-pub(crate) fn restored_session(record: &SessionRecord, chats: &[ChatRecord]) -> SessionState {
+pub fn restored_session(record: &SessionRecord, chats: &[ChatRecord]) -> SessionState {
     SessionState {
         provider: record.provider.clone(),
         title: record.title.clone(),
@@ -254,11 +250,7 @@ pub(crate) fn restored_session(record: &SessionRecord, chats: &[ChatRecord]) -> 
 }
 
 /// A stored chat as live state, with the turns the hydration stages returned.
-pub(crate) fn restored_chat(
-    record: &ChatRecord,
-    turns: Vec<Turn>,
-    title: Option<String>,
-) -> ChatState {
+pub fn restored_chat(record: &ChatRecord, turns: Vec<Turn>, title: Option<String>) -> ChatState {
     let mut chat = empty_chat(
         record.uri.as_str(),
         title.as_deref().unwrap_or(&record.title),
@@ -270,10 +262,4 @@ pub(crate) fn restored_chat(
     chat.draft = record.draft.clone();
     chat.turns = turns;
     chat
-}
-
-impl ResumeHandles for agenthost_side_effects::Orchestrator {
-    fn resume_handle(&self, chat: &str) -> Option<Value> {
-        agenthost_side_effects::Orchestrator::resume_handle(self, chat)
-    }
 }

@@ -6,7 +6,7 @@
 //! answer `0.9.0`. So every offered `0.10.p` is mapped to `1.0.p` before the crate's
 //! [`negotiate_protocol_version`] runs, and the *offered* string of the winner is echoed.
 
-use agenthost_protocol::negotiate_protocol_version;
+use crate::negotiate_protocol_version;
 
 /// The versions advertised in `-32005` (`UnsupportedProtocolVersion`) `data.supportedVersions`.
 pub const SUPPORTED_VERSIONS: [&str; 3] = ["1.0.0", "0.10.0", "0.9.0"];
@@ -61,7 +61,7 @@ pub struct MalformedVersion(pub String);
 pub fn negotiate(offered: &[String]) -> Result<Option<NegotiatedVersion>, MalformedVersion> {
     let mapped: Vec<String> = offered.iter().map(|v| map_alias(v)).collect();
     let Some(chosen) = negotiate_protocol_version(&mapped)
-        .map_err(|message| MalformedVersion(agenthost_protocol::uri::snippet(&message)))?
+        .map_err(|message| MalformedVersion(crate::uri::snippet(&message)))?
     else {
         return Ok(None);
     };
@@ -88,5 +88,5 @@ fn map_alias(version: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "version_tests.rs"]
+#[path = "negotiation_tests.rs"]
 mod tests;

@@ -78,7 +78,7 @@ fn structurally_invalid_messages_are_invalid_requests_echoing_the_id() {
 
 #[test]
 fn frames_are_json_rpc_2() {
-    let success: Value = serde_json::from_str(&success_frame(5, &Value::Null)).unwrap();
+    let success: Value = serde_json::from_str(&success_frame(5, &Value::Null).unwrap()).unwrap();
     assert_eq!(success, json!({"jsonrpc": "2.0", "id": 5, "result": null}));
 
     let error: Value =
@@ -88,9 +88,10 @@ fn frames_are_json_rpc_2() {
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "bad"}})
     );
 
-    let notification: Value = serde_json::from_str(
-        &notification_frame("root/sessionRemoved", &json!({"session": "s"})).unwrap(),
-    )
+    let notification: Value = serde_json::from_str(&notification_frame(
+        "root/sessionRemoved",
+        &json!({"session": "s"}),
+    ))
     .unwrap();
     assert_eq!(
         notification,

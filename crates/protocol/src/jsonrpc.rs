@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use agenthost_protocol::errors::{ahp_error_codes as ahp, json_rpc_error_codes as jsonrpc};
+use crate::errors::{ahp_error_codes as ahp, json_rpc_error_codes as jsonrpc};
 use serde::Serialize;
 use serde_json::Value;
 
-/// A JSON-RPC error object (`code`, `message`, optional `data`), as returned by a
-/// [`ProtocolHandler`](crate::ProtocolHandler) and written to the client.
+/// A JSON-RPC error object (`code`, `message`, optional `data`), as a request handler returns it
+/// and the client is sent it.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
 #[error("JSON-RPC error {code}: {message}")]
 pub struct RpcError {
@@ -56,10 +56,7 @@ impl RpcError {
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             jsonrpc::METHOD_NOT_FOUND,
-            format!(
-                "method not found: {}",
-                agenthost_protocol::uri::snippet(method)
-            ),
+            format!("method not found: {}", crate::uri::snippet(method)),
         )
     }
 
@@ -142,30 +139,38 @@ impl RpcError {
 
 /// One decoded inbound message.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Incoming {
+pub enum Incoming {
     /// A request: answer exactly once with `id`.
     Request {
+        /// The request id (a non-negative integer).
         id: u64,
+        /// The method name.
         method: String,
+        /// The parameters, if any.
         params: Option<Value>,
     },
     /// A notification: never answered.
     Notification {
+        /// The method name.
         method: String,
+        /// The parameters, if any.
         params: Option<Value>,
     },
     /// The client's answer to a host-initiated request.
     Response {
+        /// The id of the host's request.
         id: u64,
+        /// Its `result`, or its `error`.
         outcome: Result<Value, RpcError>,
     },
 }
 
 /// Why a text frame was not a usable JSON-RPC message; each maps to one error response.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct DecodeError {
+pub struct DecodeError {
     /// The id to echo (`null` when none could be read).
     pub id: Value,
+    /// The error to answer with.
     pub error: RpcError,
 }
 
@@ -179,7 +184,7 @@ impl DecodeError {
 }
 
 /// Decodes one text frame.
-pub(crate) fn decode(text: &str) -> Result<Incoming, DecodeError> {
+pub fn decode(text: &str) -> Result<Incoming, DecodeError> {
     let value: Value = serde_json::from_str(text).map_err(|error| DecodeError {
         id: Value::Null,
         error: RpcError::parse_error(format!("parse error: {error}")),
@@ -291,28 +296,22 @@ struct NotificationFrame<'a, T: ?Sized> {
     params: &'a T,
 }
 
-/// `{"jsonrpc":"2.0","id":…,"result":…}`. If `result` cannot be serialized the client gets a
-/// `-32603` for the same id instead (and the failure is logged).
-pub(crate) fn success_frame<T: Serialize + ?Sized>(id: u64, result: &T) -> Arc<str> {
+/// `{"jsonrpc":"2.0","id":…,"result":…}`. `Err` when `result` cannot be serialized: answer the
+/// same id with [`RpcError::internal`] through [`error_frame`] instead.
+pub fn success_frame<T: Serialize + ?Sized>(
+    id: u64,
+    result: &T,
+) -> Result<Arc<str>, serde_json::Error> {
     let frame = SuccessFrame {
         jsonrpc: "2.0",
         id,
         result,
     };
-    match serde_json::to_string(&frame) {
-        Ok(text) => text.into(),
-        Err(error) => {
-            tracing::error!(id, %error, "a response could not be serialized");
-            error_frame(
-                &Value::from(id),
-                &RpcError::internal("the response could not be serialized"),
-            )
-        }
-    }
+    serde_json::to_string(&frame).map(Arc::from)
 }
 
 /// `{"jsonrpc":"2.0","id":…,"error":{…}}`; `id` may be `null`.
-pub(crate) fn error_frame(id: &Value, error: &RpcError) -> Arc<str> {
+pub fn error_frame(id: &Value, error: &RpcError) -> Arc<str> {
     let frame = ErrorFrame {
         jsonrpc: "2.0",
         id,
@@ -331,22 +330,32 @@ pub(crate) fn error_frame(id: &Value, error: &RpcError) -> Arc<str> {
     }
 }
 
-/// Encodes a notification frame once, e.g. to [`Connection::send_frame`] it to every
-/// subscriber of a channel.
-///
-/// [`Connection::send_frame`]: crate::Connection::send_frame
-pub fn notification_frame<T: Serialize + ?Sized>(
-    method: &str,
-    params: &T,
-) -> Result<Arc<str>, serde_json::Error> {
+/// A notification frame `{"jsonrpc":"2.0","method":…,"params":…}`, encoded once so one
+/// broadcast is shared by every subscriber. Wire types always serialize (string keys only); if
+/// `params` ever did not, the frame still is well-formed JSON-RPC, with `params: null` and the
+/// error beside it.
+pub fn notification_frame<T: Serialize + ?Sized>(method: &str, params: &T) -> Arc<str> {
     let frame = NotificationFrame {
         jsonrpc: "2.0",
         method,
         params,
     };
-    serde_json::to_string(&frame).map(Arc::from)
+    match serde_json::to_string(&frame) {
+        Ok(text) => Arc::from(text),
+        Err(error) => Arc::from(
+            serde_json::json!({
+                "jsonrpc": "2.0", "method": method, "params": Value::Null, "error": error.to_string()
+            })
+            .to_string(),
+        ),
+    }
+}
+
+/// The `action` notification frame of an envelope.
+pub fn action_frame(envelope: &crate::ActionEnvelope) -> Arc<str> {
+    notification_frame("action", envelope)
 }
 
 #[cfg(test)]
-#[path = "rpc_tests.rs"]
+#[path = "jsonrpc_tests.rs"]
 mod tests;

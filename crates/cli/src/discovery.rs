@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
-use crate::token::Token;
+use agenthost_server::Token;
 
 /// The registry's schema version.
 pub const REGISTRY_SCHEMA: u32 = 2;
