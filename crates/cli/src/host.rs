@@ -16,8 +16,8 @@ use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{AgentService, HostParts};
 use agenthost_service::{ServiceConfig, SessionService, root_state, state_for};
 use agenthost_services::{
-    ChangesetService, CheckpointChangesets, CheckpointService, Configuration, GitWorktrees,
-    HostConfiguration, StoreLedger, WorktreeIsolation,
+    ChangesetService, CheckpointChangesets, CheckpointService, ClientActionRequests, Configuration,
+    GitWorktrees, HostConfiguration, StoreLedger, WorktreeIsolation,
 };
 use agenthost_services::{
     DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ProviderLocator,
@@ -199,7 +199,7 @@ fn services(
     store: &Store,
     provider_ids: Vec<String>,
     roots: &[PathBuf],
-) -> ServiceRegistry {
+) -> (ServiceRegistry, ClientActionRequests) {
     let mut services = ServiceRegistry::new();
     services
         .insert::<dyn GitState>(Arc::new(GitHubGitState::new(GitHubConfig::from_env())))
@@ -220,7 +220,7 @@ fn services(
     services
         .insert::<dyn TurnTracker>(Arc::new(DefaultTurnTracker::default()))
         .insert::<dyn ToolCallTracker>(Arc::new(DefaultToolCallTracker::default()));
-    crate::unattended::register_services(&mut services);
+    let intake_requests = crate::unattended::register_services(&mut services);
     // Per-turn checkpoints, their refs recorded in the session database, and the changesets
     // computed from them.
     let checkpoints: Arc<dyn CheckpointService> = Arc::new(GitCheckpointService::new(
@@ -246,7 +246,7 @@ fn services(
             HostConfiguration::new(values, host).with_roots(roots),
         ));
     }
-    services
+    (services, intake_requests)
 }
 
 /// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
@@ -341,12 +341,13 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     root.meta = Some(agenthost_protocol::machine::root_meta(&machine));
     let state = state_for(&store, root).map_err(|e| e.to_string())?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
-    let mut registry = services(&state, &store, provider_ids, &roots);
+    let (mut registry, intake_requests) = services(&state, &store, provider_ids, &roots);
     if let Some(add) = customize.services {
         add(&mut registry);
     }
     let dispatcher = Dispatcher::new(registry);
-    let unattended = crate::unattended::Wiring::new(dispatcher.services(), &options.unattended);
+    let unattended =
+        crate::unattended::Wiring::new(dispatcher.services(), &options.unattended, intake_requests);
     if let Ok(configuration) = dispatcher.services().get::<InMemoryConfiguration>() {
         for flag in &options.enable {
             if !ENABLE_FLAGS.contains(&flag.as_str()) {
@@ -408,7 +409,7 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     if let Some(limit) = options.idle_eviction {
         service.spawn_idle_eviction(limit);
     }
-    unattended.bind_intake(&service, options.launch_kind.clone());
+    unattended.serve_intake(&service, options.launch_kind.clone());
     Ok(Composed {
         service,
         machine,

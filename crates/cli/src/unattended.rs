@@ -6,20 +6,19 @@
 //! `dyn HostState` (registered anyway), `dyn Configuration` (seeded here with the policy under
 //! the root key `unattended` and the grace window under `unattendedGraceMs`),
 //! `dyn SubscriptionTracker` (the server reports subscriptions to it) and
-//! `dyn ClientActionIntake` (bound here, once the server host exists, to the host's
-//! client-action path).
+//! `dyn ClientActionIntake` (a queue the host serves through its client-action path once it
+//! exists).
 
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agenthost_dispatcher::{ClientContext, LaunchKind, ServiceRegistry};
-use agenthost_protocol::{ActionOrigin, StateAction};
+use agenthost_protocol::ActionOrigin;
 use agenthost_service::AgentService;
 use agenthost_services::{
-    ClientActionIntake, Configuration, DispatchError, ISOLATION_KEY, ISOLATION_NONE,
-    InMemoryConfiguration, LateClientActionIntake, LiveSubscriptions, SubscriptionTracker,
-    isolation_config_property,
+    ClientActionIntake, ClientActionRequest, ClientActionRequests, Configuration, DispatchError,
+    ISOLATION_KEY, ISOLATION_NONE, InMemoryConfiguration, LiveSubscriptions, SubscriptionTracker,
+    client_action_queue, isolation_config_property,
 };
 use agenthost_state::ClientDispatch;
 pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
@@ -141,37 +140,41 @@ pub fn parse_grace(text: &str) -> Result<Duration, String> {
 }
 
 /// Registers the services of the unattended policy that the host does not register otherwise:
-/// the configuration, the subscription tracker and the (late-bound) client-action intake.
-pub fn register_services(services: &mut ServiceRegistry) {
+/// the configuration, the subscription tracker and the client-action intake — a queue whose
+/// other end, returned here, the host serves once it exists ([`Wiring::serve_intake`]).
+pub fn register_services(services: &mut ServiceRegistry) -> ClientActionRequests {
     let configuration = Arc::new(InMemoryConfiguration::new());
     let subscriptions = Arc::new(LiveSubscriptions::new());
-    let intake = Arc::new(LateClientActionIntake::new());
+    let (intake, requests) = client_action_queue();
     services
         .insert::<dyn Configuration>(configuration.clone())
         .insert::<InMemoryConfiguration>(configuration)
         .insert::<dyn SubscriptionTracker>(subscriptions)
-        .insert::<dyn ClientActionIntake>(intake.clone())
-        .insert::<LateClientActionIntake>(intake);
+        .insert::<dyn ClientActionIntake>(Arc::new(intake));
+    requests
 }
 
 /// What the host wires after its services are registered.
 pub struct Wiring {
-    intake: Option<Arc<LateClientActionIntake>>,
+    requests: ClientActionRequests,
     subscriptions: Option<Arc<dyn SubscriptionTracker>>,
 }
 
 impl std::fmt::Debug for Wiring {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Wiring")
-            .field("intake", &self.intake)
             .field("tracks_subscriptions", &self.subscriptions.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl Wiring {
-    /// Seeds the configuration with `options` and picks up what is bound later.
-    pub fn new(services: &ServiceRegistry, options: &UnattendedOptions) -> Self {
+    /// Seeds the configuration with `options`; keeps the intake's `requests` for the host.
+    pub fn new(
+        services: &ServiceRegistry,
+        options: &UnattendedOptions,
+        requests: ClientActionRequests,
+    ) -> Self {
         if let Ok(configuration) = services.get::<InMemoryConfiguration>() {
             let grace = u64::try_from(options.grace.as_millis()).unwrap_or(u64::MAX);
             configuration.set_root(POLICY_KEY, Some(options.policy.to_string().into()));
@@ -180,21 +183,8 @@ impl Wiring {
             configuration.set_root(CLIENT_GRACE_KEY, Some(client_grace.into()));
         }
         Self {
-            intake: services.get::<LateClientActionIntake>().ok(),
+            requests,
             subscriptions: services.get::<dyn SubscriptionTracker>().ok(),
-        }
-    }
-
-    /// Binds the client-action intake to the host's client-action path
-    /// ([`AgentService::client_action`]). The host is held weakly: it owns the contributions that
-    /// hold the intake.
-    pub fn bind_intake(&self, host: &Arc<AgentService>, launch_kind: LaunchKind) {
-        if let Some(intake) = &self.intake {
-            intake.bind(Arc::new(HostClientActions {
-                host: Arc::downgrade(host),
-                launch_kind,
-                next_seq: AtomicI64::new(1),
-            }));
         }
     }
 
@@ -202,48 +192,56 @@ impl Wiring {
     pub fn tracker(&self) -> Option<Arc<dyn SubscriptionTracker>> {
         self.subscriptions.clone()
     }
+
+    /// Serves the client-action intake, in order, on a task: each submission goes through the
+    /// host's client-action path ([`AgentService::client_action`]) as the client it names, with
+    /// an increasing `clientSeq`. The host is held weakly (it owns the contributions that submit);
+    /// the task ends with it.
+    pub fn serve_intake(self, host: &Arc<AgentService>, launch_kind: LaunchKind) {
+        let mut requests = self.requests;
+        let host = Arc::downgrade(host);
+        tokio::spawn(async move {
+            let mut client_seq = 0;
+            while let Some(request) = requests.recv().await {
+                let Some(host) = host.upgrade() else {
+                    break;
+                };
+                client_seq += 1;
+                let outcome = submit_as_client(&host, &request, client_seq, &launch_kind);
+                request.answer(outcome);
+            }
+        });
+    }
 }
 
-/// The host acting as a client of its own: its client-action path with its own origin
-/// (client id as given, increasing `clientSeq`).
-struct HostClientActions {
-    host: Weak<AgentService>,
-    launch_kind: LaunchKind,
-    next_seq: AtomicI64,
-}
-
-impl ClientActionIntake for HostClientActions {
-    fn submit(
-        &self,
-        client_id: &str,
-        channel: &str,
-        action: StateAction,
-    ) -> Result<u64, DispatchError> {
-        let refused = |reason: String| DispatchError {
-            channel: channel.to_owned(),
-            reason,
-        };
-        let Some(host) = self.host.upgrade() else {
-            return Err(refused("the host is shutting down".to_owned()));
-        };
-        let origin = ActionOrigin {
-            client_id: client_id.to_owned(),
-            client_seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
-        };
-        let context = ClientContext {
-            client_id: Some(client_id.to_owned()),
-            client_kind: None,
-            launch_kind: self.launch_kind.clone(),
-            token: None,
-        };
-        match host.client_action(channel, action, origin, &context) {
-            ClientDispatch::Accepted(envelope) => Ok(envelope.server_seq),
-            ClientDispatch::Rejected(echo) => Err(refused(
-                echo.rejection_reason
-                    .unwrap_or_else(|| "rejected".to_owned()),
-            )),
-            ClientDispatch::Ignored => Err(refused("unknown channel".to_owned())),
-        }
+/// The host acting as a client of its own: `request` through its client-action path.
+fn submit_as_client(
+    host: &AgentService,
+    request: &ClientActionRequest,
+    client_seq: i64,
+    launch_kind: &LaunchKind,
+) -> Result<u64, DispatchError> {
+    let refused = |reason: String| DispatchError {
+        channel: request.channel.clone(),
+        reason,
+    };
+    let origin = ActionOrigin {
+        client_id: request.client_id.clone(),
+        client_seq,
+    };
+    let context = ClientContext {
+        client_id: Some(request.client_id.clone()),
+        client_kind: None,
+        launch_kind: launch_kind.clone(),
+        token: None,
+    };
+    match host.client_action(&request.channel, request.action.clone(), origin, &context) {
+        ClientDispatch::Accepted(envelope) => Ok(envelope.server_seq),
+        ClientDispatch::Rejected(echo) => Err(refused(
+            echo.rejection_reason
+                .unwrap_or_else(|| "rejected".to_owned()),
+        )),
+        ClientDispatch::Ignored => Err(refused("unknown channel".to_owned())),
     }
 }
 

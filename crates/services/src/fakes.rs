@@ -958,21 +958,24 @@ impl ClientActionIntake for FakeClientActionIntake {
         client_id: &str,
         channel: &str,
         action: StateAction,
-    ) -> Result<u64, DispatchError> {
+    ) -> BoxFuture<'static, Result<u64, DispatchError>> {
         self.record(IntakeCall {
             client_id: client_id.into(),
             channel: channel.into(),
             action,
         });
         let mut answers = self.answers();
-        if let Some(reason) = &answers.refuse {
-            return Err(DispatchError {
+        let outcome = match &answers.refuse {
+            Some(reason) => Err(DispatchError {
                 channel: channel.into(),
                 reason: reason.clone(),
-            });
-        }
-        answers.last_seq += 1;
-        Ok(answers.last_seq)
+            }),
+            None => {
+                answers.last_seq += 1;
+                Ok(answers.last_seq)
+            }
+        };
+        Box::pin(std::future::ready(outcome))
     }
 }
 

@@ -24,7 +24,7 @@
 //! | [`HostState`] | [`StateHostState`] over `agenthost_state::StateManager` | `turnAdmission`, `queueDrain`, `sessionInputNeeded`, `markUnread`, … |
 //! | [`ServerDispatch`] | [`StateServerDispatch`] over `agenthost_state::StateManager` | every contribution that changes state |
 //! | [`SubscriptionTracker`] | [`LiveSubscriptions`] (reported by the server) | `unattendedPolicy` |
-//! | [`ClientActionIntake`] | [`LateClientActionIntake`] (bound by the host to its client-action path) | `unattendedPolicy` |
+//! | [`ClientActionIntake`] | [`ClientActionQueue`] (served by the host's client-action path) | `unattendedPolicy` |
 //! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags`, `githubReferences`, `localCommand` |
 //! | [`FileService`] | [`LocalFiles`] (bounded `file:` reads) | `chatSurface` |
 //! | [`GitState`] | [`GitHubGitState`] (remote and branch via `agenthost-checkpoint`, the pull request via GitHub's REST API; degrades to remote + branch) | `githubReferences` |
@@ -101,7 +101,10 @@ pub use git_state::{
     PullRequest, RepositoryReference, github_slug, without_credentials,
 };
 pub use host::{DispatchError, HostState, ServerDispatch, StateHostState, StateServerDispatch};
-pub use intake::{ClientActionIntake, LateClientActionIntake};
+pub use intake::{
+    ClientActionIntake, ClientActionQueue, ClientActionRequest, ClientActionRequests,
+    client_action_queue,
+};
 pub use local_commands::{
     DefaultLocalCommands, LocalCommand, LocalCommandError, LocalCommands, MAX_RENAME_CHARS,
 };

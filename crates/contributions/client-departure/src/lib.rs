@@ -287,7 +287,7 @@ impl Shared {
         let client = client.to_owned();
         handle.spawn(async move {
             for (channel, action) in actions {
-                match intake.submit(&client, &channel, action) {
+                match intake.submit(&client, &channel, action).await {
                     Ok(seq) => {
                         tracing::debug!(channel, client, seq, "clientDeparture: submitted");
                     }

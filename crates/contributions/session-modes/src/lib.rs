@@ -153,7 +153,7 @@ impl SessionModes {
         let intake = Arc::clone(&self.intake);
         let (session, chat) = (session.to_owned(), chat.to_owned());
         handle.spawn(async move {
-            match intake.submit(CLIENT_ID, &chat, action) {
+            match intake.submit(CLIENT_ID, &chat, action).await {
                 Ok(seq) => tracing::info!(session, chat, seq, what, "sessionModes answered"),
                 // Someone answered first, or the turn ended meanwhile.
                 Err(error) => {

@@ -459,7 +459,7 @@ impl AnswerSink for IntakeSink {
         let session = self.session.clone();
         let chat = chat.clone();
         self.handle.spawn(async move {
-            match intake.submit(CLIENT_ID, &chat, action) {
+            match intake.submit(CLIENT_ID, &chat, action).await {
                 Ok(seq) => tracing::info!(
                     session,
                     chat,
