@@ -56,6 +56,10 @@ struct Edge<'a> {
     kind: DependencyKind,
 }
 
+/// The feature under which a workspace crate offers helpers for other crates' tests. Its code
+/// counts as test code (the line budgets leave it out), so only a dev-dependency may enable it.
+pub const TEST_SUPPORT_FEATURE: &str = "test-support";
+
 /// Every violation of the layering rules in `metadata`, sorted and deduplicated.
 pub fn check(metadata: &Metadata) -> Vec<String> {
     let packages: Vec<_> = metadata.workspace_packages().collect();
@@ -74,6 +78,18 @@ pub fn check(metadata: &Metadata) -> Vec<String> {
         for dependency in &package.dependencies {
             let to = dependency.name.as_str();
             let kind = dependency.kind();
+            if kind != DependencyKind::Dev
+                && dependency
+                    .features
+                    .iter()
+                    .any(|f| f == TEST_SUPPORT_FEATURE)
+            {
+                violations.insert(format!(
+                    "{from} -> {to}{}: the `{TEST_SUPPORT_FEATURE}` feature is test code; \
+                     enable it in [dev-dependencies] only",
+                    kind_note(kind)
+                ));
+            }
             if dependency.source.is_none() && workspace.contains(to) {
                 edges.push(Edge { from, to, kind });
             } else {

@@ -52,6 +52,21 @@ fn the_server_depends_on_the_service_and_the_protocol_alone() {
 }
 
 #[test]
+fn the_test_support_feature_is_enabled_by_dev_dependencies_only() {
+    // reducers enables `test-support` of the protocol (normal) and of the testkit (dev).
+    assert_eq!(
+        violations(include_str!(
+            "../tests/fixtures/test_support_in_a_normal_dependency.json"
+        )),
+        vec![
+            "agenthost-reducers -> agenthost-protocol: the `test-support` feature is test code; \
+             enable it in [dev-dependencies] only"
+                .to_owned()
+        ]
+    );
+}
+
+#[test]
 fn a_package_missing_from_the_layer_table_is_named() {
     let missing = |name: &str| {
         format!(

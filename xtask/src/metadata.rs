@@ -53,6 +53,9 @@ pub struct Dependency {
     /// Where the dependency comes from; `None` for path dependencies.
     #[serde(default)]
     pub source: Option<String>,
+    /// The features this dependency edge enables.
+    #[serde(default)]
+    pub features: Vec<String>,
 }
 
 /// The kind of a dependency edge.

@@ -28,7 +28,9 @@
 //! Not counted: trait methods without a body, `extern` block declarations, functions produced by
 //! macros, and tests: files named `tests.rs` or `*_tests.rs`, any `tests/` directory, a file with
 //! `#![cfg(test)]`, and every `mod`, `fn`, `impl` or `trait` marked `#[cfg(test)]` (also inside
-//! `cfg(all(..))`) or `#[test]` (`#[tokio::test]` too).
+//! `cfg(all(..))`) or `#[test]` (`#[tokio::test]` too). Code behind a crate's `test-support`
+//! feature counts as test code (`cfg(feature = "test-support")`, `cfg(any(test, feature =
+//! "test-support"))`): the architecture check refuses that feature in a normal dependency.
 //!
 //! # Line budget
 //!
@@ -711,13 +713,26 @@ fn is_test_only(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
-/// Whether a `cfg` predicate holds only under `cfg(test)`.
+/// Whether a `cfg` predicate holds only in test builds: `test`, the
+/// [`TEST_SUPPORT_FEATURE`](crate::architecture::TEST_SUPPORT_FEATURE) (which only
+/// dev-dependencies may enable), `all(..)` with one of them, `any(..)` of nothing else.
 fn cfg_is_test_only(meta: &syn::Meta) -> bool {
+    let nested = |list: &syn::MetaList| {
+        list.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+            .ok()
+    };
     match meta {
         syn::Meta::Path(path) => path.is_ident("test"),
-        syn::Meta::List(list) if list.path.is_ident("all") => list
-            .parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
-            .is_ok_and(|metas| metas.iter().any(cfg_is_test_only)),
+        syn::Meta::NameValue(pair) => {
+            pair.path.is_ident("feature")
+                && matches!(&pair.value, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(name), .. })
+                    if name.value() == crate::architecture::TEST_SUPPORT_FEATURE)
+        }
+        syn::Meta::List(list) if list.path.is_ident("all") => {
+            nested(list).is_some_and(|metas| metas.iter().any(cfg_is_test_only))
+        }
+        syn::Meta::List(list) if list.path.is_ident("any") => nested(list)
+            .is_some_and(|metas| !metas.is_empty() && metas.iter().all(cfg_is_test_only)),
         _ => false,
     }
 }

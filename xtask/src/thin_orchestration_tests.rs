@@ -279,6 +279,12 @@ fn test_modules_items_and_files_are_ignored() {
         #[cfg(any(test, feature = "debug"))]
         fn debug_dump() {}
 
+        #[cfg(feature = "test-support")]
+        fn support() {}
+
+        #[cfg(any(test, feature = "test-support"))]
+        fn more_support() {}
+
         #[test]
         fn unit() {}
 
@@ -293,6 +299,10 @@ fn test_modules_items_and_files_are_ignored() {
         (
             "src/only_tests.rs",
             "#![cfg(test)]\nfn in_cfg_test_file() {}",
+        ),
+        (
+            "src/test_support.rs",
+            "#![cfg(any(test, feature = \"test-support\"))]\nfn in_test_support_file() {}",
         ),
     ];
     let allowlist = Allowlist {

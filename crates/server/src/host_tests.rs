@@ -1,13 +1,8 @@
 use std::sync::Arc;
 
-use agenthost_dispatcher::{Dispatcher, LaunchKind, RegistrationSet, ServiceRegistry};
-use agenthost_protocol::commands::CreateSessionParams;
-use agenthost_service::{
-    AgentService, HostParts, ServiceConfig, SessionService, root_state, state_for,
-};
-use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
+use agenthost_service::SessionService;
+use agenthost_service::test_support::{create_session as create, in_memory_host};
 use agenthost_state::{Outbox, StateManager};
-use agenthost_store::Store;
 use serde_json::json;
 
 use super::{Host, RATE_LIMITED_REASON};
@@ -17,53 +12,9 @@ use crate::handler::ProtocolHandler;
 use crate::token::Token;
 
 fn host(root: &std::path::Path) -> (Arc<Host>, Arc<StateManager>, Arc<SessionService>) {
-    let store = Store::open_in_memory().unwrap();
-    let agents = vec![
-        serde_json::from_value(json!({
-            "provider": "scripted", "displayName": "S", "description": "",
-            "models": [{ "id": "m", "provider": "scripted", "name": "M" }]
-        }))
-        .unwrap(),
-    ];
-    let state = state_for(&store, root_state(agents)).unwrap();
-    let dispatcher = Dispatcher::new(ServiceRegistry::new());
-    let service = Arc::new(
-        SessionService::new(
-            Arc::clone(&state),
-            dispatcher.clone(),
-            store.clone(),
-            ServiceConfig {
-                roots: vec![root.to_path_buf()],
-                ..ServiceConfig::default()
-            },
-        )
-        .unwrap(),
-    );
-    let orchestrator = Orchestrator::start(
-        Arc::clone(&state),
-        dispatcher,
-        Vec::new(),
-        store,
-        OrchestratorConfig::default(),
-    )
-    .unwrap();
-    let agent = AgentService::new(HostParts {
-        state: Arc::clone(&state),
-        sessions: Arc::clone(&service),
-        orchestrator,
-        launch_kind: LaunchKind::Serve,
-        contributions: RegistrationSet::new(),
-        audit: None,
-        subscriptions: None,
-        shutdown_write_timeout: agenthost_service::DEFAULT_SHUTDOWN_WRITE_TIMEOUT,
-    });
+    let (agent, state, sessions) = in_memory_host(root);
     let host = Host::new(agent, agenthost_protocol::machine::MachineFacts::default());
-    (host, state, service)
-}
-
-async fn create(service: &SessionService, uri: &str) {
-    let params: CreateSessionParams = serde_json::from_value(json!({ "channel": uri })).unwrap();
-    service.create_session(params, "c").await.unwrap();
+    (host, state, sessions)
 }
 
 fn limited(id: u64, tweak: impl FnOnce(&mut ServerConfig)) -> (Connection, Queues) {

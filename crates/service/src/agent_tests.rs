@@ -1,69 +1,15 @@
 use std::sync::Arc;
 
-use agenthost_dispatcher::{Dispatcher, LaunchKind, RegistrationSet, ServiceRegistry};
-use agenthost_protocol::commands::CreateSessionParams;
-use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
-use agenthost_state::{Outbox, StateManager};
-use agenthost_store::Store;
+use agenthost_state::Outbox;
 use serde_json::json;
 
-use super::{AgentService, DEFAULT_SHUTDOWN_WRITE_TIMEOUT, HostParts};
-use crate::{ServiceConfig, SessionService, root_state, state_for};
+use crate::test_support::{create_session as create, in_memory_host as host};
 
 struct Sink;
 impl Outbox for Sink {
     fn push(&self, _: Arc<str>) -> bool {
         true
     }
-}
-
-fn host(root: &std::path::Path) -> (Arc<AgentService>, Arc<StateManager>, Arc<SessionService>) {
-    let store = Store::open_in_memory().unwrap();
-    let agents = vec![
-        serde_json::from_value(json!({
-            "provider": "scripted", "displayName": "S", "description": "",
-            "models": [{ "id": "m", "provider": "scripted", "name": "M" }]
-        }))
-        .unwrap(),
-    ];
-    let state = state_for(&store, root_state(agents)).unwrap();
-    let dispatcher = Dispatcher::new(ServiceRegistry::new());
-    let sessions = Arc::new(
-        SessionService::new(
-            Arc::clone(&state),
-            dispatcher.clone(),
-            store.clone(),
-            ServiceConfig {
-                roots: vec![root.to_path_buf()],
-                ..ServiceConfig::default()
-            },
-        )
-        .unwrap(),
-    );
-    let orchestrator = Orchestrator::start(
-        Arc::clone(&state),
-        dispatcher,
-        Vec::new(),
-        store,
-        OrchestratorConfig::default(),
-    )
-    .unwrap();
-    let host = AgentService::new(HostParts {
-        state: Arc::clone(&state),
-        sessions: Arc::clone(&sessions),
-        orchestrator,
-        launch_kind: LaunchKind::Serve,
-        contributions: RegistrationSet::new(),
-        audit: None,
-        subscriptions: None,
-        shutdown_write_timeout: DEFAULT_SHUTDOWN_WRITE_TIMEOUT,
-    });
-    (host, state, sessions)
-}
-
-async fn create(service: &SessionService, uri: &str) {
-    let params: CreateSessionParams = serde_json::from_value(json!({ "channel": uri })).unwrap();
-    service.create_session(params, "c").await.unwrap();
 }
 
 fn tempfile_dir() -> tempfile::TempDir {

@@ -24,6 +24,8 @@ mod agent;
 mod error;
 mod sessions;
 mod summaries;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 
 pub use agent::{AgentService, DEFAULT_SHUTDOWN_WRITE_TIMEOUT, HostParts, Reattached};
 pub use agenthost_services::persistence::ResumeHandles;
