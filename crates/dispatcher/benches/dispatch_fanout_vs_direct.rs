@@ -125,7 +125,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let action: StateAction = serde_json::from_str(r#"{"type":"chat/draftChanged"}"#)?;
     let payloads = Payloads {
         turn_end: TurnEnd {
-            session: "ahp-session:/s".into(),
+            session: "ahp-session:/s".parse()?,
             channel: "ahp-chat:/c".into(),
             turn_id: Some("t1".into()),
             reason: TurnEndReason::Success,

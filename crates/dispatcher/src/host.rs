@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use agenthost_protocol::ahp_types::state::Message;
+use agenthost_protocol::{ChatUri, SessionUri};
 
 use crate::payload::{ClientContext, Stopwatch};
 
@@ -36,12 +37,12 @@ impl fmt::Display for LaunchKind {
 pub struct SendTurnMessageOptions {
     /// The provider id the turn starter resolved for the session.
     pub agent: String,
-    /// The session channel.
-    pub session_channel: String,
+    /// The session.
+    pub session: SessionUri,
     /// The channel the turn's actions go to.
     pub turn_channel: String,
     /// The chat.
-    pub chat: String,
+    pub chat: ChatUri,
     /// The message to send.
     pub message: Message,
     /// The turn id.

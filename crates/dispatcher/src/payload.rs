@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{ErrorInfo, Message};
-use agenthost_protocol::{ActionOrigin, StateAction};
+use agenthost_protocol::{ActionOrigin, ChatUri, SessionUri, StateAction};
 
 use crate::host::LaunchKind;
 
@@ -64,7 +64,7 @@ pub enum TurnEndReason {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnEnd {
     /// The owning session (already normalised from a chat channel).
-    pub session: String,
+    pub session: SessionUri,
     /// Where the turn ran: the session, its default chat, a peer chat or a subagent chat.
     pub channel: String,
     /// Absent only for a provider turn-complete that arrived with no active turn.
@@ -80,9 +80,9 @@ pub struct TurnEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutgoingTurn {
     /// The owning session.
-    pub session: String,
+    pub session: SessionUri,
     /// The chat the turn runs in.
-    pub chat: String,
+    pub chat: ChatUri,
     /// The message, with the text replacements of earlier contributions applied.
     pub message: Message,
     /// The turn id.
@@ -122,9 +122,9 @@ pub enum RequestSource {
 #[derive(Debug, Clone, PartialEq)]
 pub struct IncomingRequest {
     /// The owning session.
-    pub session: String,
+    pub session: SessionUri,
     /// The chat the turn is for.
-    pub chat: String,
+    pub chat: ChatUri,
     /// The channel the turn's actions go to.
     pub turn_channel: String,
     /// The message that starts the turn.
@@ -166,9 +166,9 @@ pub enum Disposition {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HydrationContext {
     /// The owning session.
-    pub session: String,
+    pub session: SessionUri,
     /// The chat.
-    pub chat: String,
+    pub chat: ChatUri,
 }
 
 /// Host-owned chat state restored for every chat before it enters the catalog.

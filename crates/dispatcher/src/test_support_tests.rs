@@ -200,7 +200,7 @@ pub fn turn(id: &str) -> Turn {
 
 pub fn turn_end() -> TurnEnd {
     TurnEnd {
-        session: "ahp-session:/s".into(),
+        session: "ahp-session:/s".parse().unwrap(),
         channel: "ahp-chat:/c".into(),
         turn_id: Some("t1".into()),
         reason: TurnEndReason::Success,
@@ -210,8 +210,8 @@ pub fn turn_end() -> TurnEnd {
 
 pub fn incoming(source: RequestSource) -> IncomingRequest {
     IncomingRequest {
-        session: "ahp-session:/s".into(),
-        chat: "ahp-chat:/c".into(),
+        session: "ahp-session:/s".parse().unwrap(),
+        chat: "ahp-chat:/c".parse().unwrap(),
         turn_channel: "ahp-chat:/c".into(),
         message: message("hello"),
         turn_id: "t1".into(),
@@ -223,8 +223,8 @@ pub fn incoming(source: RequestSource) -> IncomingRequest {
 
 pub fn outgoing(text: &str) -> OutgoingTurn {
     OutgoingTurn {
-        session: "ahp-session:/s".into(),
-        chat: "ahp-chat:/c".into(),
+        session: "ahp-session:/s".parse().unwrap(),
+        chat: "ahp-chat:/c".parse().unwrap(),
         message: message(text),
         turn_id: "t1".into(),
     }
@@ -232,7 +232,7 @@ pub fn outgoing(text: &str) -> OutgoingTurn {
 
 pub fn hydration() -> HydrationContext {
     HydrationContext {
-        session: "ahp-session:/s".into(),
-        chat: "ahp-chat:/c".into(),
+        session: "ahp-session:/s".parse().unwrap(),
+        chat: "ahp-chat:/c".parse().unwrap(),
     }
 }

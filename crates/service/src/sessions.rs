@@ -787,8 +787,8 @@ impl SessionService {
         let mut hydrated = HashMap::new();
         for chat in chats {
             let context = HydrationContext {
-                session: session.to_string(),
-                chat: chat.uri.to_string(),
+                session: session.clone(),
+                chat: chat.uri.clone(),
             };
             let restored = self
                 .dispatcher
@@ -824,8 +824,8 @@ impl SessionService {
         };
         self.ensure_session(&record.session).await?;
         let context = HydrationContext {
-            session: record.session.to_string(),
-            chat: chat.to_owned(),
+            session: record.session.clone(),
+            chat: uri,
         };
         let turns = self.dispatcher.hydrate_turns(&context, turns).await;
         // What `onHydrateChat` returned when the session was restored; a chat stored since then

@@ -10,9 +10,9 @@ use agenthost_dispatcher::{
     AppliedClientAction, ClientContext, DispatchedAction, Dispatcher, HostBridge, HostRegistration,
     LaunchKind, RequestSource, SendTurnMessageOptions, TurnEnd, TurnEndReason,
 };
-use agenthost_protocol::ChatUri;
 use agenthost_protocol::state::{ResponsePart, ToolCallResult};
 use agenthost_protocol::{ActionEnvelope, StateAction};
+use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_provider_api::{
     InputResponse, PermissionDecision, Provider, ProviderSession, RoutedSignal, signal_channel,
 };
@@ -171,8 +171,12 @@ impl Shared {
         })
     }
 
-    pub(crate) fn session_of(&self, chat: &str) -> Option<String> {
-        self.state.read(|h| h.chat_session(chat).map(str::to_owned))
+    /// The session owning `chat` (a session channel owns itself).
+    pub(crate) fn session_of(&self, chat: &str) -> Option<SessionUri> {
+        let session = self
+            .state
+            .read(|h| h.chat_session(chat).map(str::to_owned))?;
+        SessionUri::parse(&session).ok()
     }
 
     pub(crate) fn active_turn_id(&self, chat: &str) -> Option<String> {
@@ -203,16 +207,15 @@ impl Shared {
 
     /// Forgets the turn-start checkpoint of a turn that will get no turn-end capture (it was
     /// cancelled), in the background.
-    pub(crate) fn discard_turn_start(&self, session: &str, chat: &str, turn_id: &str) {
-        let (Some(checkpoints), Ok(session), Ok(chat), Ok(runtime)) = (
+    pub(crate) fn discard_turn_start(&self, session: &SessionUri, chat: &str, turn_id: &str) {
+        let (Some(checkpoints), Ok(chat), Ok(runtime)) = (
             self.checkpoints.clone(),
-            agenthost_protocol::SessionUri::parse(session),
             ChatUri::parse(chat),
             tokio::runtime::Handle::try_current(),
         ) else {
             return;
         };
-        let turn_id = turn_id.to_owned();
+        let (session, turn_id) = (session.clone(), turn_id.to_owned());
         runtime.spawn(async move {
             checkpoints
                 .discard_turn_start(&session, &chat, &turn_id)
@@ -501,12 +504,13 @@ impl Orchestrator {
             }
             _ => {}
         }
-        let session = shared.session_of(chat).unwrap_or_else(|| chat.to_owned());
+        let session = shared.session_of(chat);
+        let session = session.as_deref().unwrap_or(chat);
         shared
             .dispatcher
             .did_apply_client_action(&AppliedClientAction {
                 channel: chat,
-                session: &session,
+                session,
                 action: &envelope.action,
                 client_id: envelope.origin.as_ref().map(|o| o.client_id.as_str()),
                 client_context,

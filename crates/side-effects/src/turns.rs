@@ -7,9 +7,9 @@ use agenthost_dispatcher::{
     ClientContext, IncomingRequest, OutgoingTurn, RequestSource, SendTurnMessageOptions,
     TurnEndReason, TurnStarterPorts,
 };
+use agenthost_protocol::ChatUri;
 use agenthost_protocol::ahp_types::state::{ErrorInfo, Message};
 use agenthost_protocol::uri::file_uri_to_path;
-use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_provider_api::{
     AgentMode, ProviderError, RestoreSession, SignalSink, StartSession, TurnRequest,
 };
@@ -33,13 +33,14 @@ pub(crate) struct TurnStart {
 /// `onDidApplyClientAction` — then the send tail on a task of its own. Refusals end the started
 /// turn with `chat/error` and report `onTurnEnd(rejected)`.
 pub(crate) fn start_turn(shared: Arc<Shared>, start: TurnStart) {
-    let Some(session) = shared.session_of(&start.chat) else {
+    let (Some(session), Ok(chat)) = (shared.session_of(&start.chat), ChatUri::parse(&start.chat))
+    else {
         return;
     };
     let request = IncomingRequest {
-        session: session.clone(),
-        chat: start.chat.clone(),
-        turn_channel: start.chat.clone(),
+        session,
+        chat,
+        turn_channel: start.chat,
         message: start.message,
         turn_id: start.turn_id,
         source: start.source,
@@ -53,7 +54,7 @@ pub(crate) fn start_turn(shared: Arc<Shared>, start: TurnStart) {
         shared,
         SendTurnMessageOptions {
             agent,
-            session_channel: session,
+            session: request.session,
             turn_channel: request.turn_channel,
             chat: request.chat,
             message: request.message,
@@ -131,7 +132,7 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
     let outgoing = shared
         .dispatcher
         .outgoing_turn(&OutgoingTurn {
-            session: options.session_channel.clone(),
+            session: options.session.clone(),
             chat: chat.clone(),
             message: options.message.clone(),
             turn_id: turn_id.clone(),
@@ -150,10 +151,9 @@ pub(crate) async fn send_tail(shared: Arc<Shared>, options: SendTurnMessageOptio
         instructions: outgoing.instructions.unwrap_or_default(),
         attachments: options.message.attachments.unwrap_or_default(),
         model: options.message.model,
-        mode: (shared.state.read(|h| {
-            h.session(&options.session_channel)
-                .map(AgentMode::of_session)
-        }))
+        mode: (shared
+            .state
+            .read(|h| h.session(&options.session).map(AgentMode::of_session)))
         .unwrap_or_default(),
     };
     shared.cancel_settled(&chat).await;
@@ -169,12 +169,7 @@ async fn capture_turn_start(shared: &Arc<Shared>, options: &SendTurnMessageOptio
     let Some(checkpoints) = shared.checkpoints.clone() else {
         return true;
     };
-    let (Ok(session), Ok(chat)) = (
-        SessionUri::parse(&options.session_channel),
-        ChatUri::parse(&options.chat),
-    ) else {
-        return true;
-    };
+    let (session, chat) = (&options.session, &options.chat);
     let directories: Vec<PathBuf> = shared
         .state
         .read(|h| {
@@ -182,7 +177,7 @@ async fn capture_turn_start(shared: &Arc<Shared>, options: &SendTurnMessageOptio
                 .and_then(|c| c.working_directories.clone())
                 .filter(|dirs| !dirs.is_empty())
                 .or_else(|| {
-                    h.session(&options.session_channel)
+                    h.session(session)
                         .and_then(|s| s.working_directories.clone())
                 })
         })
@@ -191,13 +186,13 @@ async fn capture_turn_start(shared: &Arc<Shared>, options: &SendTurnMessageOptio
         .filter_map(|uri| file_uri_to_path(uri).ok())
         .collect();
     checkpoints
-        .capture_turn_start(&session, &chat, &options.turn_id, &directories)
+        .capture_turn_start(session, chat, &options.turn_id, &directories)
         .await;
     if shared.active_turn_id(&options.chat).as_deref() == Some(options.turn_id.as_str()) {
         return true;
     }
     checkpoints
-        .discard_turn_start(&session, &chat, &options.turn_id)
+        .discard_turn_start(session, chat, &options.turn_id)
         .await;
     false
 }
@@ -208,7 +203,7 @@ async fn provider_session(
     shared: &Arc<Shared>,
     options: &SendTurnMessageOptions,
 ) -> Result<ChatRuntime, ProviderError> {
-    if let Some(runtime) = shared.runtime().chats.get(&options.chat).cloned() {
+    if let Some(runtime) = shared.runtime().chats.get(options.chat.as_str()).cloned() {
         return Ok(runtime);
     }
     let invalid = |what: &str, error: &dyn std::fmt::Display| ProviderError::StartFailed {
@@ -221,11 +216,9 @@ async fn provider_session(
         .ok_or_else(|| ProviderError::StartFailed {
             message: format!("no provider named {:?}", options.agent),
         })?;
-    let session = SessionUri::parse(&options.session_channel)
-        .map_err(|e| invalid("the session URI cannot name a conversation", &e))?;
-    let chat = ChatUri::parse(&options.chat).map_err(|e| invalid("the chat URI is invalid", &e))?;
+    let (session, chat) = (options.session.clone(), options.chat.clone());
     let first_directory = shared.state.read(|h| {
-        h.session(&options.session_channel)
+        h.session(&session)
             .and_then(|s| s.working_directories.as_ref())
             .and_then(|dirs| dirs.first().cloned())
     });
@@ -239,7 +232,7 @@ async fn provider_session(
         chat: chat.clone(),
         working_directory,
         model: options.message.model.clone(),
-        signals: SignalSink::new(options.chat.clone(), shared.signals.clone()),
+        signals: SignalSink::new(options.chat.to_string(), shared.signals.clone()),
     };
     // A conversation the agent can resume (the host restarted since) continues; otherwise a new
     // one starts. The agent is asked for nothing else: the host owns the history.
@@ -260,10 +253,12 @@ async fn provider_session(
     };
     let existing = {
         let mut chats = shared.runtime();
-        match chats.chats.get(&options.chat) {
+        match chats.chats.get(options.chat.as_str()) {
             Some(existing) => Some(existing.clone()),
             None => {
-                chats.chats.insert(options.chat.clone(), runtime.clone());
+                chats
+                    .chats
+                    .insert(options.chat.to_string(), runtime.clone());
                 None
             }
         }

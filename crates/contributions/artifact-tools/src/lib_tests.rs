@@ -16,8 +16,8 @@ fn message(text: &str) -> Message {
 
 fn outgoing() -> OutgoingTurn {
     OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: CHAT.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: CHAT.parse().unwrap(),
         message: message(TEXT),
         turn_id: "t1".to_owned(),
     }

@@ -188,8 +188,8 @@ async fn the_outgoing_sequence_of_the_built_ins() {
     .unwrap();
     let result = dispatcher
         .outgoing_turn(&OutgoingTurn {
-            session: SESSION.into(),
-            chat: SIDE.into(),
+            session: SESSION.parse().unwrap(),
+            chat: SIDE.parse().unwrap(),
             message,
             turn_id: "s1".into(),
         })

@@ -231,7 +231,7 @@ impl ChatContribution for ChatConfig {
             if chat.config.is_some() {
                 return Ok(chat.clone());
             }
-            let uri = ChatUri::parse(&context.chat)?;
+            let uri = context.chat.clone();
             let config = match self.unwritten.get(&uri) {
                 Some(config) => config,
                 None => self.data.chat_config(uri).await?,

@@ -67,8 +67,8 @@ fn observe(contribution: &ChatConfig, channel: &str, action: &StateAction, rejec
 
 fn context(chat: &str) -> HydrationContext {
     HydrationContext {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
     }
 }
 

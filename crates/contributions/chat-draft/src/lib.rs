@@ -207,7 +207,7 @@ impl ChatContribution for ChatDraft {
             if chat.draft.is_some() {
                 return Ok(chat.clone());
             }
-            let uri = ChatUri::parse(&context.chat)?;
+            let uri = context.chat.clone();
             let draft = match self.writes.unwritten(&uri) {
                 Some(draft) => draft,
                 None => self.data.draft(uri).await?,

@@ -50,8 +50,8 @@ fn apply(hook: &dyn ChatContribution, channel: &str, action: &StateAction) {
 
 fn context(chat: &str) -> HydrationContext {
     HydrationContext {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
     }
 }
 

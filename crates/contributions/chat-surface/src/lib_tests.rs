@@ -56,8 +56,8 @@ fn message(text: &str, meta: Option<Value>, attachments: Vec<Value>) -> Message 
 
 fn outgoing(message: Message) -> OutgoingTurn {
     OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: CHAT.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: CHAT.parse().unwrap(),
         message,
         turn_id: "t1".to_owned(),
     }

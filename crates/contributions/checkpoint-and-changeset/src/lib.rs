@@ -32,8 +32,8 @@ use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, Hook, HookResult, HookSet, MissingService,
     ServiceRegistry, TurnEnd, TurnEndReason,
 };
+use agenthost_protocol::ChatUri;
 use agenthost_protocol::uri::file_uri_to_path;
-use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_services::{ChangesetService, CheckpointService, Configuration, WriteQueue};
 
 /// Whether a turn that ended for `reason` gets a turn-end checkpoint: `success` and errors that
@@ -103,13 +103,7 @@ impl CheckpointAndChangeset {
     fn capture(&self, turn: &TurnEnd, turn_id: String) {
         self.changesets
             .schedule_recompute(&turn.session, &turn.channel, Some(&turn_id));
-        let Ok(session) = SessionUri::parse(&turn.session) else {
-            tracing::debug!(
-                session = turn.session,
-                "checkpointAndChangeset: not a session URI, nothing to capture"
-            );
-            return;
-        };
+        let session = turn.session.clone();
         // A turn on the session channel itself runs in the session's default chat.
         let chat = if turn.channel == turn.session {
             ChatUri::default_for(&session)

@@ -1,5 +1,6 @@
 use std::path::PathBuf;
 
+use agenthost_protocol::SessionUri;
 use agenthost_protocol::error_info::error_info;
 use agenthost_services::fakes::{
     CapturedLogs, ChangesetCall, CheckpointCall, FakeChangesets, FakeCheckpoints, FakeConfiguration,
@@ -41,7 +42,7 @@ fn default_chat() -> String {
 
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
-        session: SESSION.into(),
+        session: SESSION.parse().unwrap(),
         channel: channel.into(),
         turn_id: Some("t1".into()),
         reason,

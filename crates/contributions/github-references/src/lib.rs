@@ -203,25 +203,19 @@ impl GithubReferences {
         let turn_id = turn.turn_id.clone().unwrap_or_default();
         let Some(target) = self.target(&turn.session, &turn.channel) else {
             tracing::debug!(
-                session = turn.session,
+                session = %turn.session,
                 channel = turn.channel,
                 turn_id,
                 "githubReferences: no working directory, nothing to reconcile"
             );
             return;
         };
-        let Ok(session) = SessionUri::parse(&turn.session) else {
-            tracing::debug!(
-                session = turn.session,
-                "githubReferences: not a session URI, nothing to reconcile"
-            );
-            return;
-        };
+        let session = turn.session.clone();
         let folder = match file_uri_to_path(&target.folder) {
             Ok(folder) => folder,
             Err(error) => {
                 tracing::debug!(
-                    session = turn.session,
+                    session = %turn.session,
                     turn_id,
                     folder = target.folder,
                     %error,
@@ -232,13 +226,13 @@ impl GithubReferences {
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::debug!(
-                session = turn.session,
+                session = %turn.session,
                 turn_id,
                 "githubReferences: no tokio runtime, reconcile skipped"
             );
             return;
         };
-        let slot = (turn.session.clone(), target.key.clone());
+        let slot = (turn.session.to_string(), target.key.clone());
         let generation = self.work.begin(&slot);
         let lookup = self.git.reference(&folder);
         let job = Job {

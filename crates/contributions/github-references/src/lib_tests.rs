@@ -84,7 +84,7 @@ fn fixture() -> Fixture {
 
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
-        session: SESSION.into(),
+        session: SESSION.parse().unwrap(),
         channel: channel.into(),
         turn_id: Some("t1".into()),
         reason,

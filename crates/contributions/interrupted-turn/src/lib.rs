@@ -17,7 +17,6 @@ use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, Hook, HookFuture, HookSet,
     HydrationContext, MissingService, ServiceRegistry,
 };
-use agenthost_protocol::ChatUri;
 use agenthost_protocol::ahp_types::state::{ActiveTurn, ErrorInfo, ErrorResponsePart, Turn};
 use agenthost_reducers::states::errored_turn;
 use agenthost_services::SessionDataStore;
@@ -86,9 +85,7 @@ impl ChatContribution for InterruptedTurn {
     ) -> HookFuture<'a, Vec<Turn>> {
         Box::pin(async move {
             let mut turns = turns.to_vec();
-            let Ok(chat) = ChatUri::parse(&context.chat) else {
-                return Ok(turns);
-            };
+            let chat = context.chat.clone();
             let Some(open) = self.data.open_turn(chat.clone()).await? else {
                 return Ok(turns);
             };
@@ -101,7 +98,7 @@ impl ChatContribution for InterruptedTurn {
                 None => turns.push(turn.clone()),
             }
             if let Err(error) = self.data.finish_open_turn(chat, turn).await {
-                tracing::warn!(chat = context.chat, %error,
+                tracing::warn!(chat = %context.chat, %error,
                     "interruptedTurn: the interrupted turn could not be stored; it is shown and stored at the next restore");
             }
             Ok(turns)

@@ -68,8 +68,8 @@ fn open(id: &str) -> ActiveTurn {
 
 fn context() -> HydrationContext {
     HydrationContext {
-        session: SESSION.into(),
-        chat: CHAT.into(),
+        session: SESSION.parse().unwrap(),
+        chat: CHAT.parse().unwrap(),
     }
 }
 

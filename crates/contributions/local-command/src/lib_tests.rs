@@ -32,8 +32,8 @@ fn message(text: &str, kind: &str) -> Message {
 
 fn request(chat: &str, text: &str) -> IncomingRequest {
     IncomingRequest {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
         turn_channel: chat.to_owned(),
         message: message(text, "user"),
         turn_id: "t1".to_owned(),

@@ -47,7 +47,7 @@ fn failure() -> ErrorInfo {
 
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
-        session: SESSION.to_owned(),
+        session: SESSION.parse().unwrap(),
         channel: channel.to_owned(),
         turn_id: Some("t1".to_owned()),
         reason,

@@ -16,8 +16,8 @@ fn message(text: &str) -> Message {
 
 fn outgoing(chat: &str) -> OutgoingTurn {
     OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
         message: message(TEXT),
         turn_id: "t1".to_owned(),
     }

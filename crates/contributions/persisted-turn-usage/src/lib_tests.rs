@@ -68,8 +68,8 @@ fn observe_with(
 
 fn context(chat: &str) -> HydrationContext {
     HydrationContext {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
     }
 }
 

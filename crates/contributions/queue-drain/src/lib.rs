@@ -46,7 +46,6 @@ use agenthost_dispatcher::{
     IncomingRequest, KeySegment, MissingService, QueuedMessageSender, RequestSource,
     SendTurnMessageOptions, ServiceRegistry, TurnEnd, TurnEndReason, TurnStarterPorts,
 };
-use agenthost_protocol::StateAction;
 use agenthost_protocol::actions::{
     ChatPendingMessageSetAction, ChatQueuedMessagesReorderedAction, ChatTurnStartedAction,
 };
@@ -54,6 +53,7 @@ use agenthost_protocol::ahp_types::state::{
     ChatState, ErrorInfo, PendingMessage, PendingMessageKind,
 };
 use agenthost_protocol::error_info::chat_error;
+use agenthost_protocol::{ChatUri, SessionUri, StateAction};
 use agenthost_reducers::validation::resumable_turn;
 use agenthost_services::{
     HostState, MessageSource, ProviderLocator, ServerDispatch, TelemetryReporter, TurnTracker,
@@ -93,8 +93,8 @@ impl std::fmt::Debug for QueueDrain {
 
 /// A head of queue taken for starting: the message, its sender, and the new turn id.
 struct Admission {
-    session: String,
-    chat: String,
+    session: SessionUri,
+    chat: ChatUri,
     pending: PendingMessage,
     sender: QueuedMessageSender,
     turn_id: String,
@@ -119,14 +119,14 @@ impl QueueDrain {
     }
 
     /// Starts the head of `chat`'s queue when the chat is free (see the module docs).
-    fn try_consume(&self, session: &str, chat: &str) {
+    fn try_consume(&self, session: &SessionUri, chat: &str) {
         let Some((admission, bridge, dispatcher)) = self.take_head(session, chat) else {
             return;
         };
         let request = IncomingRequest {
             session: admission.session.clone(),
             chat: admission.chat.clone(),
-            turn_channel: admission.chat.clone(),
+            turn_channel: admission.chat.to_string(),
             message: admission.pending.message.clone(),
             turn_id: admission.turn_id.clone(),
             source: RequestSource::Queued,
@@ -143,7 +143,7 @@ impl QueueDrain {
         };
         bridge.send_turn_message(SendTurnMessageOptions {
             agent,
-            session_channel: request.session,
+            session: request.session,
             turn_channel: request.turn_channel,
             chat: request.chat,
             message: request.message,
@@ -158,9 +158,10 @@ impl QueueDrain {
     /// `chat/turnStarted {queuedMessageId}`.
     fn take_head(
         &self,
-        session: &str,
+        session: &SessionUri,
         chat: &str,
     ) -> Option<(Admission, Arc<dyn HostBridge>, Dispatcher)> {
+        let chat_uri = ChatUri::parse(chat).ok()?;
         let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
         let state = self.host.chat(chat)?;
         let head = startable_head(&state)?;
@@ -197,8 +198,8 @@ impl QueueDrain {
         }
         Some((
             Admission {
-                session: session.to_owned(),
-                chat: chat.to_owned(),
+                session: session.clone(),
+                chat: chat_uri,
                 pending: head,
                 sender,
                 turn_id,
@@ -345,8 +346,11 @@ impl ChatContribution for QueueDrain {
     }
 
     fn on_did_apply_client_action(&self, action: &AppliedClientAction<'_>) -> HookResult {
-        if action.channel != action.session && self.observe_queue_action(action) {
-            self.try_consume(action.session, action.channel);
+        if action.channel != action.session
+            && self.observe_queue_action(action)
+            && let Ok(session) = SessionUri::parse(action.session)
+        {
+            self.try_consume(&session, action.channel);
         }
         Ok(())
     }
@@ -396,8 +400,8 @@ impl TurnStarterPorts for Ports<'_> {
             .turns
             .turn_started(&request.chat, &request.turn_id);
         self.drain.telemetry.user_message_sent(&UserMessageSent {
-            session: request.session.clone(),
-            chat: request.chat.clone(),
+            session: request.session.to_string(),
+            chat: request.chat.to_string(),
             turn_id: request.turn_id.clone(),
             source: MessageSource::Queued,
             provider: Some(agent.to_owned()),

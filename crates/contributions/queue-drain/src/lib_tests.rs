@@ -229,7 +229,7 @@ impl Harness {
         };
         self.server(action);
         self.dispatcher.turn_end(&TurnEnd {
-            session: SESSION.into(),
+            session: SESSION.parse().unwrap(),
             channel: CHAT.into(),
             turn_id: Some(turn_id.into()),
             reason,

@@ -9,8 +9,8 @@ const SESSION: &str = "ahp-session:/delegated";
 
 fn turn() -> OutgoingTurn {
     OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: "ahp-chat:/c1".to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: "ahp-chat:/c1".parse().unwrap(),
         message: serde_json::from_value(json!({ "text": "do it", "origin": { "kind": "user" } }))
             .unwrap(),
         turn_id: "t1".to_owned(),

@@ -140,8 +140,8 @@ async fn autopilot_answers_questions_with_vs_codes_text() {
 #[tokio::test]
 async fn a_turn_in_plan_mode_carries_the_plan_instruction() {
     let turn = OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: CHAT.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: CHAT.parse().unwrap(),
         message: serde_json::from_value(json!({ "text": "go", "origin": { "kind": "user" } }))
             .unwrap(),
         turn_id: "t1".to_owned(),

@@ -353,12 +353,12 @@ impl SessionTitle {
 
     /// The title to restore for a chat none was restored for.
     async fn stored_title(&self, context: &HydrationContext) -> HookResult<Option<StoredTitle>> {
-        let chat = ChatUri::parse(&context.chat)?;
+        let chat = context.chat.clone();
         let local = self.titler.data.title(DataOwner::Chat(chat)).await?;
         if let Some(local) = local.as_ref().filter(|t| t.source != TitleSource::Default) {
             return Ok(Some(local.clone()));
         }
-        let session = SessionUri::parse(&context.session)?;
+        let session = context.session.clone();
         let mirror = self
             .titler
             .data
@@ -452,7 +452,7 @@ impl ChatContribution for SessionTitle {
             let stored = match self.stored_title(context).await {
                 Ok(stored) => stored,
                 Err(error) => {
-                    tracing::warn!(session = context.session, chat = context.chat, %error, "sessionTitle: could not read the stored title");
+                    tracing::warn!(session = %context.session, chat = %context.chat, %error, "sessionTitle: could not read the stored title");
                     return Err(error);
                 }
             };

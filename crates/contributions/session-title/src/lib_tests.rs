@@ -63,8 +63,8 @@ fn chat_state(uri: &str, extra: Value) -> ChatState {
 
 fn outgoing(chat: &str, text: &str) -> OutgoingTurn {
     OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
         message: message(text),
         turn_id: "t1".to_owned(),
     }
@@ -72,7 +72,7 @@ fn outgoing(chat: &str, text: &str) -> OutgoingTurn {
 
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
-        session: SESSION.to_owned(),
+        session: SESSION.parse().unwrap(),
         channel: channel.to_owned(),
         turn_id: Some("t1".to_owned()),
         reason,
@@ -115,8 +115,8 @@ fn apply(hook: &dyn ChatContribution, channel: &str, action: &StateAction) {
 
 fn hydration(chat: &str) -> HydrationContext {
     HydrationContext {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
     }
 }
 

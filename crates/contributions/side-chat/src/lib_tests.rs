@@ -120,8 +120,8 @@ fn body_at_t1() -> String {
 
 async fn send_to(dispatcher: &Dispatcher, chat: &str, text: &str) -> Message {
     let outgoing = OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
         message: message(text),
         turn_id: "s1".to_owned(),
     };
@@ -134,7 +134,7 @@ async fn send(dispatcher: &Dispatcher, text: &str) -> String {
 
 fn end(dispatcher: &Dispatcher, chat: &str, reason: TurnEndReason) {
     dispatcher.turn_end(&TurnEnd {
-        session: SESSION.to_owned(),
+        session: SESSION.parse().unwrap(),
         channel: chat.to_owned(),
         turn_id: Some("s1".to_owned()),
         reason,
@@ -144,8 +144,8 @@ fn end(dispatcher: &Dispatcher, chat: &str, reason: TurnEndReason) {
 
 async fn hydrate(dispatcher: &Dispatcher, chat: &str, turns: Vec<Turn>) -> Vec<[String; 2]> {
     let context = HydrationContext {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
     };
     ids_and_texts(&dispatcher.hydrate_turns(&context, turns).await)
 }

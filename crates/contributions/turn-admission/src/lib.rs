@@ -107,11 +107,11 @@ impl ChatContribution for TurnAdmission {
         let chat = self
             .host
             .chat(&request.chat)
-            .ok_or_else(|| AdmissionError::UnknownChat(request.chat.clone()))?;
+            .ok_or_else(|| AdmissionError::UnknownChat(request.chat.to_string()))?;
         let session = self
             .host
             .session(&request.session)
-            .ok_or_else(|| AdmissionError::UnknownSession(request.session.clone()))?;
+            .ok_or_else(|| AdmissionError::UnknownSession(request.session.to_string()))?;
         let error = refusal(&session, &request.chat, &chat).or_else(|| {
             self.config
                 .roots()

@@ -44,8 +44,8 @@ fn session_state(status: u32) -> SessionState {
 
 fn request(chat: &str) -> IncomingRequest {
     IncomingRequest {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
         turn_channel: chat.to_owned(),
         message: from::<Message>(json!({ "text": "hello", "origin": { "kind": "user" } })),
         turn_id: "t1".to_owned(),

@@ -38,8 +38,8 @@ fn delegated(text: &str, delegation: Value) -> Message {
 
 fn outgoing(chat: &str, turn_id: &str, message: Message) -> OutgoingTurn {
     OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
         message,
         turn_id: turn_id.to_owned(),
     }
@@ -65,8 +65,8 @@ async fn send(contribution: &TurnDelegation, turn: &OutgoingTurn) {
 
 fn context(chat: &str) -> HydrationContext {
     HydrationContext {
-        session: SESSION.to_owned(),
-        chat: chat.to_owned(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
     }
 }
 

@@ -22,7 +22,7 @@ use agenthost_dispatcher::{
 };
 use agenthost_protocol::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::Turn;
-use agenthost_protocol::{ChatUri, SessionUri, StateAction};
+use agenthost_protocol::{ChatUri, StateAction};
 use agenthost_services::{ServerDispatch, WorktreeIsolation, announcement_part};
 
 /// The `worktreeAnnouncement` contribution. Register it with
@@ -72,19 +72,15 @@ impl ChatContribution for WorktreeAnnouncement {
         turn: &'a OutgoingTurn,
     ) -> HookFuture<'a, Option<SendContribution>> {
         Box::pin(async move {
-            let (Ok(session), Ok(chat)) =
-                (SessionUri::parse(&turn.session), ChatUri::parse(&turn.chat))
-            else {
-                return Ok(None);
-            };
-            if let Some(text) = self.worktrees.take_live_announcement(&session, &chat).await {
+            let (session, chat) = (&turn.session, &turn.chat);
+            if let Some(text) = self.worktrees.take_live_announcement(session, chat).await {
                 let part = StateAction::ChatResponsePart(ChatResponsePartAction {
                     turn_id: turn.turn_id.clone(),
                     part: announcement_part(&text),
                     meta: None,
                 });
                 if let Err(error) = self.dispatch.dispatch(&turn.chat, part) {
-                    tracing::debug!(chat = turn.chat, %error, "worktree announcement not shown");
+                    tracing::debug!(chat = %turn.chat, %error, "worktree announcement not shown");
                 }
             }
             Ok(None)
@@ -97,18 +93,13 @@ impl ChatContribution for WorktreeAnnouncement {
         turns: &'a [Turn],
     ) -> HookFuture<'a, Vec<Turn>> {
         Box::pin(async move {
-            let (Ok(session), Ok(chat)) = (
-                SessionUri::parse(&context.session),
-                ChatUri::parse(&context.chat),
-            ) else {
-                return Ok(turns.to_vec());
-            };
-            if turns.is_empty() || chat != ChatUri::default_for(&session) {
+            let (session, chat) = (&context.session, &context.chat);
+            if turns.is_empty() || *chat != ChatUri::default_for(session) {
                 return Ok(turns.to_vec());
             }
             Ok(self
                 .worktrees
-                .restore_announcement(&session, &chat, turns.to_vec())
+                .restore_announcement(session, chat, turns.to_vec())
                 .await)
         })
     }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use agenthost_protocol::SessionUri;
 use agenthost_protocol::ahp_types::state::ResponsePart;
 use agenthost_services::fakes::{DispatchCall, FakeServerDispatch, FakeWorktrees, WorktreeCall};
 use agenthost_services::{ANNOUNCEMENT_PART_ID, IsolatedSession, announcement_part};
@@ -48,8 +49,8 @@ fn worktree() -> agenthost_services::Worktree {
 
 async fn hydrate(contribution: &WorktreeAnnouncement, chat: &ChatUri, turns: &[Turn]) -> Vec<Turn> {
     let context = HydrationContext {
-        session: SESSION.to_owned(),
-        chat: chat.to_string(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
     };
     contribution
         .on_hydrate_turns(&context, turns)
@@ -136,8 +137,8 @@ fn it_registers_at_order_180_on_outgoing_turns_and_hydrate_turns() {
 
 fn outgoing(chat: &ChatUri, turn_id: &str) -> OutgoingTurn {
     OutgoingTurn {
-        session: SESSION.to_owned(),
-        chat: chat.to_string(),
+        session: SESSION.parse().unwrap(),
+        chat: chat.parse().unwrap(),
         message: serde_json::from_value(json!({ "text": "hello", "origin": { "kind": "user" } }))
             .unwrap(),
         turn_id: turn_id.to_owned(),

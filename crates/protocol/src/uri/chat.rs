@@ -252,6 +252,39 @@ impl AsRef<str> for ChatUri {
     }
 }
 
+/// Reads as its text wherever a `&str` is expected (a URI is never changed in place).
+impl std::ops::Deref for ChatUri {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for ChatUri {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for ChatUri {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<ChatUri> for String {
+    fn eq(&self, other: &ChatUri) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<ChatUri> for str {
+    fn eq(&self, other: &ChatUri) -> bool {
+        self == other.0
+    }
+}
+
 #[cfg(test)]
 #[path = "chat_tests.rs"]
 mod tests;

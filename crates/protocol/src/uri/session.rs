@@ -205,6 +205,39 @@ impl AsRef<str> for SessionUri {
     }
 }
 
+/// Reads as its text wherever a `&str` is expected (a URI is never changed in place).
+impl std::ops::Deref for SessionUri {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.uri
+    }
+}
+
+impl PartialEq<str> for SessionUri {
+    fn eq(&self, other: &str) -> bool {
+        self.uri == other
+    }
+}
+
+impl PartialEq<&str> for SessionUri {
+    fn eq(&self, other: &&str) -> bool {
+        self.uri == *other
+    }
+}
+
+impl PartialEq<SessionUri> for String {
+    fn eq(&self, other: &SessionUri) -> bool {
+        *self == other.uri
+    }
+}
+
+impl PartialEq<SessionUri> for str {
+    fn eq(&self, other: &SessionUri) -> bool {
+        self == other.uri
+    }
+}
+
 #[cfg(test)]
 #[path = "session_tests.rs"]
 mod tests;
