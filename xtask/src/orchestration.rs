@@ -262,6 +262,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1071),
+    ("agenthost-side-effects", 1069),
     ("agenthost-service", 1523),
 ];

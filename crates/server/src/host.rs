@@ -120,6 +120,15 @@ fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
         .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
 }
 
+/// A URI from the params, typed once at the boundary; an invalid one is answered as the service
+/// answers it.
+fn typed<T: std::str::FromStr<Err = agenthost_protocol::UriError>>(
+    uri: &str,
+) -> Result<T, RpcError> {
+    uri.parse()
+        .map_err(|error| service_error(ServiceError::from(error)))
+}
+
 fn service_error(error: ServiceError) -> RpcError {
     let code = i32::try_from(error.code()).unwrap_or(-32603);
     RpcError::new(code, error.to_string())
@@ -269,7 +278,7 @@ impl Host {
             "disposeSession" => {
                 let p: UnsubscribeParams = params(raw)?;
                 self.service
-                    .dispose_session(&p.channel)
+                    .dispose_session(&typed(&p.channel)?)
                     .await
                     .map_err(service_error)?;
                 Ok(Value::Null)
@@ -277,7 +286,7 @@ impl Host {
             "x-deleteSession" => {
                 let p: UnsubscribeParams = params(raw)?;
                 self.service
-                    .delete_session(&p.channel)
+                    .delete_session(&typed(&p.channel)?)
                     .await
                     .map_err(service_error)?;
                 Ok(Value::Null)
@@ -341,7 +350,7 @@ impl Host {
             }
             "disposeChat" => {
                 let p: UnsubscribeParams = params(raw)?;
-                let chat = self.resolve_chat(&p.channel);
+                let chat = typed(&self.resolve_chat(&p.channel))?;
                 self.service
                     .dispose_chat(&chat)
                     .await
@@ -361,7 +370,7 @@ impl Host {
             }
             "fetchTurns" => {
                 let p: FetchTurnsParams = params(raw)?;
-                let chat = self.resolve_chat(&p.channel);
+                let chat = typed(&self.resolve_chat(&p.channel))?;
                 self.service
                     .sessions()
                     .fetch_turns(&chat)

@@ -263,7 +263,9 @@ async fn a_padded_derived_chat_uri_finds_an_evicted_sessions_chat() {
     let (host, state, service) = host(dir.path());
     // 13 bytes: base64 pads them with two `=`, which VS Code may print as `%3D`.
     create(&service, "scripted:/abc").await;
-    service.dispose_session("scripted:/abc").unwrap();
+    service
+        .dispose_session(&"scripted:/abc".parse().unwrap())
+        .unwrap();
     assert!(state.read(|h| h.session("scripted:/abc").is_none()));
     let padded = format!(
         "ahp-chat://default/{}",

@@ -313,7 +313,7 @@ impl AgentService {
 
     /// `disposeSession`: frees the session's live state and its agents; it stays listed and
     /// restorable, so no `root/sessionRemoved`.
-    pub async fn dispose_session(&self, session: &str) -> Result<(), ServiceError> {
+    pub async fn dispose_session(&self, session: &SessionUri) -> Result<(), ServiceError> {
         let chats = self.sessions.dispose_session(session)?;
         self.orchestrator.dispose_session(session, &chats).await;
         Ok(())
@@ -321,14 +321,14 @@ impl AgentService {
 
     /// `x-deleteSession`: the session, its history and its checkpoint refs are deleted for
     /// good, its agents stopped, and root subscribers get `root/sessionRemoved`.
-    pub async fn delete_session(&self, session: &str) -> Result<(), ServiceError> {
+    pub async fn delete_session(&self, session: &SessionUri) -> Result<(), ServiceError> {
         let chats = self.sessions.delete_session(session).await?;
         self.orchestrator.dispose_session(session, &chats).await;
         self.notify_root(
             "root/sessionRemoved",
             &SessionRemovedParams {
                 channel: ROOT_RESOURCE_URI.to_owned(),
-                session: session.to_owned(),
+                session: session.to_string(),
             },
         );
         Ok(())
@@ -351,7 +351,7 @@ impl AgentService {
     }
 
     /// `disposeChat`: the chat is removed from its session and the store, its agent stopped.
-    pub async fn dispose_chat(&self, chat: &str) -> Result<(), ServiceError> {
+    pub async fn dispose_chat(&self, chat: &ChatUri) -> Result<(), ServiceError> {
         self.sessions.dispose_chat(chat).await?;
         self.orchestrator.dispose_chat(chat).await;
         Ok(())
@@ -458,7 +458,7 @@ impl AgentService {
             .state
             .read(|h| h.session_uris().map(str::to_owned).collect());
         let idle: HashSet<String> = self.sessions.idle_sessions().into_iter().collect();
-        let due: Vec<String> = {
+        let due: Vec<(String, SessionUri)> = {
             let mut activity = self.activity.lock();
             activity.retain(|session, _| live.contains(session));
             live.iter()
@@ -469,12 +469,12 @@ impl AgentService {
                     }
                     now.duration_since(*last) >= limit
                 })
-                .cloned()
+                .filter_map(|session| Some((session.clone(), SessionUri::parse(session).ok()?)))
                 .collect()
         };
         let mut evicted = Vec::new();
-        for session in due {
-            match self.dispose_session(&session).await {
+        for (session, uri) in due {
+            match self.dispose_session(&uri).await {
                 Ok(()) => {
                     tracing::info!(
                         session,

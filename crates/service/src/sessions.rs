@@ -521,7 +521,11 @@ impl SessionService {
             ));
         };
         let invalid = |what: String| Err(ServiceError::InvalidParams(what));
-        if self.ensure_chat(&side.chat).await.is_err()
+        let restored = match ChatUri::parse(&side.chat) {
+            Ok(chat) => self.ensure_chat(&chat).await.is_ok(),
+            Err(_) => false,
+        };
+        if !restored
             || self
                 .state
                 .read(|h| h.chat_session(&side.chat).map(str::to_owned))
@@ -578,20 +582,20 @@ impl SessionService {
     /// `disposeChat`: removes the chat from the catalog, the state and the store (an explicit
     /// removal by the client); returns its session. The caller then disposes the chat's provider
     /// conversation and mementos.
-    pub async fn dispose_chat(&self, chat: &str) -> Result<String, ServiceError> {
+    pub async fn dispose_chat(&self, chat: &ChatUri) -> Result<String, ServiceError> {
         self.ensure_chat(chat).await?;
         let session = self
             .state
             .read(|h| h.chat_session(chat).map(str::to_owned))
-            .ok_or_else(|| ServiceError::ChatNotFound(chat.to_owned()))?;
+            .ok_or_else(|| ServiceError::ChatNotFound(chat.to_string()))?;
         self.dispatch(
             &session,
             StateAction::SessionChatRemoved(SessionChatRemovedAction {
-                chat: chat.to_owned(),
+                chat: chat.to_string(),
             }),
         );
         self.state.remove_chat(chat);
-        self.store.delete_chat(&ChatUri::parse(chat)?)?;
+        self.store.delete_chat(chat)?;
         Ok(session)
     }
 
@@ -602,19 +606,18 @@ impl SessionService {
     /// A session some connection still watches (subscribed to it or to one of its chats) stays
     /// live as it is: dropping it would silently end those subscriptions, and the watcher's next
     /// turn would run unseen. Idle eviction frees it once nobody watches.
-    pub fn dispose_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
-        let uri = SessionUri::parse(session)?;
+    pub fn dispose_session(&self, session: &SessionUri) -> Result<Vec<String>, ServiceError> {
         if self.is_watched(session) {
             return Ok(Vec::new());
         }
         if let Some(changesets) = self.changesets.as_ref() {
             changesets.forget_session(session);
         }
-        self.hydrated_chats().remove(session);
+        self.hydrated_chats().remove(session.as_str());
         match self.state.remove_session(session) {
             Some((_, chats)) => Ok(chats.into_iter().map(|c| c.resource).collect()),
-            None if self.store.session(&uri)?.is_some() => Ok(Vec::new()),
-            None => Err(ServiceError::SessionNotFound(session.to_owned())),
+            None if self.store.session(session)?.is_some() => Ok(Vec::new()),
+            None => Err(ServiceError::SessionNotFound(session.to_string())),
         }
     }
 
@@ -658,9 +661,8 @@ impl SessionService {
 
     /// `x-deleteSession`: removes the session, its chats, its history and its checkpoint refs
     /// for good. Returns the live chats to dispose; the caller announces `root/sessionRemoved`.
-    pub async fn delete_session(&self, session: &str) -> Result<Vec<String>, ServiceError> {
-        let uri = SessionUri::parse(session)?;
-        let directories = match self.store.session(&uri)? {
+    pub async fn delete_session(&self, session: &SessionUri) -> Result<Vec<String>, ServiceError> {
+        let directories = match self.store.session(session)? {
             Some(record) => record.working_directories,
             None => self
                 .state
@@ -675,21 +677,21 @@ impl SessionService {
         }
         // Read before the session's metadata goes with it.
         let isolated = match self.worktrees.as_ref() {
-            Some(worktrees) => worktrees.isolation(&uri).await,
+            Some(worktrees) => worktrees.isolation(session).await,
             None => None,
         };
         let live = self.state.remove_session(session);
-        self.hydrated_chats().remove(session);
-        let stored = self.store.delete_session(&uri)?;
+        self.hydrated_chats().remove(session.as_str());
+        let stored = self.store.delete_session(session)?;
         if live.is_none() && !stored {
-            return Err(ServiceError::SessionNotFound(session.to_owned()));
+            return Err(ServiceError::SessionNotFound(session.to_string()));
         }
         if let Some(checkpoints) = self.checkpoints.as_ref() {
             let dirs: Vec<PathBuf> = directories
                 .iter()
                 .filter_map(|d| file_uri_to_path(d).ok())
                 .collect();
-            checkpoints.delete_all(&uri, &dirs).await;
+            checkpoints.delete_all(session, &dirs).await;
         }
         if let (Some(record), Some(worktrees)) = (&isolated, self.worktrees.as_ref()) {
             worktrees.release(record).await;
@@ -704,7 +706,7 @@ impl SessionService {
     pub async fn ensure_channel(&self, channel: &str) -> Result<(), ServiceError> {
         match Channel::parse(channel) {
             Ok(Channel::Session(session)) => self.ensure_session(&session).await,
-            Ok(Channel::Chat(_)) => self.ensure_chat(channel).await,
+            Ok(Channel::Chat(chat)) => self.ensure_chat(&chat).await,
             Ok(Channel::Changeset(_)) => self.ensure_changeset(channel).await,
             _ => Ok(()),
         }
@@ -799,12 +801,11 @@ impl SessionService {
         hydrated
     }
 
-    async fn ensure_chat(&self, chat: &str) -> Result<(), ServiceError> {
+    async fn ensure_chat(&self, chat: &ChatUri) -> Result<(), ServiceError> {
         if self.state.read(|h| h.chat(chat).is_some()) {
             return Ok(());
         }
-        let uri = ChatUri::parse(chat)?;
-        let key = uri.clone();
+        let key = chat.clone();
         let loaded = self
             .store
             .blocking(move |store| {
@@ -820,12 +821,12 @@ impl SessionService {
             })
             .await?;
         let Some((record, turns)) = loaded else {
-            return Err(ServiceError::ChatNotFound(chat.to_owned()));
+            return Err(ServiceError::ChatNotFound(chat.to_string()));
         };
         self.ensure_session(&record.session).await?;
         let context = HydrationContext {
             session: record.session.clone(),
-            chat: uri,
+            chat: chat.clone(),
         };
         let turns = self.dispatcher.hydrate_turns(&context, turns).await;
         // What `onHydrateChat` returned when the session was restored; a chat stored since then
@@ -833,7 +834,7 @@ impl SessionService {
         let taken = self
             .hydrated_chats()
             .get_mut(record.session.as_str())
-            .and_then(|chats| chats.remove(chat));
+            .and_then(|chats| chats.remove(chat.as_str()));
         let restored = match taken {
             Some(restored) => restored,
             None => {
@@ -849,7 +850,7 @@ impl SessionService {
         let config = restored.config.unwrap_or_default();
         if let Err(error) = agenthost_reducers::chat_config::apply_chat_config(&config, &mut state)
         {
-            tracing::warn!(chat, %error, "the chat's stored configuration was not applied");
+            tracing::warn!(chat = chat.as_str(), %error, "the chat's stored configuration was not applied");
         }
         let _ = self.state.insert_chat(record.session.as_str(), state);
         Ok(())
@@ -1068,7 +1069,7 @@ impl SessionService {
 
     /// `fetchTurns`: restores the chat if needed; a restored chat holds its whole stored history,
     /// so there is nothing older to load afterwards.
-    pub async fn fetch_turns(&self, chat: &str) -> Result<(), ServiceError> {
+    pub async fn fetch_turns(&self, chat: &ChatUri) -> Result<(), ServiceError> {
         self.ensure_chat(chat).await
     }
 

@@ -196,7 +196,9 @@ async fn list_sessions_pages_with_limit_and_cursor() {
     }
     // Some live, some only stored: pages merge both.
     for n in [1, 3, 5] {
-        service.dispose_session(&format!("scripted:/s{n}")).unwrap();
+        service
+            .dispose_session(&format!("scripted:/s{n}").parse().unwrap())
+            .unwrap();
     }
     let everything = service.list_sessions().unwrap();
     assert_eq!(everything.items.len(), 7);
@@ -286,7 +288,10 @@ async fn chats_are_created_listed_and_disposed() {
     assert_eq!(list.items[0].chats.as_ref().unwrap().len(), 2);
 
     assert_eq!(
-        service.dispose_chat("ahp-chat:/peer").await.unwrap(),
+        service
+            .dispose_chat(&"ahp-chat:/peer".parse().unwrap())
+            .await
+            .unwrap(),
         "scripted:/s1"
     );
     assert!(state.read(|h| h.chat("ahp-chat:/peer").is_none()));
@@ -295,7 +300,9 @@ async fn chats_are_created_listed_and_disposed() {
         1
     );
     // Disposing frees live state only: the session stays listed and comes back on use.
-    let chats = service.dispose_session("scripted:/s1").unwrap();
+    let chats = service
+        .dispose_session(&"scripted:/s1".parse().unwrap())
+        .unwrap();
     assert_eq!(chats.len(), 1);
     assert!(state.read(|h| h.session("scripted:/s1").is_none()));
     assert_eq!(service.list_sessions().unwrap().items.len(), 1);
@@ -313,18 +320,24 @@ async fn chats_are_created_listed_and_disposed() {
         1
     );
     // Deleting removes it for good.
-    service.delete_session("scripted:/s1").await.unwrap();
+    service
+        .delete_session(&"scripted:/s1".parse().unwrap())
+        .await
+        .unwrap();
     assert!(service.list_sessions().unwrap().items.is_empty());
     assert_eq!(
         service
-            .delete_session("scripted:/s1")
+            .delete_session(&"scripted:/s1".parse().unwrap())
             .await
             .unwrap_err()
             .code(),
         -32001
     );
     assert_eq!(
-        service.dispose_session("scripted:/s1").unwrap_err().code(),
+        service
+            .dispose_session(&"scripted:/s1".parse().unwrap())
+            .unwrap_err()
+            .code(),
         -32001
     );
 }
@@ -381,7 +394,7 @@ async fn completed_turns_survive_a_restart_and_come_back_hydrated() {
     );
     assert_eq!(
         service
-            .fetch_turns("ahp-chat:/unknown")
+            .fetch_turns(&"ahp-chat:/unknown".parse().unwrap())
             .await
             .unwrap_err()
             .code(),
@@ -425,13 +438,18 @@ async fn deleting_a_session_removes_its_checkpoint_refs_and_disposing_keeps_them
         .await;
     assert!(checkpoints.baseline(&session, Some(&repo)).await.is_some());
 
-    service.dispose_session("scripted:/s1").unwrap();
+    service
+        .dispose_session(&"scripted:/s1".parse().unwrap())
+        .unwrap();
     assert!(
         checkpoints.baseline(&session, Some(&repo)).await.is_some(),
         "disposal keeps them"
     );
 
-    service.delete_session("scripted:/s1").await.unwrap();
+    service
+        .delete_session(&"scripted:/s1".parse().unwrap())
+        .await
+        .unwrap();
     assert_eq!(checkpoints.baseline(&session, Some(&repo)).await, None);
 }
 
@@ -923,7 +941,9 @@ async fn an_isolated_session_works_in_its_own_worktree_until_deleted() {
         "worktree"
     );
 
-    service.dispose_session("scripted:/s1").unwrap();
+    service
+        .dispose_session(&"scripted:/s1".parse().unwrap())
+        .unwrap();
     service.ensure_channel("scripted:/s1").await.unwrap();
     assert_eq!(
         config_values(&state, "scripted:/s1").unwrap()["isolation"],
@@ -932,7 +952,10 @@ async fn an_isolated_session_works_in_its_own_worktree_until_deleted() {
     );
     assert!(worktree.is_dir(), "disposal keeps the worktree");
 
-    service.delete_session("scripted:/s1").await.unwrap();
+    service
+        .delete_session(&"scripted:/s1".parse().unwrap())
+        .await
+        .unwrap();
     assert!(!worktree.exists(), "deletion removes it");
 }
 

@@ -203,7 +203,7 @@ impl GithubReferences {
         let turn_id = turn.turn_id.clone().unwrap_or_default();
         let Some(target) = self.target(&turn.session, &turn.channel) else {
             tracing::debug!(
-                session = %turn.session,
+                session = turn.session.as_str(),
                 channel = turn.channel,
                 turn_id,
                 "githubReferences: no working directory, nothing to reconcile"
@@ -215,7 +215,7 @@ impl GithubReferences {
             Ok(folder) => folder,
             Err(error) => {
                 tracing::debug!(
-                    session = %turn.session,
+                    session = turn.session.as_str(),
                     turn_id,
                     folder = target.folder,
                     %error,
@@ -226,7 +226,7 @@ impl GithubReferences {
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::debug!(
-                session = %turn.session,
+                session = turn.session.as_str(),
                 turn_id,
                 "githubReferences: no tokio runtime, reconcile skipped"
             );

@@ -98,7 +98,7 @@ impl ChatContribution for InterruptedTurn {
                 None => turns.push(turn.clone()),
             }
             if let Err(error) = self.data.finish_open_turn(chat, turn).await {
-                tracing::warn!(chat = %context.chat, %error,
+                tracing::warn!(chat = context.chat.as_str(), %error,
                     "interruptedTurn: the interrupted turn could not be stored; it is shown and stored at the next restore");
             }
             Ok(turns)

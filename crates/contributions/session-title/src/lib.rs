@@ -452,7 +452,7 @@ impl ChatContribution for SessionTitle {
             let stored = match self.stored_title(context).await {
                 Ok(stored) => stored,
                 Err(error) => {
-                    tracing::warn!(session = %context.session, chat = %context.chat, %error, "sessionTitle: could not read the stored title");
+                    tracing::warn!(session = context.session.as_str(), chat = context.chat.as_str(), %error, "sessionTitle: could not read the stored title");
                     return Err(error);
                 }
             };

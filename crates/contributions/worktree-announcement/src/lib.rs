@@ -80,7 +80,7 @@ impl ChatContribution for WorktreeAnnouncement {
                     meta: None,
                 });
                 if let Err(error) = self.dispatch.dispatch(&turn.chat, part) {
-                    tracing::debug!(chat = %turn.chat, %error, "worktree announcement not shown");
+                    tracing::debug!(chat = turn.chat.as_str(), %error, "worktree announcement not shown");
                 }
             }
             Ok(None)
