@@ -30,7 +30,7 @@ pub enum Scope {
     /// Only the session with this URI (and its chats), under either of its spellings
     /// (`ahp-session:/<id>` and `<provider>:/<id>`): the root channel and `listSessions` show no
     /// other session.
-    Session(String),
+    Session(agenthost_protocol::SessionUri),
 }
 
 impl Scope {
@@ -68,7 +68,7 @@ impl FromStr for Scope {
             "observe" => Ok(Scope::Observe),
             other => match other.strip_prefix("session:") {
                 Some(uri) => agenthost_protocol::SessionUri::parse(uri)
-                    .map(|uri| Scope::Session(uri.into_string()))
+                    .map(Scope::Session)
                     .map_err(|error| format!("scope {other:?}: {error}")),
                 None => Err(format!(
                     "unknown scope {:?}: use full, observe or session:<session URI>",
@@ -225,16 +225,10 @@ pub(crate) fn frame_visible(scope: &Scope, frame: &str) -> bool {
     session.is_some_and(|session| same_session(own, session))
 }
 
-/// Whether two session URIs name one session (see `SessionUri::same_session`); an unparsable
+/// Whether `session` names the session `own` (see `SessionUri::same_session`); an unparsable
 /// one names none.
-fn same_session(own: &str, session: &str) -> bool {
-    match (
-        agenthost_protocol::SessionUri::parse(own),
-        agenthost_protocol::SessionUri::parse(session),
-    ) {
-        (Ok(own), Ok(session)) => own.same_session(&session),
-        _ => false,
-    }
+fn same_session(own: &agenthost_protocol::SessionUri, session: &str) -> bool {
+    agenthost_protocol::SessionUri::parse(session).is_ok_and(|session| own.same_session(&session))
 }
 
 #[cfg(test)]

@@ -60,11 +60,11 @@ pub trait ChangesetService: Send + Sync {
 
     /// A turn ended on `channel` of `session`: marks the live changesets it affects (the
     /// session's, and `turn`'s) `recomputing`. Synchronous and cheap; the refresh follows.
-    fn schedule_recompute(&self, session: &str, channel: &str, turn: Option<&str>);
+    fn schedule_recompute(&self, session: &SessionUri, channel: &str, turn: Option<&str>);
 
     /// Recomputes the session's live changesets from its checkpoints (`auto` mode: what is
     /// live) and makes sure the session advertises its catalogue.
-    fn refresh_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()>;
+    fn refresh_session<'a>(&'a self, session: &'a SessionUri) -> BoxFuture<'a, ()>;
 
     /// Puts the changeset channel `uri` into host state (computing it) unless it is there.
     /// `Ok(false)` when `uri` is not a changeset channel at all.
@@ -350,13 +350,10 @@ impl ChangesetService for CheckpointChangesets {
         changeset_catalog(session)
     }
 
-    fn schedule_recompute(&self, session: &str, _channel: &str, turn: Option<&str>) {
-        let Ok(parsed) = SessionUri::parse(session) else {
-            return;
-        };
-        let mut affected = vec![ChangesetUri::session(&parsed).to_string()];
+    fn schedule_recompute(&self, session: &SessionUri, _channel: &str, turn: Option<&str>) {
+        let mut affected = vec![ChangesetUri::session(session).to_string()];
         if let Some(turn) = turn.and_then(|turn| agenthost_protocol::SafeId::new(turn).ok()) {
-            affected.push(ChangesetUri::turn(&parsed, &turn).to_string());
+            affected.push(ChangesetUri::turn(session, &turn).to_string());
         }
         let live = self.live_of(session);
         for uri in affected.iter().filter(|uri| live.contains(uri)) {
@@ -364,17 +361,14 @@ impl ChangesetService for CheckpointChangesets {
         }
     }
 
-    fn refresh_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
+    fn refresh_session<'a>(&'a self, session: &'a SessionUri) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let Ok(parsed) = SessionUri::parse(session) else {
-                return;
-            };
             let sequencer = self.sequencer(session);
             let _order = sequencer.lock().await;
             if self.state.read(|h| h.session(session).is_none()) {
                 return;
             }
-            self.advertise(&parsed);
+            self.advertise(session);
             for uri in self.live_of(session) {
                 self.recompute(&uri).await;
             }
@@ -483,17 +477,17 @@ pub(crate) mod fake {
             changeset_catalog(session)
         }
 
-        fn schedule_recompute(&self, session: &str, channel: &str, turn: Option<&str>) {
+        fn schedule_recompute(&self, session: &SessionUri, channel: &str, turn: Option<&str>) {
             self.lock().push(ChangesetCall::ScheduleRecompute(
-                session.to_owned(),
+                session.to_string(),
                 channel.to_owned(),
                 turn.map(str::to_owned),
             ));
         }
 
-        fn refresh_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
+        fn refresh_session<'a>(&'a self, session: &'a SessionUri) -> BoxFuture<'a, ()> {
             self.lock()
-                .push(ChangesetCall::RefreshSession(session.to_owned()));
+                .push(ChangesetCall::RefreshSession(session.to_string()));
             Box::pin(async {})
         }
 

@@ -164,7 +164,7 @@ async fn a_subscribed_changeset_lists_exactly_the_files_the_turns_changed() {
     })
     .await;
     f.changesets.schedule_recompute(
-        SESSION,
+        &f.session(),
         ChatUri::default_for(&f.session()).as_str(),
         Some("t2"),
     );
@@ -178,7 +178,7 @@ async fn a_subscribed_changeset_lists_exactly_the_files_the_turns_changed() {
         expected,
         "the previous files stay while recomputing"
     );
-    f.changesets.refresh_session(SESSION).await;
+    f.changesets.refresh_session(&f.session()).await;
     assert_eq!(f.files(&session_uri()), [("a.txt".to_owned(), 1, 0)]);
     assert_eq!(f.changeset(&session_uri()).status, ChangesetStatus::Ready);
     assert_eq!(
@@ -236,7 +236,7 @@ async fn other_uris_and_unknown_sessions_are_told_apart() {
     ));
     assert!(f.state.read(|h| h.channel(&other.to_string()).is_none()));
     // Refreshing a session nobody subscribed to only advertises the catalogue.
-    f.changesets.refresh_session(SESSION).await;
+    f.changesets.refresh_session(&f.session()).await;
     assert!(f.state.read(|h| h.channel(&session_uri()).is_none()));
     assert!(
         f.state

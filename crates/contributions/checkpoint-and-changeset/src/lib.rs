@@ -131,7 +131,7 @@ impl CheckpointAndChangeset {
             if let Err(error) = captured {
                 tracing::warn!("{}", failure_message(session.as_str(), &turn_id, &error));
             }
-            changesets.refresh_session(session.as_str()).await;
+            changesets.refresh_session(&session).await;
         }));
     }
 }
