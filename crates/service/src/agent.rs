@@ -374,21 +374,18 @@ impl AgentService {
     /// the store when they are not live.
     async fn checkpoint_target(
         &self,
-        session: &str,
+        uri: &SessionUri,
     ) -> Result<(Arc<dyn CheckpointService>, SessionTurns), ServiceError> {
-        let uri = SessionUri::parse(session)
-            .map_err(|e| ServiceError::InvalidParams(format!("session: {e}")))?;
         let checkpoints = self
             .sessions
             .checkpoints()
             .ok_or_else(|| ServiceError::InvalidParams("this host keeps no checkpoints".into()))?;
-        let chat = ChatUri::default_for(&uri);
-        for channel in [uri.as_str(), chat.as_str()] {
-            self.sessions
-                .ensure_channel(channel)
-                .await
-                .map_err(|e| ServiceError::InvalidParams(e.to_string()))?;
-        }
+        let chat = ChatUri::default_for(uri);
+        let restored = match self.sessions.ensure_session(uri).await {
+            Ok(()) => self.sessions.ensure_chat(&chat).await,
+            Err(error) => Err(error),
+        };
+        restored.map_err(|e| ServiceError::InvalidParams(e.to_string()))?;
         let (directories, turns) = self.state.read(|h| {
             let directories = h
                 .session(uri.as_str())
@@ -399,9 +396,9 @@ impl AgentService {
             (directories, turns)
         });
         let directories = directories.ok_or_else(|| {
-            ServiceError::InvalidParams(format!("session {session:?} does not exist"))
+            ServiceError::InvalidParams(format!("session {:?} does not exist", uri.as_str()))
         })?;
-        let target = SessionTurns::new(uri, &directories, turns.unwrap_or_default())?;
+        let target = SessionTurns::new(uri.clone(), &directories, turns.unwrap_or_default())?;
         Ok((checkpoints, target))
     }
 

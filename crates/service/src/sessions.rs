@@ -719,16 +719,15 @@ impl SessionService {
         };
         let uri = agenthost_protocol::uri::ChangesetUri::parse(channel)?;
         self.ensure_session(uri.session_uri()).await?;
-        match changesets.materialize(channel).await {
-            Ok(_) => Ok(()),
-            Err(ChangesetError::InvalidUri(error)) => Err(error.into()),
+        match changesets.materialize(&uri).await {
+            Ok(()) => Ok(()),
             Err(ChangesetError::UnknownSession { session, .. }) => {
                 Err(ServiceError::SessionNotFound(session))
             }
         }
     }
 
-    async fn ensure_session(&self, session: &SessionUri) -> Result<(), ServiceError> {
+    pub(crate) async fn ensure_session(&self, session: &SessionUri) -> Result<(), ServiceError> {
         if self.state.read(|h| h.session(session.as_str()).is_some()) {
             return Ok(());
         }
@@ -801,7 +800,7 @@ impl SessionService {
         hydrated
     }
 
-    async fn ensure_chat(&self, chat: &ChatUri) -> Result<(), ServiceError> {
+    pub(crate) async fn ensure_chat(&self, chat: &ChatUri) -> Result<(), ServiceError> {
         if self.state.read(|h| h.chat(chat).is_some()) {
             return Ok(());
         }

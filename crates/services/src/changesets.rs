@@ -30,7 +30,7 @@ use agenthost_protocol::ahp_types::state::{
     FileEditDiffStats, FileEditSide,
 };
 use agenthost_protocol::uri::{
-    ChangesetScope, ChangesetUri, UriError, file_uri_to_path, path_to_file_uri, percent_encode,
+    ChangesetScope, ChangesetUri, file_uri_to_path, path_to_file_uri, percent_encode,
 };
 use agenthost_protocol::{SessionUri, StateAction};
 use agenthost_reducers::ChannelState;
@@ -40,9 +40,6 @@ use futures::future::BoxFuture;
 /// Why a changeset could not be shown.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChangesetError {
-    /// The URI is not a changeset URI of this host.
-    #[error(transparent)]
-    InvalidUri(#[from] UriError),
     /// The changeset's session is not live (never created, deleted, or not restored).
     #[error("the changeset {uri} belongs to the session {session}, which is not open")]
     UnknownSession {
@@ -67,8 +64,10 @@ pub trait ChangesetService: Send + Sync {
     fn refresh_session<'a>(&'a self, session: &'a SessionUri) -> BoxFuture<'a, ()>;
 
     /// Puts the changeset channel `uri` into host state (computing it) unless it is there.
-    /// `Ok(false)` when `uri` is not a changeset channel at all.
-    fn materialize<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<bool, ChangesetError>>;
+    fn materialize<'a>(
+        &'a self,
+        uri: &'a ChangesetUri,
+    ) -> BoxFuture<'a, Result<(), ChangesetError>>;
 
     /// Removes the session's changeset channels (the session was disposed or deleted).
     fn forget_session(&self, session: &str);
@@ -375,12 +374,13 @@ impl ChangesetService for CheckpointChangesets {
         })
     }
 
-    fn materialize<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<bool, ChangesetError>> {
+    fn materialize<'a>(
+        &'a self,
+        changeset: &'a ChangesetUri,
+    ) -> BoxFuture<'a, Result<(), ChangesetError>> {
         Box::pin(async move {
-            if !uri.starts_with("ahp-changeset:") {
-                return Ok(false);
-            }
-            let changeset = ChangesetUri::parse(uri)?;
+            let text = changeset.to_string();
+            let uri = text.as_str();
             let session = changeset.session_uri().as_str().to_owned();
             let sequencer = self.sequencer(&session);
             let _order = sequencer.lock().await;
@@ -391,9 +391,9 @@ impl ChangesetService for CheckpointChangesets {
                 });
             }
             if self.state.read(|h| h.channel(uri).is_some()) {
-                return Ok(true);
+                return Ok(());
             }
-            let (state, files) = match self.compute(&changeset).await {
+            let (state, files) = match self.compute(changeset).await {
                 Ok(files) => (ChangesetStatus::Ready, files),
                 Err(_) => (ChangesetStatus::Error, Vec::new()),
             };
@@ -419,7 +419,7 @@ impl ChangesetService for CheckpointChangesets {
                 .entry(session)
                 .or_default()
                 .insert(uri.to_owned());
-            Ok(true)
+            Ok(())
         })
     }
 
@@ -438,6 +438,7 @@ pub(crate) mod fake {
 
     use agenthost_protocol::SessionUri;
     use agenthost_protocol::ahp_types::state::Changeset;
+    use agenthost_protocol::uri::ChangesetUri;
     use futures::future::BoxFuture;
 
     use super::{ChangesetError, ChangesetService, changeset_catalog};
@@ -491,9 +492,13 @@ pub(crate) mod fake {
             Box::pin(async {})
         }
 
-        fn materialize<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<bool, ChangesetError>> {
-            self.lock().push(ChangesetCall::Materialize(uri.to_owned()));
-            Box::pin(async { Ok(false) })
+        fn materialize<'a>(
+            &'a self,
+            uri: &'a ChangesetUri,
+        ) -> BoxFuture<'a, Result<(), ChangesetError>> {
+            self.lock()
+                .push(ChangesetCall::Materialize(uri.to_string()));
+            Box::pin(async { Ok(()) })
         }
 
         fn forget_session(&self, session: &str) {

@@ -42,7 +42,7 @@ impl CommandError {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DiffParams {
     /// The session URI.
-    pub session: String,
+    pub session: SessionUri,
     /// One turn's changes.
     #[serde(default)]
     pub turn_id: Option<String>,
@@ -66,7 +66,7 @@ pub struct DiffResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RollbackParams {
     /// The session URI.
-    pub session: String,
+    pub session: SessionUri,
     /// The turn whose start the working tree goes back to.
     pub turn_id: String,
 }
