@@ -17,7 +17,6 @@
 //! run invalid: the benchmark says so on stderr and fails instead of printing a number.
 
 use std::hint::black_box;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -238,21 +237,11 @@ async fn run() -> Result<(), String> {
     let script = dir.path().join("script.json");
     std::fs::write(&script, script_text()?).map_err(|e| e.to_string())?;
     let server = bind(HostOptions {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
         script: Some(script),
-        token: None,
-        roots: vec![dir.path().to_owned()],
-        launch_kind: LaunchKind::Embedded("pipeline_vs_serde".into()),
-        data_dir: None,
-        idle_eviction: None,
-        history_retry: None,
-        history_backlog: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-        unattended: Default::default(),
-        enable: Vec::new(),
+        ..HostOptions::scripted(
+            vec![dir.path().to_owned()],
+            LaunchKind::Embedded("pipeline_vs_serde".into()),
+        )
     })
     .await?;
     let url = server.url();

@@ -69,21 +69,12 @@ impl Host {
         let script_path = base.join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
         let mut options = HostOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec!["scripted".into()],
             script: Some(script_path),
-            token: None,
-            roots: vec![work.clone()],
-            launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(base.join("data")),
-            idle_eviction: None,
-            history_retry: None,
-            history_backlog: None,
-            claude: None,
-            codex: None,
-            copilot: None,
-            unattended: Default::default(),
-            enable: Vec::new(),
+            ..HostOptions::scripted(
+                vec![work.clone()],
+                LaunchKind::Embedded("agenthost-e2e".into()),
+            )
         };
         configure(&mut options);
         let server = bind(options).await.unwrap();

@@ -54,21 +54,12 @@ impl TestHost {
             path
         });
         let server = bind(HostOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec!["scripted".into()],
             script,
-            token: None,
-            roots: vec![work.clone()],
-            launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(dir.path().join("data")),
-            idle_eviction: None,
-            history_retry: None,
-            history_backlog: None,
-            claude: None,
-            codex: None,
-            copilot: None,
-            unattended: Default::default(),
-            enable: Vec::new(),
+            ..HostOptions::scripted(
+                vec![work.clone()],
+                LaunchKind::Embedded("agenthost-e2e".into()),
+            )
         })
         .await
         .unwrap();

@@ -183,21 +183,13 @@ impl Host {
 
     async fn serve(&mut self) {
         let server = bind(HostOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec!["scripted".into()],
             script: Some(self.dir.path().join("script.json")),
             token: Some(TOKEN.to_owned()),
-            roots: vec![self.work.clone()],
-            launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
             data_dir: Some(self.dir.path().join("data")),
-            idle_eviction: None,
-            history_retry: None,
-            history_backlog: None,
-            claude: None,
-            codex: None,
-            copilot: None,
-            unattended: Default::default(),
-            enable: Vec::new(),
+            ..HostOptions::scripted(
+                vec![self.work.clone()],
+                LaunchKind::Embedded("agenthost-e2e".into()),
+            )
         })
         .await
         .unwrap();

@@ -63,24 +63,7 @@ pub async fn run(verbose: bool) -> Result<(), String> {
         .canonicalize()
         .map_err(|e| format!("cannot resolve the temporary directory: {e}"))?;
     let repository = init_repository(&root);
-    let server = bind(HostOptions {
-        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
-        script: None,
-        token: None,
-        roots: vec![root.clone()],
-        launch_kind: LaunchKind::Demo,
-        data_dir: None,
-        idle_eviction: None,
-        history_retry: None,
-        history_backlog: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-        unattended: Default::default(),
-        enable: Vec::new(),
-    })
-    .await?;
+    let server = bind(HostOptions::scripted(vec![root.clone()], LaunchKind::Demo)).await?;
     let url = server.url();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.serve(async {

@@ -75,6 +75,31 @@ pub struct HostOptions {
     pub enable: Vec<String>,
 }
 
+impl HostOptions {
+    /// A host on a free loopback port serving `roots` with the scripted agent (its built-in
+    /// script), launched as `launch_kind`, no data directory and every other option at its
+    /// default; set the rest with struct update syntax.
+    pub fn scripted(roots: Vec<PathBuf>, launch_kind: LaunchKind) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            providers: vec!["scripted".into()],
+            script: None,
+            token: None,
+            roots,
+            launch_kind,
+            data_dir: None,
+            idle_eviction: None,
+            history_retry: None,
+            history_backlog: None,
+            claude: None,
+            codex: None,
+            copilot: None,
+            unattended: Default::default(),
+            enable: Vec::new(),
+        }
+    }
+}
+
 /// The root configuration flags `serve --enable` turns on: the outgoing-turn guidance of the
 /// `markdownPlanRichLinks` and `artifactTools` contributions.
 pub const ENABLE_FLAGS: &[&str] = &[
@@ -456,21 +481,11 @@ pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, St
     let root =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     Ok(HostOptions {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
-        script: None,
-        token: None,
-        roots: vec![root],
-        launch_kind: LaunchKind::Embedded(format!("agent-host {command}")),
         data_dir: Some(data_dir),
-        idle_eviction: None,
-        history_retry: None,
-        history_backlog: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-        unattended: Default::default(),
-        enable: Vec::new(),
+        ..HostOptions::scripted(
+            vec![root],
+            LaunchKind::Embedded(format!("agent-host {command}")),
+        )
     })
 }
 
@@ -534,21 +549,11 @@ mod tests {
 
     fn options(enable: &[&str]) -> HostOptions {
         HostOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec!["scripted".into()],
-            script: None,
-            token: None,
-            roots: vec![std::env::temp_dir()],
-            launch_kind: LaunchKind::Embedded("host-test".into()),
-            data_dir: None,
-            idle_eviction: None,
-            history_retry: None,
-            history_backlog: None,
-            claude: None,
-            codex: None,
-            copilot: None,
-            unattended: Default::default(),
             enable: enable.iter().map(|f| (*f).to_owned()).collect(),
+            ..HostOptions::scripted(
+                vec![std::env::temp_dir()],
+                LaunchKind::Embedded("host-test".into()),
+            )
         }
     }
 

@@ -32,21 +32,9 @@ async fn host(tmp: &Path, script: Value) -> (String, PathBuf) {
     let script_path = tmp.join("script.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
     let server = bind(HostOptions {
-        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
         script: Some(script_path),
-        token: None,
-        roots: vec![work.clone()],
-        launch_kind: LaunchKind::Embedded("run-test".into()),
         data_dir: Some(tmp.join("data")),
-        idle_eviction: None,
-        history_retry: None,
-        history_backlog: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-        unattended: Default::default(),
-        enable: Vec::new(),
+        ..HostOptions::scripted(vec![work.clone()], LaunchKind::Embedded("run-test".into()))
     })
     .await
     .unwrap();

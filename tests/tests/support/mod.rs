@@ -8,7 +8,6 @@
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -83,21 +82,12 @@ pub fn scripted_options(
     script: PathBuf,
 ) -> HostOptions {
     HostOptions {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        providers: vec!["scripted".into()],
         script: Some(script),
-        token: None,
-        roots: vec![work.canonicalize().unwrap()],
-        launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
         data_dir: Some(dir.join("data")),
-        idle_eviction: None,
-        history_retry: None,
-        history_backlog: None,
-        claude: None,
-        codex: None,
-        copilot: None,
-        unattended: UnattendedOptions::default(),
-        enable: Vec::new(),
+        ..HostOptions::scripted(
+            vec![work.canonicalize().unwrap()],
+            LaunchKind::Embedded("agenthost-e2e".into()),
+        )
     }
 }
 
@@ -168,23 +158,7 @@ impl ScriptedHost {
         std::fs::create_dir(&work).unwrap();
         let script_path = dir.path().join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
-        let options = HostOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec!["scripted".into()],
-            script: Some(script_path),
-            token: None,
-            roots: vec![work.canonicalize().unwrap()],
-            launch_kind: LaunchKind::Embedded("agenthost-e2e".into()),
-            data_dir: Some(dir.path().join("data")),
-            idle_eviction: None,
-            history_retry: None,
-            history_backlog: None,
-            claude: None,
-            codex: None,
-            copilot: None,
-            unattended: UnattendedOptions::default(),
-            enable: Vec::new(),
-        };
+        let options = scripted_options(dir.path(), &work, script_path);
         let server = agenthost::host::bind_with(options, |config| limits.apply(config))
             .await
             .unwrap();
