@@ -47,8 +47,14 @@ impl Wire {
             .push(agenthost_reducers::projection::chat_summary(&chat));
 
         let mut host = HostState::new(root);
-        host.insert_session(SESSION, session.clone()).unwrap();
-        host.insert_chat(SESSION, chat.clone()).unwrap();
+        host.insert_session(&SESSION.parse().unwrap(), session.clone())
+            .unwrap();
+        host.insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat.clone().resource.parse().unwrap(),
+            chat.clone(),
+        )
+        .unwrap();
 
         let host_id = HostId::new("local");
         let mut mirror = MultiHostStateMirror::new();

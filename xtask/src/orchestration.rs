@@ -168,6 +168,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::Shared::dispatch", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::elapsed_ms", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Shared::session_of", Reason::Routing),
+    ("agenthost-side-effects::orchestrator::Shared::chat_of", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::active_turn_id", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::track_turn", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Shared::cancel_settled", Reason::Invariant),
@@ -182,6 +183,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::<Orchestrator as ResumeHandles>::resume_handle", Reason::Provider),
     ("agenthost-side-effects::orchestrator::Orchestrator::start_turn", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::Orchestrator::after_client_action", Reason::DispatchCallSite),
+    ("agenthost-side-effects::orchestrator::Orchestrator::take_chat_action", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::answer_agent", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_chat", Reason::Invariant),
     ("agenthost-side-effects::orchestrator::Orchestrator::dispose_session", Reason::Invariant),
@@ -254,6 +256,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::sessions::SessionService::summary", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::list_sessions", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::resolve_chat", Reason::Routing),
+    ("agenthost-service::sessions::SessionService::resolve_chat_uri", Reason::Routing),
     ("agenthost-service::sessions::SessionService::fetch_turns", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::intake", Reason::Protocol),
     ("agenthost-service::sessions::SessionService::is_watched", Reason::Invariant),
@@ -262,6 +265,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1069),
-    ("agenthost-service", 1519),
+    ("agenthost-side-effects", 1094),
+    ("agenthost-service", 1513),
 ];

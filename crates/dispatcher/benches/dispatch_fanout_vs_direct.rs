@@ -57,14 +57,16 @@ fn dispatch_all(dispatcher: &Dispatcher, p: &Payloads) {
     dispatcher.turn_end(&p.turn_end);
     dispatcher.did_apply_client_action(&AppliedClientAction {
         channel: "ahp-chat:/c",
-        session: "ahp-session:/s",
+        session: Some(&p.turn_end.session),
+        chat: Some(&p.turn_end.chat),
         action: &p.action,
         client_id: Some("client"),
         client_context: &p.client_context,
     });
     dispatcher.did_dispatch_action(&DispatchedAction {
         channel: "ahp-chat:/c",
-        session: "ahp-session:/s",
+        session: Some(&p.turn_end.session),
+        chat: Some(&p.turn_end.chat),
         action: &p.action,
         origin: None,
         rejection_reason: None,
@@ -77,7 +79,8 @@ fn call_all(direct: &[Box<dyn ChatContribution>], p: &Payloads) -> HookResult {
     }
     let applied = AppliedClientAction {
         channel: "ahp-chat:/c",
-        session: "ahp-session:/s",
+        session: Some(&p.turn_end.session),
+        chat: Some(&p.turn_end.chat),
         action: &p.action,
         client_id: Some("client"),
         client_context: &p.client_context,
@@ -87,7 +90,8 @@ fn call_all(direct: &[Box<dyn ChatContribution>], p: &Payloads) -> HookResult {
     }
     let dispatched = DispatchedAction {
         channel: "ahp-chat:/c",
-        session: "ahp-session:/s",
+        session: Some(&p.turn_end.session),
+        chat: Some(&p.turn_end.chat),
         action: &p.action,
         origin: None,
         rejection_reason: None,
@@ -126,7 +130,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let payloads = Payloads {
         turn_end: TurnEnd {
             session: "ahp-session:/s".parse()?,
-            channel: "ahp-chat:/c".into(),
+            chat: "ahp-chat:/c".parse()?,
             turn_id: Some("t1".into()),
             reason: TurnEndReason::Success,
             client_context: None,

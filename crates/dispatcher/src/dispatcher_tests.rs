@@ -30,14 +30,16 @@ fn dispatch_observers(d: &crate::Dispatcher, rejection: Option<&str>) {
     d.turn_end(&turn_end());
     d.did_apply_client_action(&AppliedClientAction {
         channel: "ahp-chat:/c",
-        session: "ahp-session:/s",
+        session: Some(&"ahp-session:/s".parse().unwrap()),
+        chat: Some(&"ahp-chat:/c".parse().unwrap()),
         action: &action,
         client_id: Some("client-a"),
         client_context: &context,
     });
     d.did_dispatch_action(&DispatchedAction {
         channel: "ahp-chat:/c",
-        session: "ahp-session:/s",
+        session: Some(&"ahp-session:/s".parse().unwrap()),
+        chat: Some(&"ahp-chat:/c".parse().unwrap()),
         action: &action,
         origin: None,
         rejection_reason: rejection,

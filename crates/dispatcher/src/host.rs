@@ -39,9 +39,7 @@ pub struct SendTurnMessageOptions {
     pub agent: String,
     /// The session.
     pub session: SessionUri,
-    /// The channel the turn's actions go to.
-    pub turn_channel: String,
-    /// The chat.
+    /// The chat; the turn's actions go to it.
     pub chat: ChatUri,
     /// The message to send.
     pub message: Message,

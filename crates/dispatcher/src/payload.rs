@@ -63,10 +63,10 @@ pub enum TurnEndReason {
 /// Payload of `onTurnEnd`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnEnd {
-    /// The owning session (already normalised from a chat channel).
+    /// The owning session.
     pub session: SessionUri,
-    /// Where the turn ran: the session, its default chat, a peer chat or a subagent chat.
-    pub channel: String,
+    /// The chat the turn ran in: the session's default chat, a peer chat or a subagent chat.
+    pub chat: ChatUri,
     /// Absent only for a provider turn-complete that arrived with no active turn.
     pub turn_id: Option<String>,
     /// Why it ended.
@@ -123,10 +123,8 @@ pub enum RequestSource {
 pub struct IncomingRequest {
     /// The owning session.
     pub session: SessionUri,
-    /// The chat the turn is for.
+    /// The chat the turn is for; the turn's actions go to it.
     pub chat: ChatUri,
-    /// The channel the turn's actions go to.
-    pub turn_channel: String,
     /// The message that starts the turn.
     pub message: Message,
     /// The turn id.
@@ -188,8 +186,11 @@ pub struct RestoredChat {
 pub struct AppliedClientAction<'a> {
     /// The channel it was dispatched on.
     pub channel: &'a str,
-    /// The owning session of that channel (the channel itself for a session).
-    pub session: &'a str,
+    /// The session owning that channel (the channel itself for a session); `None` for the root
+    /// and other channels no session owns.
+    pub session: Option<&'a SessionUri>,
+    /// The channel as a chat, when it is one.
+    pub chat: Option<&'a ChatUri>,
     /// The action.
     pub action: &'a StateAction,
     /// The dispatching client.
@@ -204,8 +205,11 @@ pub struct AppliedClientAction<'a> {
 pub struct DispatchedAction<'a> {
     /// The channel.
     pub channel: &'a str,
-    /// The owning session of that channel (the channel itself otherwise).
-    pub session: &'a str,
+    /// The session owning that channel (the channel itself for a session); `None` for the root
+    /// and other channels no session owns.
+    pub session: Option<&'a SessionUri>,
+    /// The channel as a chat, when it is one.
+    pub chat: Option<&'a ChatUri>,
     /// The action.
     pub action: &'a StateAction,
     /// The dispatching client, for client actions.

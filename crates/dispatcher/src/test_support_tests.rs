@@ -201,7 +201,7 @@ pub fn turn(id: &str) -> Turn {
 pub fn turn_end() -> TurnEnd {
     TurnEnd {
         session: "ahp-session:/s".parse().unwrap(),
-        channel: "ahp-chat:/c".into(),
+        chat: "ahp-chat:/c".parse().unwrap(),
         turn_id: Some("t1".into()),
         reason: TurnEndReason::Success,
         client_context: None,
@@ -212,7 +212,6 @@ pub fn incoming(source: RequestSource) -> IncomingRequest {
     IncomingRequest {
         session: "ahp-session:/s".parse().unwrap(),
         chat: "ahp-chat:/c".parse().unwrap(),
-        turn_channel: "ahp-chat:/c".into(),
         message: message("hello"),
         turn_id: "t1".into(),
         source,

@@ -15,6 +15,7 @@
 //! A refused request reports neither `userMessageSent` nor a turn completion — only
 //! `onTurnEnd(rejected)`.
 
+use agenthost_protocol::SessionUri;
 use agenthost_protocol::ahp_types::state::ErrorInfo;
 use agenthost_protocol::error_info::{NO_AGENT, error_info};
 
@@ -27,7 +28,7 @@ pub trait TurnStarterPorts {
     fn refuse(&self, request: &IncomingRequest, error: &ErrorInfo);
 
     /// The agent (provider id) serving `session`, when one can.
-    fn agent_of(&self, session: &str) -> Option<String>;
+    fn agent_of(&self, session: &SessionUri) -> Option<String>;
 
     /// `onTurnEnd` for the request's turn, with the caller's bookkeeping.
     fn turn_end(&self, request: &IncomingRequest, reason: TurnEndReason);

@@ -38,7 +38,7 @@ impl TurnStarterPorts for Ports {
         self.push(format!("refuse {} {}", request.turn_id, error.error_type));
     }
 
-    fn agent_of(&self, session: &str) -> Option<String> {
+    fn agent_of(&self, session: &agenthost_protocol::SessionUri) -> Option<String> {
         self.push(format!("agent_of {session}"));
         self.agent.map(str::to_owned)
     }

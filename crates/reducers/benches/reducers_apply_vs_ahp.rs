@@ -128,8 +128,11 @@ fn host() -> Result<HostState, Box<dyn std::error::Error>> {
         "activeClients": [], "chats": []
     }))?;
     let mut host = HostState::new(root);
-    host.insert_session(SESSION, session)?;
-    host.insert_chat(SESSION, chat()?)?;
+    let session_uri = agenthost_protocol::SessionUri::parse(SESSION)?;
+    host.insert_session(&session_uri, session)?;
+    let chat = chat()?;
+    let chat_uri = agenthost_protocol::ChatUri::parse(&chat.resource)?;
+    host.insert_chat(&session_uri, &chat_uri, chat)?;
     Ok(host)
 }
 

@@ -65,8 +65,14 @@ pub fn host() -> HostState {
     let mut session = session_state();
     let chat = chat_state(CHAT);
     session.chats.push(summary_of(&chat));
-    host.insert_session(SESSION, session).unwrap();
-    host.insert_chat(SESSION, chat).unwrap();
+    host.insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
+    host.insert_chat(
+        &SESSION.parse().unwrap(),
+        &chat.resource.parse().unwrap(),
+        chat,
+    )
+    .unwrap();
     host
 }
 

@@ -8,7 +8,7 @@ use agenthost_protocol::ahp_types::state::{
     AnnotationsState, AutomationRunState, AutomationState, CanvasState, ChangesetState, ChatState,
     ResourceWatchState, RootState, SessionState, TerminalState,
 };
-use agenthost_protocol::{ActionEnvelope, StateAction};
+use agenthost_protocol::{ActionEnvelope, ChatUri, SessionUri, StateAction};
 use ahp::reducers::{self, ReduceOutcome};
 
 use crate::validation::{self, ChannelRef, Rejection, RejectionReason};
@@ -198,6 +198,15 @@ pub enum StateError {
     RootChannel,
     /// Chats belong to a session: insert them with [`HostState::insert_chat`].
     ChatNeedsSession(String),
+    /// Sessions are keyed by their typed URI: insert them with [`HostState::insert_session`].
+    SessionNeedsUri(String),
+    /// A chat's `resource` differs from the URI it is inserted at.
+    ResourceMismatch {
+        /// The URI the chat was inserted at.
+        uri: String,
+        /// The chat state's `resource`.
+        resource: String,
+    },
 }
 
 impl fmt::Display for StateError {
@@ -208,6 +217,12 @@ impl fmt::Display for StateError {
             StateError::RootChannel => f.write_str("the root channel cannot be inserted"),
             StateError::ChatNeedsSession(uri) => {
                 write!(f, "chat {uri:?} must be inserted with its owning session")
+            }
+            StateError::SessionNeedsUri(uri) => {
+                write!(f, "session {uri:?} must be inserted with its session URI")
+            }
+            StateError::ResourceMismatch { uri, resource } => {
+                write!(f, "chat {uri:?} carries the resource {resource:?}")
             }
         }
     }
@@ -228,10 +243,10 @@ type UriMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 pub struct HostState {
     root: RootState,
     channels: UriMap<ChannelState>,
-    /// chat URI → owning session URI.
-    chat_session: UriMap<String>,
-    /// session URI → its chats, in insertion order.
-    session_chats: UriMap<Vec<String>>,
+    /// chat URI → the chat's typed URI and its owning session's.
+    chat_session: UriMap<(ChatUri, SessionUri)>,
+    /// session URI → the session's typed URI and its chats, in insertion order.
+    session_chats: UriMap<(SessionUri, Vec<ChatUri>)>,
 }
 
 impl HostState {
@@ -280,47 +295,80 @@ impl HostState {
     }
 
     /// The session that owns a chat.
-    pub fn chat_session(&self, chat: &str) -> Option<&str> {
-        self.chat_session.get(chat).map(String::as_str)
+    pub fn chat_session(&self, chat: &str) -> Option<&SessionUri> {
+        self.chat_session.get(chat).map(|(_, session)| session)
+    }
+
+    /// The typed URI of an existing chat.
+    pub fn chat_uri(&self, chat: &str) -> Option<&ChatUri> {
+        self.chat_session.get(chat).map(|(uri, _)| uri)
+    }
+
+    /// The typed URI of an existing session.
+    pub fn session_uri(&self, session: &str) -> Option<&SessionUri> {
+        self.session_chats.get(session).map(|(uri, _)| uri)
+    }
+
+    /// The session owning `channel`: the session itself, or a chat's session; `None` for any
+    /// other channel.
+    pub fn owning_session(&self, channel: &str) -> Option<&SessionUri> {
+        self.session_uri(channel)
+            .or_else(|| self.chat_session(channel))
     }
 
     /// The chats of a session with their states, in insertion order.
     pub fn session_chats<'a>(
         &'a self,
         session: &str,
-    ) -> impl Iterator<Item = (&'a str, &'a ChatState)> + 'a {
+    ) -> impl Iterator<Item = (&'a ChatUri, &'a ChatState)> + 'a {
         self.session_chats
             .get(session)
             .into_iter()
-            .flatten()
-            .filter_map(|uri| self.chat(uri).map(|chat| (uri.as_str(), chat)))
+            .flat_map(|(_, chats)| chats)
+            .filter_map(|uri| self.chat(uri).map(|chat| (uri, chat)))
     }
 
     /// URIs of every session, in no particular order.
-    pub fn session_uris(&self) -> impl Iterator<Item = &str> {
-        self.session_chats.keys().map(String::as_str)
+    pub fn session_uris(&self) -> impl Iterator<Item = &SessionUri> {
+        self.session_chats.values().map(|(uri, _)| uri)
     }
 
     /// Adds a session.
-    pub fn insert_session(&mut self, uri: &str, state: SessionState) -> Result<(), StateError> {
+    pub fn insert_session(
+        &mut self,
+        uri: &SessionUri,
+        state: SessionState,
+    ) -> Result<(), StateError> {
         self.check_free(uri)?;
         self.channels
-            .insert(uri.to_owned(), ChannelState::Session(Box::new(state)));
-        self.session_chats.insert(uri.to_owned(), Vec::new());
+            .insert(uri.to_string(), ChannelState::Session(Box::new(state)));
+        self.session_chats
+            .insert(uri.to_string(), (uri.clone(), Vec::new()));
         Ok(())
     }
 
-    /// Adds a chat owned by `session`, at the URI `state.resource`.
-    pub fn insert_chat(&mut self, session: &str, state: ChatState) -> Result<(), StateError> {
-        let uri = state.resource.clone();
-        self.check_free(&uri)?;
-        let Some(chats) = self.session_chats.get_mut(session) else {
-            return Err(StateError::UnknownSession(session.to_owned()));
+    /// Adds the chat `uri` (its `state.resource`) owned by `session`.
+    pub fn insert_chat(
+        &mut self,
+        session: &SessionUri,
+        uri: &ChatUri,
+        state: ChatState,
+    ) -> Result<(), StateError> {
+        if state.resource != uri.as_str() {
+            return Err(StateError::ResourceMismatch {
+                uri: uri.to_string(),
+                resource: state.resource,
+            });
+        }
+        self.check_free(uri)?;
+        let Some((_, chats)) = self.session_chats.get_mut(session.as_str()) else {
+            return Err(StateError::UnknownSession(session.to_string()));
         };
         chats.push(uri.clone());
-        self.chat_session.insert(uri.clone(), session.to_owned());
+        self.chat_session
+            .insert(uri.to_string(), (uri.clone(), session.clone()));
         self.channels
-            .insert(uri, ChannelState::Chat(Box::new(state)));
+            .insert(uri.to_string(), ChannelState::Chat(Box::new(state)));
         Ok(())
     }
 
@@ -328,7 +376,7 @@ impl HostState {
     pub fn insert_channel(&mut self, uri: &str, state: ChannelState) -> Result<(), StateError> {
         match state {
             ChannelState::Chat(_) => Err(StateError::ChatNeedsSession(uri.to_owned())),
-            ChannelState::Session(session) => self.insert_session(uri, *session),
+            ChannelState::Session(_) => Err(StateError::SessionNeedsUri(uri.to_owned())),
             other => {
                 self.check_free(uri)?;
                 self.channels.insert(uri.to_owned(), other);
@@ -342,8 +390,8 @@ impl HostState {
         let Some(ChannelState::Chat(_)) = self.channels.get(uri) else {
             return None;
         };
-        if let Some(session) = self.chat_session.remove(uri)
-            && let Some(chats) = self.session_chats.get_mut(&session)
+        if let Some((_, session)) = self.chat_session.remove(uri)
+            && let Some((_, chats)) = self.session_chats.get_mut(session.as_str())
         {
             chats.retain(|c| c != uri);
         }
@@ -358,12 +406,16 @@ impl HostState {
         let Some(ChannelState::Session(_)) = self.channels.get(uri) else {
             return None;
         };
-        let chat_uris = self.session_chats.remove(uri).unwrap_or_default();
+        let chat_uris = self
+            .session_chats
+            .remove(uri)
+            .map(|(_, chats)| chats)
+            .unwrap_or_default();
         let chats = chat_uris
             .iter()
             .filter_map(|chat| {
-                self.chat_session.remove(chat);
-                match self.channels.remove(chat) {
+                self.chat_session.remove(chat.as_str());
+                match self.channels.remove(chat.as_str()) {
                     Some(ChannelState::Chat(state)) => Some(*state),
                     _ => None,
                 }
@@ -445,7 +497,7 @@ impl HostState {
         match self.channels.get(channel) {
             None => Err(ApplyError::UnknownChannel(channel.to_owned())),
             Some(ChannelState::Chat(chat)) => {
-                let session = self.chat_session.get(channel).and_then(|s| self.session(s));
+                let session = self.chat_session(channel).and_then(|s| self.session(s));
                 Ok(ChannelRef::Chat { chat, session })
             }
             Some(ChannelState::Session(session)) => Ok(ChannelRef::Session(session)),

@@ -51,26 +51,58 @@ fn server_action_on_wrong_channel_is_rejected_and_changes_nothing() {
 #[test]
 fn keeps_the_chat_to_session_index() {
     let mut host = host();
-    host.insert_chat(SESSION, chat_state("ahp-chat:/c2"))
-        .unwrap();
-    assert_eq!(host.chat_session("ahp-chat:/c2"), Some(SESSION));
-    let chats: Vec<&str> = host.session_chats(SESSION).map(|(uri, _)| uri).collect();
+    host.insert_chat(
+        &SESSION.parse().unwrap(),
+        &chat_state("ahp-chat:/c2").resource.parse().unwrap(),
+        chat_state("ahp-chat:/c2"),
+    )
+    .unwrap();
+    assert_eq!(
+        host.chat_session("ahp-chat:/c2").map(|s| s.as_str()),
+        Some(SESSION)
+    );
+    // The typed URIs the index keeps: a chat's, its owner's, a session's own.
+    assert_eq!(
+        host.chat_uri("ahp-chat:/c2").map(|c| c.as_str()),
+        Some("ahp-chat:/c2")
+    );
+    assert_eq!(
+        host.owning_session("ahp-chat:/c2").map(|s| s.as_str()),
+        Some(SESSION)
+    );
+    assert_eq!(
+        host.owning_session(SESSION).map(|s| s.as_str()),
+        Some(SESSION)
+    );
+    assert_eq!(host.chat_uri(SESSION), None);
+    assert_eq!(host.owning_session(ROOT_RESOURCE_URI), None);
+    let chats: Vec<&str> = host
+        .session_chats(SESSION)
+        .map(|(uri, _)| uri.as_str())
+        .collect();
     assert_eq!(chats, [CHAT, "ahp-chat:/c2"]);
 
     assert!(host.remove_chat(CHAT).is_some());
     assert_eq!(host.chat_session(CHAT), None);
     assert_eq!(host.channel_kind(CHAT), None);
-    let chats: Vec<&str> = host.session_chats(SESSION).map(|(uri, _)| uri).collect();
+    let chats: Vec<&str> = host
+        .session_chats(SESSION)
+        .map(|(uri, _)| uri.as_str())
+        .collect();
     assert_eq!(chats, ["ahp-chat:/c2"]);
 }
 
 #[test]
 fn removing_a_session_cascades_to_its_chats_only() {
     let mut host = host();
-    host.insert_session("ahp-session:/s2", session_state())
+    host.insert_session(&"ahp-session:/s2".parse().unwrap(), session_state())
         .unwrap();
-    host.insert_chat("ahp-session:/s2", chat_state("ahp-chat:/other"))
-        .unwrap();
+    host.insert_chat(
+        &"ahp-session:/s2".parse().unwrap(),
+        &chat_state("ahp-chat:/other").resource.parse().unwrap(),
+        chat_state("ahp-chat:/other"),
+    )
+    .unwrap();
 
     let (_, chats) = host.remove_session(SESSION).unwrap();
     assert_eq!(chats.len(), 1);
@@ -78,7 +110,7 @@ fn removing_a_session_cascades_to_its_chats_only() {
     assert!(host.chat(CHAT).is_none());
     assert!(host.chat("ahp-chat:/other").is_some());
     assert_eq!(
-        host.chat_session("ahp-chat:/other"),
+        host.chat_session("ahp-chat:/other").map(|s| s.as_str()),
         Some("ahp-session:/s2")
     );
     assert!(host.remove_session(SESSION).is_none());
@@ -88,20 +120,54 @@ fn removing_a_session_cascades_to_its_chats_only() {
 fn structural_errors_are_reported() {
     let mut host = host();
     assert_eq!(
-        host.insert_session(SESSION, session_state()),
+        host.insert_session(&SESSION.parse().unwrap(), session_state()),
         Err(StateError::AlreadyExists(SESSION.into()))
     );
     assert_eq!(
-        host.insert_chat("ahp-session:/none", chat_state("ahp-chat:/c9")),
+        host.insert_chat(
+            &"ahp-session:/none".parse().unwrap(),
+            &chat_state("ahp-chat:/c9").resource.parse().unwrap(),
+            chat_state("ahp-chat:/c9")
+        ),
         Err(StateError::UnknownSession("ahp-session:/none".into()))
     );
     assert_eq!(
-        host.insert_chat(SESSION, chat_state(CHAT)),
+        host.insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat_state(CHAT).resource.parse().unwrap(),
+            chat_state(CHAT)
+        ),
         Err(StateError::AlreadyExists(CHAT.into()))
     );
+    let terminal = serde_json::from_value(json!({
+        "title": "bash", "content": [], "lifecycle": { "status": "running" },
+        "claim": { "kind": "client", "clientId": CLIENT }
+    }))
+    .unwrap();
     assert_eq!(
-        host.insert_session(ROOT_RESOURCE_URI, session_state()),
+        host.insert_channel(
+            ROOT_RESOURCE_URI,
+            ChannelState::Terminal(Box::new(terminal))
+        ),
         Err(StateError::RootChannel)
+    );
+    assert_eq!(
+        host.insert_channel(
+            "ahp-session:/s3",
+            ChannelState::Session(Box::new(session_state()))
+        ),
+        Err(StateError::SessionNeedsUri("ahp-session:/s3".into()))
+    );
+    assert_eq!(
+        host.insert_chat(
+            &SESSION.parse().unwrap(),
+            &"ahp-chat:/c4".parse().unwrap(),
+            chat_state("ahp-chat:/c5")
+        ),
+        Err(StateError::ResourceMismatch {
+            uri: "ahp-chat:/c4".into(),
+            resource: "ahp-chat:/c5".into()
+        })
     );
     assert_eq!(
         host.insert_channel(

@@ -172,7 +172,12 @@ fn auto_approved_parameter_gates_are_suppressed() {
 fn turn_end_clears_the_chats_entries_only() {
     let mut host = host_in_turn();
     let other = "ahp-chat:/sub";
-    host.insert_chat(SESSION, chat_state(other)).unwrap();
+    host.insert_chat(
+        &SESSION.parse().unwrap(),
+        &chat_state(other).resource.parse().unwrap(),
+        chat_state(other),
+    )
+    .unwrap();
     server(
         &mut host,
         other,
@@ -330,7 +335,10 @@ fn client_execution_entries_do_not_promote_input_needed() {
     );
     sync(&mut host);
     assert_eq!(entry_ids(&host).len(), 1);
-    let agg = aggregate_session_status(session(&host), host.session_chats(SESSION));
+    let chats = host
+        .session_chats(SESSION)
+        .map(|(uri, chat)| (uri.as_str(), chat));
+    let agg = aggregate_session_status(session(&host), chats);
     let status = SessionStatus::from_bits(agg.status);
     assert!(status.contains(SessionStatus::InProgress));
     assert!(!status.contains(SessionStatus::InputNeeded));

@@ -162,8 +162,12 @@ fn decode(value: &Value) -> StateAction {
 
 fn host_with_subagent_chat() -> HostState {
     let mut host = host();
-    host.insert_chat(SESSION, chat_state(SUBAGENT_CHAT))
-        .unwrap();
+    host.insert_chat(
+        &SESSION.parse().unwrap(),
+        &chat_state(SUBAGENT_CHAT).resource.parse().unwrap(),
+        chat_state(SUBAGENT_CHAT),
+    )
+    .unwrap();
     host
 }
 

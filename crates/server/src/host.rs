@@ -445,10 +445,12 @@ impl Host {
         match agenthost_protocol::Channel::parse(channel).ok()? {
             agenthost_protocol::Channel::Session(session)
             | agenthost_protocol::Channel::Annotations(session) => Some(session.into_string()),
-            agenthost_protocol::Channel::Chat(chat) => self
-                .service
-                .sessions()
-                .chat_session(&self.resolve_chat(chat.as_str())),
+            agenthost_protocol::Channel::Chat(chat) => {
+                let sessions = self.service.sessions();
+                sessions
+                    .chat_session(&sessions.resolve_chat_uri(&chat))
+                    .map(agenthost_protocol::SessionUri::into_string)
+            }
             agenthost_protocol::Channel::Changeset(uri) => {
                 agenthost_protocol::uri::ChangesetUri::parse(&uri)
                     .ok()

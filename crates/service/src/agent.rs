@@ -73,7 +73,7 @@ impl EnvelopeObserver for Activity {
             && let Some(session) = observed.session
         {
             self.lock()
-                .insert(session.to_owned(), tokio::time::Instant::now());
+                .insert(session.to_string(), tokio::time::Instant::now());
         }
     }
 }
@@ -341,11 +341,10 @@ impl AgentService {
         params: CreateChatParams,
         context: ClientContext,
     ) -> Result<(), ServiceError> {
-        self.sessions.create_chat(&params).await?;
+        let chat = self.sessions.create_chat(&params).await?;
         if let Some(message) = params.initial_message {
-            let turn = self.sessions.start_initial_turn(&params.chat, &message)?;
-            self.orchestrator
-                .start_turn(&params.chat, &turn, message, context);
+            let turn = self.sessions.start_initial_turn(&chat, &message)?;
+            self.orchestrator.start_turn(&chat, &turn, message, context);
         }
         Ok(())
     }
@@ -451,22 +450,21 @@ impl AgentService {
     /// more ago, is evicted like a `disposeSession`. Returns the sessions it evicted.
     pub async fn evict_idle_once(&self, limit: Duration) -> Vec<String> {
         let now = tokio::time::Instant::now();
-        let live: HashSet<String> = self
-            .state
-            .read(|h| h.session_uris().map(str::to_owned).collect());
+        let live: Vec<SessionUri> = self.state.read(|h| h.session_uris().cloned().collect());
         let idle: HashSet<String> = self.sessions.idle_sessions().into_iter().collect();
         let due: Vec<(String, SessionUri)> = {
+            let live_keys: HashSet<&str> = live.iter().map(SessionUri::as_str).collect();
             let mut activity = self.activity.lock();
-            activity.retain(|session, _| live.contains(session));
+            activity.retain(|session, _| live_keys.contains(session.as_str()));
             live.iter()
                 .filter(|session| {
-                    let last = activity.entry((*session).clone()).or_insert(now);
-                    if !idle.contains(*session) {
+                    let last = activity.entry(session.to_string()).or_insert(now);
+                    if !idle.contains(session.as_str()) {
                         *last = now;
                     }
                     now.duration_since(*last) >= limit
                 })
-                .filter_map(|session| Some((session.clone(), SessionUri::parse(session).ok()?)))
+                .map(|session| (session.to_string(), session.clone()))
                 .collect()
         };
         let mut evicted = Vec::new();

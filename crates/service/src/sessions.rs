@@ -204,13 +204,7 @@ impl SessionService {
     /// The folders a client may name in `channel`'s session beyond the roots: the session's
     /// own linked worktrees (they live next to their repository, maybe outside every root).
     fn session_worktrees(&self, channel: &str) -> Vec<PathBuf> {
-        let session = match Channel::parse(channel) {
-            Ok(Channel::Session(session)) => Some(session),
-            _ => self
-                .state
-                .read(|h| h.chat_session(channel).map(str::to_owned))
-                .and_then(|s| SessionUri::parse(&s).ok()),
-        };
+        let session = self.state.read(|h| h.owning_session(channel).cloned());
         let record = session.and_then(|session| {
             let value = self
                 .store
@@ -337,7 +331,7 @@ impl SessionService {
             uri.as_str(),
             StateAction::SessionReady(SessionReadyAction {}),
         );
-        self.summary(uri.as_str())
+        self.summary(uri)
             .ok_or_else(|| ServiceError::SessionNotFound(uri.to_string()))
     }
 
@@ -387,7 +381,7 @@ impl SessionService {
         if self
             .state
             .insert_session(
-                uri.as_str(),
+                uri,
                 SessionState {
                     default_chat: None,
                     ..session
@@ -433,12 +427,11 @@ impl SessionService {
             .state
             .read(|h| h.session_chats(session.as_str()).count());
         let position = i64::try_from(position).unwrap_or(i64::MAX);
-        if let Some(record) = chat_record(session, &state, position) {
-            self.store.put_chat(&record)?;
-        }
+        self.store
+            .put_chat(&chat_record(session, chat, &state, position))?;
         let added = agenthost_reducers::server_actions::chat_added(&state);
         self.state
-            .insert_chat(session.as_str(), state)
+            .insert_chat(session, chat, state)
             .map_err(|_| ServiceError::ChatAlreadyExists(chat.to_string()))?;
         self.dispatch(session.as_str(), added);
         Ok(())
@@ -455,7 +448,8 @@ impl SessionService {
     /// fresh; the `sideChat` contribution gives its first message the source's context);
     /// forks are refused: no agent of this host can copy a conversation. Like a client's
     /// `chat/turnStarted`, an `initialMessage` must be a user message.
-    pub async fn create_chat(&self, params: &CreateChatParams) -> Result<(), ServiceError> {
+    /// Returns the new chat's URI.
+    pub async fn create_chat(&self, params: &CreateChatParams) -> Result<ChatUri, ServiceError> {
         if let Some(message) = &params.initial_message
             && message.origin.kind != agenthost_protocol::ahp_types::state::MessageKind::User
         {
@@ -474,7 +468,8 @@ impl SessionService {
         if self.state.snapshot(chat.as_str()).is_some() || self.store.chat(&chat)?.is_some() {
             return Err(ServiceError::ChatAlreadyExists(chat.to_string()));
         }
-        self.add_chat(&session, &chat, &now_iso(), origin, directories)
+        self.add_chat(&session, &chat, &now_iso(), origin, directories)?;
+        Ok(chat)
     }
 
     /// `createChat`'s paths: its `workingDirectories` (a subset of the session's, each passing
@@ -526,11 +521,9 @@ impl SessionService {
             Err(_) => false,
         };
         if !restored
-            || self
+            || !self
                 .state
-                .read(|h| h.chat_session(&side.chat).map(str::to_owned))
-                .as_deref()
-                != Some(session.as_str())
+                .read(|h| h.chat_session(&side.chat) == Some(session))
         {
             return invalid(format!(
                 "side chat source {} is not a chat of {session}",
@@ -582,11 +575,11 @@ impl SessionService {
     /// `disposeChat`: removes the chat from the catalog, the state and the store (an explicit
     /// removal by the client); returns its session. The caller then disposes the chat's provider
     /// conversation and mementos.
-    pub async fn dispose_chat(&self, chat: &ChatUri) -> Result<String, ServiceError> {
+    pub async fn dispose_chat(&self, chat: &ChatUri) -> Result<SessionUri, ServiceError> {
         self.ensure_chat(chat).await?;
         let session = self
             .state
-            .read(|h| h.chat_session(chat).map(str::to_owned))
+            .read(|h| h.chat_session(chat).cloned())
             .ok_or_else(|| ServiceError::ChatNotFound(chat.to_string()))?;
         self.dispatch(
             &session,
@@ -635,7 +628,7 @@ impl SessionService {
                         || kept
                             .iter()
                             .any(|chat| h.chat_session(chat.as_str()) == Some(session));
-                    (session.to_owned(), busy)
+                    (session.to_string(), busy)
                 })
                 .collect()
         });
@@ -650,7 +643,7 @@ impl SessionService {
     pub fn is_watched(&self, session: &str) -> bool {
         let chats: Vec<String> = self.state.read(|h| {
             h.session_chats(session)
-                .map(|(c, _)| c.to_owned())
+                .map(|(c, _)| c.to_string())
                 .collect()
         });
         self.state.subscriber_count(session) > 0
@@ -767,7 +760,7 @@ impl SessionService {
             show_isolation(config, isolated);
         }
         // A concurrent restore may have won: that is fine.
-        let _ = self.state.insert_session(session.as_str(), restored);
+        let _ = self.state.insert_session(session, restored);
         self.hydrated_chats().insert(session.to_string(), hydrated);
         Ok(())
     }
@@ -851,19 +844,24 @@ impl SessionService {
         {
             tracing::warn!(chat = chat.as_str(), %error, "the chat's stored configuration was not applied");
         }
-        let _ = self.state.insert_chat(record.session.as_str(), state);
+        let _ = self.state.insert_chat(&record.session, chat, state);
         Ok(())
     }
 
     /// The root catalog entry of a live session (AHP §4.3).
-    pub fn summary(&self, session: &str) -> Option<SessionSummary> {
-        let created_at = SessionUri::parse(session)
+    pub fn summary(&self, session: &SessionUri) -> Option<SessionSummary> {
+        let created_at = self
+            .store
+            .session(session)
             .ok()
-            .and_then(|uri| self.store.session(&uri).ok().flatten())
+            .flatten()
             .map_or_else(now_iso, |record| record.created_at);
         self.state.read(|h| {
             let state = h.session(session)?;
-            let aggregate = aggregate_session_status(state, h.session_chats(session));
+            let chats = h
+                .session_chats(session)
+                .map(|(uri, chat)| (uri.as_str(), chat));
+            let aggregate = aggregate_session_status(state, chats);
             let chats = state
                 .chats
                 .iter()
@@ -885,7 +883,7 @@ impl SessionService {
                 project: state.project.clone(),
                 working_directories: state.working_directories.clone(),
                 annotations: state.annotations.clone(),
-                resource: session.to_owned(),
+                resource: session.to_string(),
                 modified_at: aggregate.modified_at.unwrap_or_else(|| created_at.clone()),
                 created_at,
                 changes: None,
@@ -963,9 +961,7 @@ impl SessionService {
         };
         // Live sessions are in memory (few: idle ones are evicted) and may be newer than their
         // stored row; every other session comes from one indexed page query.
-        let live_uris: Vec<String> = self
-            .state
-            .read(|h| h.session_uris().map(str::to_owned).collect());
+        let live_uris: Vec<SessionUri> = self.state.read(|h| h.session_uris().cloned().collect());
         let live: Vec<SessionSummary> = live_uris.iter().filter_map(|u| self.summary(u)).collect();
         let stored = self.store.sessions_page(
             after
@@ -974,10 +970,7 @@ impl SessionService {
             limit.saturating_add(live.len()).saturating_add(1),
         )?;
         let mut candidates = Vec::with_capacity(stored.len() + live.len());
-        for record in stored
-            .iter()
-            .filter(|r| !live_uris.contains(&r.uri.to_string()))
-        {
+        for record in stored.iter().filter(|r| !live_uris.contains(&r.uri)) {
             candidates.push(self.stored_summary(record)?);
         }
         candidates.extend(
@@ -992,7 +985,7 @@ impl SessionService {
     fn all_sessions(&self) -> Result<Vec<SessionSummary>, ServiceError> {
         let mut items = Vec::new();
         for record in self.store.sessions()? {
-            match self.summary(record.uri.as_str()) {
+            match self.summary(&record.uri) {
                 Some(live) => items.push(live),
                 None => items.push(self.stored_summary(&record)?),
             }
@@ -1039,31 +1032,37 @@ impl SessionService {
     }
 
     /// The session `chat` belongs to: live, or as stored; `None` for an unknown chat.
-    pub fn chat_session(&self, chat: &str) -> Option<String> {
-        if let Some(session) = self.state.read(|h| h.chat_session(chat).map(str::to_owned)) {
+    pub fn chat_session(&self, chat: &ChatUri) -> Option<SessionUri> {
+        if let Some(session) = self.state.read(|h| h.chat_session(chat).cloned()) {
             return Some(session);
         }
-        let uri = ChatUri::parse(chat).ok()?;
-        let record = self.store.chat(&uri).ok()??;
-        Some(record.session.into_string())
+        let record = self.store.chat(chat).ok()??;
+        Some(record.session)
     }
 
     /// Resolves a chat URI a client names: VS Code derives `ahp-chat://default/<session>` itself,
     /// so that form is answered with the session's default chat.
     pub fn resolve_chat(&self, uri: &str) -> String {
-        let Ok(chat) = ChatUri::parse(uri) else {
-            return uri.to_owned();
-        };
-        match chat.default_chat_session() {
-            Ok(Some(session)) => self
-                .state
-                .read(|h| {
-                    h.session(session.as_str())
-                        .and_then(|s| s.default_chat.clone())
-                })
-                .unwrap_or_else(|| uri.to_owned()),
-            _ => uri.to_owned(),
+        match ChatUri::parse(uri) {
+            Ok(chat) => self.resolve_chat_uri(&chat).into_string(),
+            Err(_) => uri.to_owned(),
         }
+    }
+
+    /// [`resolve_chat`](Self::resolve_chat) for a chat URI already parsed.
+    pub fn resolve_chat_uri(&self, chat: &ChatUri) -> ChatUri {
+        let Ok(Some(session)) = chat.default_chat_session() else {
+            return chat.clone();
+        };
+        self.state
+            .read(|h| {
+                let default = h.session(session.as_str())?.default_chat.as_deref()?;
+                // A default chat not restored yet is only in the session's state (first reading).
+                h.chat_uri(default)
+                    .cloned()
+                    .or_else(|| ChatUri::parse(default).ok())
+            })
+            .unwrap_or_else(|| chat.clone())
     }
 
     /// `fetchTurns`: restores the chat if needed; a restored chat holds its whole stored history,

@@ -1022,7 +1022,13 @@ fn add_subagent_chat(state: &StateManager, session: &str, parent: &str, chat: &s
     };
     let sub = empty_chat(chat, "Explore", "2026-01-01T00:00:00.500Z", Some(origin));
     let added = agenthost_reducers::server_actions::chat_added(&sub);
-    state.insert_chat(session, sub).unwrap();
+    state
+        .insert_chat(
+            &session.parse().unwrap(),
+            &sub.resource.parse().unwrap(),
+            sub,
+        )
+        .unwrap();
     state.dispatch_server(session, added).unwrap();
 }
 

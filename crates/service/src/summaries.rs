@@ -49,7 +49,7 @@ impl EnvelopeObserver for SummaryNotifier {
         let Some(session) = observed.session else {
             return;
         };
-        if !observed.applied || observed.envelope.channel != session {
+        if !observed.applied || *session != observed.envelope.channel.as_str() {
             return;
         }
         let (Some(state), Some(service)) = (self.state.upgrade(), self.service.upgrade()) else {
@@ -57,7 +57,7 @@ impl EnvelopeObserver for SummaryNotifier {
         };
         let mut announced = self.announced.lock().unwrap_or_else(|e| e.into_inner());
         let Some(summary) = service.summary(session) else {
-            announced.remove(session);
+            announced.remove(session.as_str());
             return;
         };
         let Ok(Value::Object(mut fields)) = serde_json::to_value(&summary) else {
@@ -66,7 +66,7 @@ impl EnvelopeObserver for SummaryNotifier {
         for identity in IDENTITY_FIELDS {
             fields.remove(identity);
         }
-        let previous = announced.get(session);
+        let previous = announced.get(session.as_str());
         let changed: Map<String, Value> = fields
             .iter()
             .filter(|(key, value)| previous.and_then(|p| p.get(*key)) != Some(*value))
@@ -75,18 +75,18 @@ impl EnvelopeObserver for SummaryNotifier {
         if changed.is_empty() {
             return;
         }
-        announced.insert(session.to_owned(), fields);
+        announced.insert(session.to_string(), fields);
         drop(announced);
         let changes: PartialSessionSummary = match serde_json::from_value(Value::Object(changed)) {
             Ok(changes) => changes,
             Err(error) => {
-                tracing::warn!(session, %error, "a summary change could not be encoded");
+                tracing::warn!(session = session.as_str(), %error, "a summary change could not be encoded");
                 return;
             }
         };
         let params = SessionSummaryChangedParams {
             channel: ROOT_RESOURCE_URI.to_owned(),
-            session: session.to_owned(),
+            session: session.to_string(),
             changes,
         };
         state.notify(

@@ -49,7 +49,9 @@ fn fixture() -> Fixture {
         "workingDirectories": [path_to_file_uri(&repo).unwrap()]
     }))
     .unwrap();
-    state.insert_session(SESSION, session).unwrap();
+    state
+        .insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
     let state = Arc::new(state);
     let checkpoints: Arc<dyn CheckpointService> = Arc::new(GitCheckpointService::new(
         CheckpointConfig::default(),

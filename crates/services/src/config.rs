@@ -331,7 +331,9 @@ mod tests {
             "activeClients": [], "chats": [], "workingDirectories": ["file:///s"]
         }))
         .unwrap();
-        state.insert_session("ahp-session:/s1", session).unwrap();
+        state
+            .insert_session(&"ahp-session:/s1".parse().unwrap(), session)
+            .unwrap();
         for (chat, dirs) in [
             ("ahp-chat:/own", json!(["file:///c"])),
             ("ahp-chat:/plain", json!(null)),
@@ -342,7 +344,13 @@ mod tests {
                 "workingDirectories": dirs
             }))
             .unwrap();
-            state.insert_chat("ahp-session:/s1", chat).unwrap();
+            state
+                .insert_chat(
+                    &"ahp-session:/s1".parse().unwrap(),
+                    &chat.resource.parse().unwrap(),
+                    chat,
+                )
+                .unwrap();
         }
         let values = std::sync::Arc::new(InMemoryConfiguration::new());
         values.set_root("flag", Some(json!(true)));

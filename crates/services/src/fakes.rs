@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{ChatState, Message, SessionState, UsageInfo};
-use agenthost_protocol::{ChatUri, StateAction, ToolCallKey};
+use agenthost_protocol::{ChatUri, SessionUri, StateAction, ToolCallKey};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
@@ -470,9 +470,9 @@ fake!(
 );
 
 impl ProviderLocator for FakeProviderLocator {
-    fn provider_of(&self, session: &str) -> Option<String> {
-        self.record(ProviderCall::ProviderOf(session.into()));
-        self.answers().providers.get(session).cloned()
+    fn provider_of(&self, session: &SessionUri) -> Option<String> {
+        self.record(ProviderCall::ProviderOf(session.to_string()));
+        self.answers().providers.get(session.as_str()).cloned()
     }
 }
 
@@ -590,7 +590,8 @@ pub struct HostStateAnswers {
     pub chats: BTreeMap<String, ChatState>,
     /// Sessions by URI.
     pub sessions: BTreeMap<String, SessionState>,
-    /// The owning session of each chat.
+    /// The owning session of each chat (an entry that is not a chat and a session URI is
+    /// answered as absent).
     pub chat_sessions: BTreeMap<String, String>,
 }
 
@@ -608,18 +609,19 @@ impl HostState for FakeHostState {
         self.record(HostStateCall::Session(session.into()));
         self.answers().sessions.get(session).cloned()
     }
-    fn chat_session(&self, chat: &str) -> Option<String> {
+    fn chat_session(&self, chat: &str) -> Option<SessionUri> {
         self.record(HostStateCall::ChatSession(chat.into()));
-        self.answers().chat_sessions.get(chat).cloned()
+        let answers = self.answers();
+        SessionUri::parse(answers.chat_sessions.get(chat)?).ok()
     }
-    fn session_chats(&self, session: &str) -> Vec<String> {
+    fn session_chats(&self, session: &str) -> Vec<ChatUri> {
         self.record(HostStateCall::SessionChats(session.into()));
         let answers = self.answers();
         answers
             .chat_sessions
             .iter()
             .filter(|(_, owner)| owner.as_str() == session)
-            .map(|(chat, _)| chat.clone())
+            .filter_map(|(chat, _)| ChatUri::parse(chat).ok())
             .collect()
     }
     fn chat_title(&self, chat: &str) -> Option<String> {

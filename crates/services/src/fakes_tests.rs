@@ -123,10 +123,11 @@ fn trackers_telemetry_and_providers_record_every_call() {
 
     let providers = FakeProviderLocator::default();
     providers.script(|a| {
-        a.providers.insert("s".into(), "claude".into());
+        a.providers.insert("ahp-session:/s".into(), "claude".into());
     });
-    assert_eq!(providers.provider_of("s").as_deref(), Some("claude"));
-    assert_eq!(providers.provider_of("x"), None);
+    let provider_of = |session: &str| providers.provider_of(&session.parse().unwrap());
+    assert_eq!(provider_of("ahp-session:/s").as_deref(), Some("claude"));
+    assert_eq!(provider_of("ahp-session:/x"), None);
     assert_eq!(providers.calls().len(), 2);
 
     let config = FakeConfiguration::default();
@@ -159,13 +160,18 @@ fn host_fakes_answer_from_their_script_and_record_dispatches() {
     .unwrap();
     host.script(|a| {
         a.chats.insert("c1".into(), state);
-        a.chat_sessions.insert("c1".into(), "s1".into());
-        a.chat_sessions.insert("c2".into(), "s1".into());
+        a.chat_sessions
+            .insert("c1".into(), "ahp-session:/s1".into());
+        a.chat_sessions
+            .insert("ahp-chat:/c2".into(), "ahp-session:/s1".into());
+        a.chat_sessions.insert("ahp-chat:/c3".into(), "s2".into());
     });
     assert_eq!(host.chat_title("c1").as_deref(), Some("C"));
-    assert_eq!(host.session_chats("s1"), ["c1", "c2"]);
+    // Entries that are not URIs are answered as absent.
+    assert_eq!(host.session_chats("ahp-session:/s1"), ["ahp-chat:/c2"]);
+    assert_eq!(host.chat_session("ahp-chat:/c3"), None);
     assert_eq!(host.chat_session("c9"), None);
-    assert_eq!(host.calls().len(), 3);
+    assert_eq!(host.calls().len(), 4);
 
     let dispatch: Arc<dyn ServerDispatch> = Arc::new(FakeServerDispatch::default());
     let action: StateAction =

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use agenthost_protocol::StateAction;
 use agenthost_protocol::ahp_types::state::{ChatState, SessionInputRequest, SessionState};
+use agenthost_protocol::{ChatUri, SessionUri, StateAction};
 use agenthost_reducers::projection::desired_input_needed;
 use agenthost_state::StateManager;
 
@@ -15,9 +15,9 @@ pub trait HostState: Send + Sync {
     /// A session's current state (a copy).
     fn session(&self, session: &str) -> Option<SessionState>;
     /// The session that owns `chat`.
-    fn chat_session(&self, chat: &str) -> Option<String>;
+    fn chat_session(&self, chat: &str) -> Option<SessionUri>;
     /// The chats of `session`, in catalog order.
-    fn session_chats(&self, session: &str) -> Vec<String>;
+    fn session_chats(&self, session: &str) -> Vec<ChatUri>;
     /// The title of a chat.
     fn chat_title(&self, chat: &str) -> Option<String>;
 
@@ -77,14 +77,14 @@ impl HostState for StateHostState {
         self.state.read(|h| h.session(session).cloned())
     }
 
-    fn chat_session(&self, chat: &str) -> Option<String> {
-        self.state.read(|h| h.chat_session(chat).map(str::to_owned))
+    fn chat_session(&self, chat: &str) -> Option<SessionUri> {
+        self.state.read(|h| h.chat_session(chat).cloned())
     }
 
-    fn session_chats(&self, session: &str) -> Vec<String> {
+    fn session_chats(&self, session: &str) -> Vec<ChatUri> {
         self.state.read(|h| {
             h.session_chats(session)
-                .map(|(uri, _)| uri.to_owned())
+                .map(|(uri, _)| uri.clone())
                 .collect()
         })
     }

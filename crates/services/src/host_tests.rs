@@ -30,9 +30,23 @@ fn state() -> Arc<StateManager> {
         "provider": "scripted", "title": "S", "status": 1, "lifecycle": "ready",
         "activeClients": [], "chats": []
     }));
-    state.insert_session(SESSION, session).unwrap();
-    state.insert_chat(SESSION, chat(CHAT, "First")).unwrap();
-    state.insert_chat(SESSION, chat(PEER, "Second")).unwrap();
+    state
+        .insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
+    state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat(CHAT, "First").resource.parse().unwrap(),
+            chat(CHAT, "First"),
+        )
+        .unwrap();
+    state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat(PEER, "Second").resource.parse().unwrap(),
+            chat(PEER, "Second"),
+        )
+        .unwrap();
     Arc::new(state)
 }
 
@@ -130,16 +144,19 @@ fn the_state_provider_locator_names_only_providers_the_host_runs() {
     let state = state();
     let runs_scripted = crate::StateProviderLocator::new(Arc::clone(&state), ["scripted".into()]);
     assert_eq!(
-        crate::ProviderLocator::provider_of(&runs_scripted, SESSION).as_deref(),
+        crate::ProviderLocator::provider_of(&runs_scripted, &SESSION.parse().unwrap()).as_deref(),
         Some("scripted")
     );
     assert_eq!(
-        crate::ProviderLocator::provider_of(&runs_scripted, "ahp-session:/missing"),
+        crate::ProviderLocator::provider_of(
+            &runs_scripted,
+            &"ahp-session:/missing".parse().unwrap()
+        ),
         None
     );
     let runs_claude = crate::StateProviderLocator::new(state, ["claude".into()]);
     assert_eq!(
-        crate::ProviderLocator::provider_of(&runs_claude, SESSION),
+        crate::ProviderLocator::provider_of(&runs_claude, &SESSION.parse().unwrap()),
         None,
         "a provider the host was not started with serves nothing"
     );

@@ -81,11 +81,11 @@ impl TurnRecorder {
         envelope: &ActionEnvelope,
     ) -> Option<(ChatUri, HistoryWrite)> {
         if let StateAction::SessionChatAdded(added) = &envelope.action {
-            let chat = ChatUri::parse(&added.summary.resource).ok()?;
+            let chat = host.chat_uri(&added.summary.resource)?.clone();
             let record = live_chat_record(host, &chat)?;
             return Some((chat, HistoryWrite::Chat(Box::new(record))));
         }
-        let chat = ChatUri::parse(&envelope.channel).ok()?;
+        let chat = host.chat_uri(&envelope.channel)?.clone();
         let write = match &envelope.action {
             // The marker again at each tool call's start: a turn the host dies during keeps
             // what it had done up to there (one write per tool call, never per delta).
@@ -151,8 +151,12 @@ fn live_chat_record(host: &HostState, chat: &ChatUri) -> Option<ChatRecord> {
         .iter()
         .position(|c| c.resource == chat.as_str())
         .unwrap_or(usize::MAX);
-    let session = SessionUri::parse(session).ok()?;
-    chat_record(&session, state, i64::try_from(position).unwrap_or(i64::MAX))
+    Some(chat_record(
+        session,
+        chat,
+        state,
+        i64::try_from(position).unwrap_or(i64::MAX),
+    ))
 }
 
 /// The store record of a live session.
@@ -175,10 +179,15 @@ pub fn session_record(uri: &SessionUri, state: &SessionState, created_at: &str) 
     }
 }
 
-/// The store record of a live chat at `position` in its session's catalog.
-pub fn chat_record(session: &SessionUri, chat: &ChatState, position: i64) -> Option<ChatRecord> {
-    Some(ChatRecord {
-        uri: ChatUri::parse(&chat.resource).ok()?,
+/// The store record of the live chat `uri` at `position` in its session's catalog.
+pub fn chat_record(
+    session: &SessionUri,
+    uri: &ChatUri,
+    chat: &ChatState,
+    position: i64,
+) -> ChatRecord {
+    ChatRecord {
+        uri: uri.clone(),
         session: session.clone(),
         position,
         title: chat.title.clone(),
@@ -197,7 +206,7 @@ pub fn chat_record(session: &SessionUri, chat: &ChatState, position: i64) -> Opt
                 agenthost_protocol::ahp_types::state::ChatOrigin::Tool { .. }
             )
         }),
-    })
+    }
 }
 
 fn flag_bits(read: bool, archived: bool) -> u32 {

@@ -8,8 +8,8 @@ use agenthost_state::StateManager;
 
 /// Resolves the provider id of a session (`claude`, `codex`, `scripted`, …).
 pub trait ProviderLocator: Send + Sync {
-    /// The provider of `session` (a session URI), or `None` when it cannot be told.
-    fn provider_of(&self, session: &str) -> Option<String>;
+    /// The provider of `session`, or `None` when it cannot be told.
+    fn provider_of(&self, session: &SessionUri) -> Option<String>;
 }
 
 /// The host fills a map when it creates or restores a session; a session not in it falls back
@@ -45,19 +45,14 @@ impl DefaultProviderLocator {
 }
 
 impl ProviderLocator for DefaultProviderLocator {
-    fn provider_of(&self, session: &str) -> Option<String> {
+    fn provider_of(&self, session: &SessionUri) -> Option<String> {
         let mapped = self
             .sessions
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .get(session)
+            .get(session.as_str())
             .cloned();
-        mapped.or_else(|| {
-            SessionUri::parse(session)
-                .ok()?
-                .provider_scheme()
-                .map(str::to_owned)
-        })
+        mapped.or_else(|| session.provider_scheme().map(str::to_owned))
     }
 }
 
@@ -82,7 +77,7 @@ impl StateProviderLocator {
 }
 
 impl ProviderLocator for StateProviderLocator {
-    fn provider_of(&self, session: &str) -> Option<String> {
+    fn provider_of(&self, session: &SessionUri) -> Option<String> {
         self.state
             .read(|h| h.session(session).map(|s| s.provider.clone()))
             .filter(|id| self.known.contains(id))
@@ -106,24 +101,14 @@ mod tests {
     #[test]
     fn the_map_wins_then_the_scheme() {
         let locator = DefaultProviderLocator::new();
-        assert_eq!(locator.provider_of("claude:/s1").as_deref(), Some("claude"));
-        assert_eq!(locator.provider_of("ahp-session:/s1"), None);
-        assert_eq!(locator.provider_of("not a uri"), None);
-        assert_eq!(locator.provider_of(""), None);
+        let provider_of = |session: &str| locator.provider_of(&session.parse().unwrap());
+        assert_eq!(provider_of("claude:/s1").as_deref(), Some("claude"));
+        assert_eq!(provider_of("ahp-session:/s1"), None);
         locator.set("ahp-session:/s1", "scripted");
         locator.set("copilotcli:/s2", "copilot");
-        assert_eq!(
-            locator.provider_of("ahp-session:/s1").as_deref(),
-            Some("scripted")
-        );
-        assert_eq!(
-            locator.provider_of("copilotcli:/s2").as_deref(),
-            Some("copilot")
-        );
+        assert_eq!(provider_of("ahp-session:/s1").as_deref(), Some("scripted"));
+        assert_eq!(provider_of("copilotcli:/s2").as_deref(), Some("copilot"));
         locator.forget("copilotcli:/s2");
-        assert_eq!(
-            locator.provider_of("copilotcli:/s2").as_deref(),
-            Some("copilotcli")
-        );
+        assert_eq!(provider_of("copilotcli:/s2").as_deref(), Some("copilotcli"));
     }
 }

@@ -171,12 +171,18 @@ impl Shared {
         })
     }
 
-    /// The session owning `chat` (a session channel owns itself).
+    /// The session owning `chat`.
     pub(crate) fn session_of(&self, chat: &str) -> Option<SessionUri> {
-        let session = self
-            .state
-            .read(|h| h.chat_session(chat).map(str::to_owned))?;
-        SessionUri::parse(&session).ok()
+        self.state.read(|h| h.chat_session(chat).cloned())
+    }
+
+    /// The typed URI of the existing chat `channel` and its session's; `None` for any other
+    /// channel.
+    pub(crate) fn chat_of(&self, channel: &str) -> Option<(SessionUri, ChatUri)> {
+        self.state.read(|h| {
+            let chat = h.chat_uri(channel)?;
+            Some((h.chat_session(channel)?.clone(), chat.clone()))
+        })
     }
 
     pub(crate) fn active_turn_id(&self, chat: &str) -> Option<String> {
@@ -207,15 +213,14 @@ impl Shared {
 
     /// Forgets the turn-start checkpoint of a turn that will get no turn-end capture (it was
     /// cancelled), in the background.
-    pub(crate) fn discard_turn_start(&self, session: &SessionUri, chat: &str, turn_id: &str) {
-        let (Some(checkpoints), Ok(chat), Ok(runtime)) = (
+    pub(crate) fn discard_turn_start(&self, session: &SessionUri, chat: &ChatUri, turn_id: &str) {
+        let (Some(checkpoints), Ok(runtime)) = (
             self.checkpoints.clone(),
-            ChatUri::parse(chat),
             tokio::runtime::Handle::try_current(),
         ) else {
             return;
         };
-        let (session, turn_id) = (session.clone(), turn_id.to_owned());
+        let (session, chat, turn_id) = (session.clone(), chat.clone(), turn_id.to_owned());
         runtime.spawn(async move {
             checkpoints
                 .discard_turn_start(&session, &chat, &turn_id)
@@ -224,7 +229,7 @@ impl Shared {
     }
 
     /// `onTurnEnd` with the reason of the call-site table.
-    pub(crate) fn turn_end(&self, chat: &str, turn_id: Option<&str>, reason: TurnEndReason) {
+    pub(crate) fn turn_end(&self, chat: &ChatUri, turn_id: Option<&str>, reason: TurnEndReason) {
         let Some(session) = self.session_of(chat) else {
             return;
         };
@@ -239,17 +244,17 @@ impl Shared {
             let mut runtime = self.runtime();
             let tracked = runtime
                 .turns
-                .get(chat)
+                .get(chat.as_str())
                 .filter(|t| Some(t.turn_id.as_str()) == turn_id);
             let context = tracked.and_then(|t| t.client_context.clone());
             if tracked.is_some() {
-                runtime.turns.remove(chat);
+                runtime.turns.remove(chat.as_str());
             }
             context
         };
         self.dispatcher.turn_end(&TurnEnd {
             session,
-            channel: chat.to_owned(),
+            chat: chat.clone(),
             turn_id: turn_id.map(str::to_owned),
             reason,
             client_context,
@@ -322,7 +327,8 @@ impl EnvelopeObserver for DispatchObserver {
         let envelope = observed.envelope;
         self.dispatcher.did_dispatch_action(&DispatchedAction {
             channel: &envelope.channel,
-            session: observed.session.unwrap_or(&envelope.channel),
+            session: observed.session,
+            chat: observed.chat,
             action: &envelope.action,
             origin: envelope.origin.as_ref(),
             rejection_reason: envelope.rejection_reason.as_deref(),
@@ -388,7 +394,7 @@ impl Orchestrator {
     /// gate decides in this call, the agent is sent the turn on a task.
     pub fn start_turn(
         &self,
-        chat: &str,
+        chat: &ChatUri,
         turn_id: &str,
         message: agenthost_protocol::ahp_types::state::Message,
         client_context: ClientContext,
@@ -396,7 +402,7 @@ impl Orchestrator {
         self.shared
             .track_turn(chat, turn_id, Instant::now(), &client_context);
         let request = crate::turns::TurnStart {
-            chat: chat.to_owned(),
+            chat: chat.clone(),
             turn_id: turn_id.to_owned(),
             message,
             source: RequestSource::Direct,
@@ -410,8 +416,37 @@ impl Orchestrator {
     /// permission, abort a cancelled turn — then `onDidApplyClientAction`, always.
     pub fn after_client_action(&self, envelope: &ActionEnvelope, client_context: &ClientContext) {
         let shared = &self.shared;
-        let chat = envelope.channel.as_str();
-        match &envelope.action {
+        let channel = envelope.channel.as_str();
+        let chat = shared.chat_of(channel);
+        if let Some((_, chat)) = &chat {
+            self.take_chat_action(chat, &envelope.action, client_context);
+        }
+        let (session, chat) = match chat {
+            Some((session, chat)) => (Some(session), Some(chat)),
+            None => (shared.state.read(|h| h.session_uri(channel).cloned()), None),
+        };
+        shared
+            .dispatcher
+            .did_apply_client_action(&AppliedClientAction {
+                channel,
+                session: session.as_ref(),
+                chat: chat.as_ref(),
+                action: &envelope.action,
+                client_id: envelope.origin.as_ref().map(|o| o.client_id.as_str()),
+                client_context,
+            });
+    }
+
+    /// What the host does for a client's accepted action on a chat: start the provider turn,
+    /// answer a permission or an input request, abort a cancelled turn.
+    fn take_chat_action(
+        &self,
+        chat: &ChatUri,
+        action: &StateAction,
+        client_context: &ClientContext,
+    ) {
+        let shared = &self.shared;
+        match action {
             StateAction::ChatTurnStarted(a) => {
                 self.start_turn(chat, &a.turn_id, a.message.clone(), client_context.clone());
             }
@@ -484,15 +519,15 @@ impl Orchestrator {
                 shared
                     .runtime()
                     .cancelled
-                    .insert((chat.to_owned(), a.turn_id.clone()));
-                let runtime = shared.runtime().chats.get(chat).cloned();
+                    .insert((chat.to_string(), a.turn_id.clone()));
+                let runtime = shared.runtime().chats.get(chat.as_str()).cloned();
                 if let Some(runtime) = runtime {
                     let turn_id = a.turn_id.clone();
                     let (done, cancelling) = tokio::sync::watch::channel(false);
                     shared
                         .runtime()
                         .cancelling
-                        .insert(chat.to_owned(), cancelling);
+                        .insert(chat.to_string(), cancelling);
                     tokio::spawn(async move {
                         if let Err(error) = runtime.provider.cancel(&turn_id).await {
                             tracing::warn!(%error, "the agent could not cancel the turn");
@@ -504,17 +539,6 @@ impl Orchestrator {
             }
             _ => {}
         }
-        let session = shared.session_of(chat);
-        let session = session.as_deref().unwrap_or(chat);
-        shared
-            .dispatcher
-            .did_apply_client_action(&AppliedClientAction {
-                channel: chat,
-                session,
-                action: &envelope.action,
-                client_id: envelope.origin.as_ref().map(|o| o.client_id.as_str()),
-                client_context,
-            });
     }
 
     /// Hands the chat's agent a client's answer (`id`: the tool call or input request), on a

@@ -21,7 +21,7 @@ use agenthost_reducers::server_actions::{
 };
 
 /// Identifies a subagent by its parent chat and the tool call that spawned it.
-type SubagentKey = (String, String);
+type SubagentKey = (ChatUri, String);
 
 /// Signals of subagents that have not started yet. Bounded in total; a subagent that never
 /// starts within the timeout fails, and later signals for it are dropped.
@@ -113,7 +113,7 @@ pub(crate) async fn route_signals(shared: Weak<Shared>, mut signals: mpsc::Recei
 }
 
 /// Routes one signal from the provider conversation of `chat`.
-pub(crate) fn route(shared: &Arc<Shared>, chat: &str, signal: AgentSignal) {
+pub(crate) fn route(shared: &Arc<Shared>, chat: &ChatUri, signal: AgentSignal) {
     match signal {
         AgentSignal::Action(signal) => {
             let session = signal.session.clone();
@@ -191,7 +191,7 @@ fn model_limits(shared: &Arc<Shared>, reported: &agenthost_protocol::ModelLimits
 /// not exist, remapped onto its turn once it does.
 fn route_action(
     shared: &Arc<Shared>,
-    chat: &str,
+    chat: &ChatUri,
     session: &SessionUri,
     parent: Option<&SafeId>,
     mut action: StateAction,
@@ -201,13 +201,13 @@ fn route_action(
         apply_turn_action(shared, chat, action);
         return;
     };
-    let subagent = ChatUri::subagent(session, parent).into_string();
+    let subagent = ChatUri::subagent(session, parent);
     let exists = shared.state.read(|h| h.chat(&subagent).is_some());
     if exists {
         if turn_id(&action).is_some() {
             let Some(active) = shared.active_turn_id(&subagent) else {
                 tracing::debug!(
-                    chat = subagent,
+                    chat = subagent.as_str(),
                     "dropping a subagent action after its turn ended"
                 );
                 return;
@@ -217,7 +217,7 @@ fn route_action(
         apply_turn_action(shared, &subagent, action);
         return;
     }
-    let key = (chat.to_owned(), parent.as_str().to_owned());
+    let key = (chat.clone(), parent.as_str().to_owned());
     let outcome = shared.runtime().subagents.push(key.clone(), original);
     match outcome {
         Buffered::First => {
@@ -231,14 +231,24 @@ fn route_action(
             });
         }
         Buffered::Queued => {}
-        Buffered::Full => tracing::warn!(chat, "subagent buffer full: dropping a signal"),
-        Buffered::Failed => tracing::debug!(chat, "dropping a signal of a failed subagent"),
+        Buffered::Full => {
+            tracing::warn!(
+                chat = chat.as_str(),
+                "subagent buffer full: dropping a signal"
+            );
+        }
+        Buffered::Failed => {
+            tracing::debug!(
+                chat = chat.as_str(),
+                "dropping a signal of a failed subagent"
+            );
+        }
     }
 }
 
 /// Applies a turn-scoped action if its turn is the chat's active turn (stale producer output is
 /// dropped), and reports the turn end a terminal action causes.
-fn apply_turn_action(shared: &Shared, chat: &str, action: StateAction) {
+fn apply_turn_action(shared: &Shared, chat: &ChatUri, action: StateAction) {
     let producer_turn = turn_id(&action).map(str::to_owned);
     if let Some(producer) = &producer_turn {
         let active = shared.active_turn_id(chat);
@@ -246,7 +256,7 @@ fn apply_turn_action(shared: &Shared, chat: &str, action: StateAction) {
             let already_cancelled = shared
                 .runtime()
                 .cancelled
-                .remove(&(chat.to_owned(), producer.clone()));
+                .remove(&(chat.to_string(), producer.clone()));
             if active.is_none()
                 && matches!(action, StateAction::ChatTurnComplete(_))
                 && !already_cancelled
@@ -274,11 +284,11 @@ fn apply_turn_action(shared: &Shared, chat: &str, action: StateAction) {
 }
 
 /// Creates the subagent chat (before any of its actions), starts its turn, drains its buffer.
-fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentStarted) {
+fn start_subagent(shared: &Arc<Shared>, parent_chat: &ChatUri, started: &SubagentStarted) {
     let Some(session) = shared.session_of(parent_chat) else {
         return;
     };
-    let subagent = started.chat().into_string();
+    let subagent = started.chat();
     let now = agenthost_services::now_iso();
     let exists = shared.state.read(|h| h.chat(&subagent).is_some());
     if !exists {
@@ -287,7 +297,7 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
             .clone()
             .unwrap_or_else(|| started.agent_display_name.clone());
         let origin = ChatOrigin::Tool {
-            chat: parent_chat.to_owned(),
+            chat: parent_chat.to_string(),
             tool_call_id: started.tool_call_id.as_str().to_owned(),
         };
         let mut state = empty_chat(&subagent, &title, &now, Some(origin));
@@ -295,7 +305,7 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
         // into it.
         state.interactivity = Some(ChatInteractivity::ReadOnly);
         let added = chat_added(&state);
-        if let Err(error) = shared.state.insert_chat(&session, state) {
+        if let Err(error) = shared.state.insert_chat(&session, &subagent, state) {
             tracing::warn!(%error, "the subagent chat could not be created");
             return;
         }
@@ -310,11 +320,11 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
     shared.dispatch(&subagent, subagent_turn_started(&turn, &now, prompt));
     let signals = {
         let mut runtime = shared.runtime();
-        if let Some(parent) = runtime.chats.get(parent_chat).cloned() {
-            runtime.chats.insert(subagent.clone(), parent);
+        if let Some(parent) = runtime.chats.get(parent_chat.as_str()).cloned() {
+            runtime.chats.insert(subagent.to_string(), parent);
         }
         runtime.turns.insert(
-            subagent.clone(),
+            subagent.to_string(),
             TrackedTurn {
                 turn_id: turn,
                 started: Instant::now(),
@@ -322,7 +332,7 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
             },
         );
         runtime.subagents.take(&(
-            parent_chat.to_owned(),
+            parent_chat.clone(),
             started.tool_call_id.as_str().to_owned(),
         ))
     };
@@ -333,7 +343,7 @@ fn start_subagent(shared: &Arc<Shared>, parent_chat: &str, started: &SubagentSta
 
 /// Completes the subagent chat's turn.
 fn complete_subagent(shared: &Shared, completed: &SubagentCompleted) {
-    let subagent = completed.chat().into_string();
+    let subagent = completed.chat();
     if let Some(turn) = shared.active_turn_id(&subagent) {
         let duration = shared.elapsed_ms(&subagent);
         apply_turn_action(shared, &subagent, turn_complete(&turn, duration));
@@ -355,12 +365,12 @@ fn fail_subagent(shared: &Arc<Shared>, key: &SubagentKey) {
         })
         .collect();
     tracing::warn!(
-        chat = parent_chat,
+        chat = parent_chat.as_str(),
         tool_call_id,
         denied = pending.len(),
         "subagent never started"
     );
-    if let Some(runtime) = shared.runtime().chats.get(parent_chat).cloned() {
+    if let Some(runtime) = shared.runtime().chats.get(parent_chat.as_str()).cloned() {
         tokio::spawn(async move {
             for confirmation in pending {
                 let call = confirmation.state.tool_call_id.clone();

@@ -145,7 +145,7 @@ impl ChatContribution for TurnEnds {
         self.0
             .lock()
             .unwrap()
-            .push((turn.channel.clone(), turn.turn_id.clone(), reason));
+            .push((turn.chat.to_string(), turn.turn_id.clone(), reason));
         Ok(())
     }
 }
@@ -179,8 +179,16 @@ fn harness(provider_name: &str, config: OrchestratorConfig) -> Harness {
         "resource": CHAT, "title": "C", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []
     }))
     .unwrap();
-    state.insert_session(SESSION, session).unwrap();
-    state.insert_chat(SESSION, chat).unwrap();
+    state
+        .insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
+    state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat.resource.parse().unwrap(),
+            chat,
+        )
+        .unwrap();
     let dispatcher = Dispatcher::new(ServiceRegistry::new());
     let turn_ends = Arc::new(Mutex::new(Vec::new()));
     let recorder = Arc::clone(&turn_ends);
@@ -657,7 +665,7 @@ async fn a_subagent_that_never_starts_gets_its_confirmations_denied_and_a_notice
 #[test]
 fn the_buffer_is_bounded_and_remembers_failures() {
     let mut buffer = SubagentBuffer::new(2, 1);
-    let key = |k: &str| ("chat".to_owned(), k.to_owned());
+    let key = |k: &str| (ChatUri::parse("ahp-chat:/c").unwrap(), k.to_owned());
     let signal = || {
         AgentSignal::SteeringConsumed(agenthost_protocol::SteeringConsumed {
             session: session_uri(),

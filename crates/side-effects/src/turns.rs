@@ -19,7 +19,7 @@ use agenthost_protocol::error_info::chat_error;
 
 /// A turn about to be admitted.
 pub(crate) struct TurnStart {
-    pub(crate) chat: String,
+    pub(crate) chat: ChatUri,
     pub(crate) turn_id: String,
     pub(crate) message: Message,
     pub(crate) source: RequestSource,
@@ -33,14 +33,12 @@ pub(crate) struct TurnStart {
 /// `onDidApplyClientAction` — then the send tail on a task of its own. Refusals end the started
 /// turn with `chat/error` and report `onTurnEnd(rejected)`.
 pub(crate) fn start_turn(shared: Arc<Shared>, start: TurnStart) {
-    let (Some(session), Ok(chat)) = (shared.session_of(&start.chat), ChatUri::parse(&start.chat))
-    else {
+    let Some(session) = shared.session_of(&start.chat) else {
         return;
     };
     let request = IncomingRequest {
         session,
-        chat,
-        turn_channel: start.chat,
+        chat: start.chat,
         message: start.message,
         turn_id: start.turn_id,
         source: start.source,
@@ -55,7 +53,6 @@ pub(crate) fn start_turn(shared: Arc<Shared>, start: TurnStart) {
         SendTurnMessageOptions {
             agent,
             session: request.session,
-            turn_channel: request.turn_channel,
             chat: request.chat,
             message: request.message,
             turn_id: request.turn_id,
@@ -69,7 +66,7 @@ pub(crate) fn start_turn(shared: Arc<Shared>, start: TurnStart) {
 /// The orchestrator's effects of the turn starter.
 impl TurnStarterPorts for Shared {
     fn refuse(&self, request: &IncomingRequest, error: &ErrorInfo) {
-        let chat = &request.turn_channel;
+        let chat = &request.chat;
         let duration = self.elapsed_ms(chat);
         self.dispatch(
             chat,
@@ -77,14 +74,14 @@ impl TurnStarterPorts for Shared {
         );
     }
 
-    fn agent_of(&self, session: &str) -> Option<String> {
+    fn agent_of(&self, session: &agenthost_protocol::SessionUri) -> Option<String> {
         self.state
             .read(|h| h.session(session).map(|s| s.provider.clone()))
             .filter(|id| self.providers.contains_key(id))
     }
 
     fn turn_end(&self, request: &IncomingRequest, reason: TurnEndReason) {
-        Shared::turn_end(self, &request.turn_channel, Some(&request.turn_id), reason);
+        Shared::turn_end(self, &request.chat, Some(&request.turn_id), reason);
     }
 
     fn accepted(&self, request: &IncomingRequest, agent: &str) {
@@ -100,7 +97,7 @@ impl TurnStarterPorts for Shared {
 
 /// A started turn failed outside the agent: end it with `chat/error` — only if it is still the
 /// active turn (it may have been cancelled meanwhile) — and report `onTurnEnd(error)`.
-pub(crate) fn fail_started_turn(shared: &Shared, chat: &str, turn_id: &str, error: ErrorInfo) {
+pub(crate) fn fail_started_turn(shared: &Shared, chat: &ChatUri, turn_id: &str, error: ErrorInfo) {
     if shared.active_turn_id(chat).as_deref() != Some(turn_id) {
         return;
     }
@@ -232,7 +229,7 @@ async fn provider_session(
         chat: chat.clone(),
         working_directory,
         model: options.message.model.clone(),
-        signals: SignalSink::new(options.chat.to_string(), shared.signals.clone()),
+        signals: SignalSink::new(options.chat.clone(), shared.signals.clone()),
     };
     // A conversation the agent can resume (the host restarted since) continues; otherwise a new
     // one starts. The agent is asked for nothing else: the host owns the history.

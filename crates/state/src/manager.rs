@@ -8,7 +8,7 @@ use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
 use agenthost_protocol::ahp_types::state::{
     ChatState, RootState, SessionState, Snapshot, SnapshotState,
 };
-use agenthost_protocol::{ActionEnvelope, ActionOrigin, StateAction};
+use agenthost_protocol::{ActionEnvelope, ActionOrigin, ChatUri, SessionUri, StateAction};
 use agenthost_reducers::{ApplyError, ChannelState, HostState, Reduced, StateError as HostError};
 
 use crate::outbox::{Outbox, SubscriberId, action_frame};
@@ -78,10 +78,18 @@ pub enum ClientDispatch {
 pub struct ObservedEnvelope<'a> {
     /// The envelope (with `rejection_reason` set when it was refused).
     pub envelope: &'a ActionEnvelope,
-    /// The owning session of the channel (the channel itself for a session), when there is one.
-    pub session: Option<&'a str>,
+    /// The session owning the channel (the channel itself for a session), when there is one.
+    pub session: Option<&'a SessionUri>,
+    /// The channel as a chat, when it is one.
+    pub chat: Option<&'a ChatUri>,
     /// Whether the reducer changed state (`false` for no-ops and rejections).
     pub applied: bool,
+}
+
+/// The typed URIs of a channel's owners, read under the lock for the observers.
+struct Owner {
+    session: Option<SessionUri>,
+    chat: Option<ChatUri>,
 }
 
 /// Runs inside the state's critical section after an accepted action was reduced and numbered,
@@ -156,11 +164,11 @@ impl Inner {
         self.server_seq
     }
 
-    fn session_of(&self, channel: &str) -> Option<String> {
-        if self.host.session(channel).is_some() {
-            return Some(channel.to_owned());
+    fn owner_of(&self, channel: &str) -> Owner {
+        Owner {
+            session: self.host.owning_session(channel).cloned(),
+            chat: self.host.chat_uri(channel).cloned(),
         }
-        self.host.chat_session(channel).map(str::to_owned)
     }
 
     /// Hands a frame to every subscriber of `channel`; drops the ones that cannot take it.
@@ -357,7 +365,7 @@ impl StateManager {
             .push(observer);
     }
 
-    fn observe(&self, envelope: &ActionEnvelope, session: Option<&str>, applied: bool) {
+    fn observe(&self, envelope: &ActionEnvelope, owner: &Owner, applied: bool) {
         let observers = self
             .observers
             .read()
@@ -365,7 +373,8 @@ impl StateManager {
             .clone();
         let observed = ObservedEnvelope {
             envelope,
-            session,
+            session: owner.session.as_ref(),
+            chat: owner.chat.as_ref(),
             applied,
         };
         for observer in observers {
@@ -392,14 +401,14 @@ impl StateManager {
         let (envelope, session, applied) = {
             let mut inner = self.lock();
             let reduced = inner.host.apply_server_action(channel, &action)?;
-            let session = inner.session_of(channel);
+            let session = inner.owner_of(channel);
             (
                 inner.commit(channel, action, None),
                 session,
                 reduced == Reduced::Applied,
             )
         };
-        self.observe(&envelope, session.as_deref(), applied);
+        self.observe(&envelope, &session, applied);
         Ok(envelope)
     }
 
@@ -418,7 +427,7 @@ impl StateManager {
                 .apply_client_action(channel, &action, &origin.client_id)
             {
                 Ok(reduced) => {
-                    let session = inner.session_of(channel);
+                    let session = inner.owner_of(channel);
                     let envelope = inner.commit(channel, action, Some(origin));
                     (
                         ClientDispatch::Accepted(envelope),
@@ -428,7 +437,7 @@ impl StateManager {
                 }
                 Err(ApplyError::UnknownChannel(_)) => return ClientDispatch::Ignored,
                 Err(ApplyError::Rejected(rejection)) => {
-                    let session = inner.session_of(channel);
+                    let session = inner.owner_of(channel);
                     let echo = ActionEnvelope {
                         channel: channel.to_owned(),
                         action,
@@ -441,10 +450,8 @@ impl StateManager {
             }
         };
         match &outcome {
-            ClientDispatch::Accepted(envelope) => {
-                self.observe(envelope, session.as_deref(), applied)
-            }
-            ClientDispatch::Rejected(echo) => self.observe(echo, session.as_deref(), false),
+            ClientDispatch::Accepted(envelope) => self.observe(envelope, &session, applied),
+            ClientDispatch::Rejected(echo) => self.observe(echo, &session, false),
             ClientDispatch::Ignored => {}
         }
         outcome
@@ -464,7 +471,7 @@ impl StateManager {
         let (echo, session) = {
             let mut inner = self.lock();
             inner.host.channel_kind(channel)?;
-            let session = inner.session_of(channel);
+            let session = inner.owner_of(channel);
             let echo = ActionEnvelope {
                 channel: channel.to_owned(),
                 action,
@@ -474,18 +481,23 @@ impl StateManager {
             };
             (echo, session)
         };
-        self.observe(&echo, session.as_deref(), false);
+        self.observe(&echo, &session, false);
         Some(echo)
     }
 
     /// Adds a session.
-    pub fn insert_session(&self, uri: &str, state: SessionState) -> Result<(), StateError> {
+    pub fn insert_session(&self, uri: &SessionUri, state: SessionState) -> Result<(), StateError> {
         Ok(self.lock().host.insert_session(uri, state)?)
     }
 
-    /// Adds a chat to a session.
-    pub fn insert_chat(&self, session: &str, state: ChatState) -> Result<(), StateError> {
-        Ok(self.lock().host.insert_chat(session, state)?)
+    /// Adds the chat `uri` (its `state.resource`) to a session.
+    pub fn insert_chat(
+        &self,
+        session: &SessionUri,
+        uri: &ChatUri,
+        state: ChatState,
+    ) -> Result<(), StateError> {
+        Ok(self.lock().host.insert_chat(session, uri, state)?)
     }
 
     /// Adds another channel (a changeset, a terminal, …) the host computes.

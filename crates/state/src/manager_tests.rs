@@ -67,8 +67,16 @@ fn manager(replay_capacity: usize) -> StateManager {
         "resource": CHAT, "title": "C", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []
     }))
     .unwrap();
-    state.insert_session(SESSION, session).unwrap();
-    state.insert_chat(SESSION, chat).unwrap();
+    state
+        .insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
+    state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat.resource.parse().unwrap(),
+            chat,
+        )
+        .unwrap();
     state
 }
 
@@ -209,13 +217,14 @@ fn accepted_client_actions_carry_their_origin() {
     assert!(state.read(|h| h.chat(CHAT).unwrap().active_turn.is_some()));
 }
 
-type Seen = (u64, Option<String>, Option<String>, bool);
+type Seen = (u64, Option<String>, Option<String>, Option<String>, bool);
 struct Recorder(Mutex<Vec<Seen>>);
 impl EnvelopeObserver for Recorder {
     fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
         self.0.lock().unwrap().push((
             observed.envelope.server_seq,
-            observed.session.map(str::to_owned),
+            observed.session.map(|session| session.to_string()),
+            observed.chat.map(|chat| chat.to_string()),
             observed.envelope.rejection_reason.clone(),
             observed.applied,
         ));
@@ -232,17 +241,22 @@ fn observers_see_accepted_and_rejected_envelopes_with_their_session() {
         .unwrap();
     let cancel = action(json!({ "type": "chat/turnCancelled", "turnId": "t1", "duration": 1 }));
     let _ = state.dispatch_client(CHAT, cancel, origin(1));
+    state.dispatch_server(SESSION, title("renamed")).unwrap();
     let seen = recorder.0.lock().unwrap().clone();
+    let (session, chat) = (Some(SESSION.to_owned()), Some(CHAT.to_owned()));
     assert_eq!(
         seen,
         [
-            (1, Some(SESSION.to_owned()), None, true),
+            (1, session.clone(), chat.clone(), None, true),
             (
                 2,
-                Some(SESSION.to_owned()),
+                session.clone(),
+                chat,
                 Some("no active turn to cancel".to_owned()),
                 false
             ),
+            // A session's own channel: owned by the session, no chat.
+            (3, session, None, None, true),
         ]
     );
 }
@@ -380,7 +394,9 @@ fn numbering_continues_above_the_high_water_mark_and_reserves_ahead() {
         "activeClients": [], "chats": []
     }))
     .unwrap();
-    state.insert_session(SESSION, session).unwrap();
+    state
+        .insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
     let first = state.dispatch_server(SESSION, title("a")).unwrap();
     assert_eq!(first.server_seq, 5_002);
     assert_eq!(*reservations.0.lock().unwrap(), [5_002 + SEQ_RESERVATION]);

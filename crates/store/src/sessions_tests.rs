@@ -20,7 +20,7 @@ fn a_session_round_trips_with_every_field() {
 
     // VS Code's provider-scheme URIs are sessions too.
     let vscode = SessionRecord {
-        uri: agenthost_protocol::SessionUri::parse("copilotcli:/3f2c").unwrap(),
+        uri: "copilotcli:/3f2c".parse().unwrap(),
         working_directories: Vec::new(),
         ..session("x")
     };

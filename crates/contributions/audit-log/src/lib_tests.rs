@@ -39,7 +39,8 @@ fn decisions_are_recorded_with_token_and_client_and_nothing_else_is() {
         contribution
             .on_did_apply_client_action(&AppliedClientAction {
                 channel: "ahp-chat:/c",
-                session: "ahp-session:/s",
+                session: Some(&"ahp-session:/s".parse().unwrap()),
+                chat: Some(&"ahp-chat:/c".parse().unwrap()),
                 action,
                 client_id: Some("vscode-1"),
                 client_context: &context,
@@ -60,7 +61,8 @@ fn decisions_are_recorded_with_token_and_client_and_nothing_else_is() {
     contribution
         .on_did_apply_client_action(&AppliedClientAction {
             channel: "ahp-chat:/c",
-            session: "ahp-session:/s",
+            session: Some(&"ahp-session:/s".parse().unwrap()),
+            chat: Some(&"ahp-chat:/c".parse().unwrap()),
             action: &actions[1],
             client_id: Some("agenthost"),
             client_context: &context,

@@ -149,7 +149,9 @@ async fn the_outgoing_sequence_of_the_built_ins() {
         "activeClients": [], "chats": [], "defaultChat": DEFAULT
     }))
     .unwrap();
-    state.insert_session(SESSION, session).unwrap();
+    state
+        .insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
     let default: ChatState = serde_json::from_value(json!({
         "resource": DEFAULT, "title": "Default", "status": 1,
         "modifiedAt": "2026-01-01T00:00:00.000Z",
@@ -158,7 +160,13 @@ async fn the_outgoing_sequence_of_the_built_ins() {
                     "state": "complete" }]
     }))
     .unwrap();
-    state.insert_chat(SESSION, default).unwrap();
+    state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &default.resource.parse().unwrap(),
+            default,
+        )
+        .unwrap();
     let side: ChatState = serde_json::from_value(json!({
         "resource": SIDE, "title": "Side", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z",
         "origin": { "kind": "sideChat", "chat": DEFAULT, "turnId": "t1" },
@@ -166,7 +174,13 @@ async fn the_outgoing_sequence_of_the_built_ins() {
         "turns": []
     }))
     .unwrap();
-    state.insert_chat(SESSION, side).unwrap();
+    state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &side.resource.parse().unwrap(),
+            side,
+        )
+        .unwrap();
 
     let configuration = Arc::new(InMemoryConfiguration::new());
     configuration.set_root("markdownPlanRichLinks", Some(true.into()));

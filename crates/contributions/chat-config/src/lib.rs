@@ -37,7 +37,7 @@ use agenthost_dispatcher::{
 };
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::ChatState;
-use agenthost_protocol::{Channel, ChatUri, StateAction};
+use agenthost_protocol::{ChatUri, StateAction};
 use agenthost_services::{HostState, SessionDataStore, WriteQueue};
 
 pub use agenthost_reducers::chat_config::WORKING_DIRECTORIES_KEY;
@@ -215,10 +215,10 @@ impl ChatContribution for ChatConfig {
             return Ok(());
         };
         // The reducers accept these on chat channels only; the check keeps it that way.
-        let Ok(Channel::Chat(chat)) = Channel::parse(action.channel) else {
+        let Some(chat) = action.chat else {
             return Ok(());
         };
-        self.persist(chat);
+        self.persist(chat.clone());
         Ok(())
     }
 

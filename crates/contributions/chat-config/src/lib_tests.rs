@@ -57,7 +57,10 @@ fn observe(contribution: &ChatConfig, channel: &str, action: &StateAction, rejec
     contribution
         .on_did_dispatch_action(&DispatchedAction {
             channel,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: (channel != SESSION)
+                .then(|| channel.parse().unwrap())
+                .as_ref(),
             action,
             origin: None,
             rejection_reason: rejected.then_some("refused"),
@@ -275,7 +278,8 @@ async fn a_failing_store_is_logged_and_later_contributions_still_run() {
     let action = directory_set(REPO);
     dispatcher.did_dispatch_action(&DispatchedAction {
         channel: CHAT,
-        session: SESSION,
+        session: Some(&SESSION.parse().unwrap()),
+        chat: Some(&CHAT.parse().unwrap()),
         action: &action,
         origin: None,
         rejection_reason: None,
@@ -441,7 +445,7 @@ fn session_state() -> SessionState {
 fn chat_record(uri: &str, position: i64) -> ChatRecord {
     ChatRecord {
         uri: chat_uri(uri),
-        session: agenthost_protocol::SessionUri::parse(SESSION).unwrap(),
+        session: SESSION.parse().unwrap(),
         position,
         title: "Chat".into(),
         title_source: TitleSource::Default,
@@ -460,7 +464,7 @@ fn chat_record(uri: &str, position: i64) -> ChatRecord {
 fn stored(store: &Store) {
     store
         .put_session(&SessionRecord {
-            uri: agenthost_protocol::SessionUri::parse(SESSION).unwrap(),
+            uri: SESSION.parse().unwrap(),
             provider: "scripted".into(),
             title: "S".into(),
             title_source: TitleSource::Default,
@@ -486,7 +490,8 @@ impl EnvelopeObserver for Direct {
         self.0
             .on_did_dispatch_action(&DispatchedAction {
                 channel: &envelope.channel,
-                session: observed.session.unwrap_or(&envelope.channel),
+                session: observed.session,
+                chat: observed.chat,
                 action: &envelope.action,
                 origin: envelope.origin.as_ref(),
                 rejection_reason: envelope.rejection_reason.as_deref(),
@@ -512,9 +517,23 @@ impl World {
             from::<RootState>(json!({ "agents": [] })),
             StateConfig::default(),
         ));
-        state.insert_session(SESSION, session_state()).unwrap();
-        state.insert_chat(SESSION, chat_state(CHAT, None)).unwrap();
-        state.insert_chat(SESSION, chat_state(PEER, None)).unwrap();
+        state
+            .insert_session(&SESSION.parse().unwrap(), session_state())
+            .unwrap();
+        state
+            .insert_chat(
+                &SESSION.parse().unwrap(),
+                &chat_state(CHAT, None).resource.parse().unwrap(),
+                chat_state(CHAT, None),
+            )
+            .unwrap();
+        state
+            .insert_chat(
+                &SESSION.parse().unwrap(),
+                &chat_state(PEER, None).resource.parse().unwrap(),
+                chat_state(PEER, None),
+            )
+            .unwrap();
         let mut services = ServiceRegistry::new();
         services
             .insert::<dyn SessionDataStore>(Arc::new(StoreSessionData::new(store.clone())))
@@ -609,7 +628,11 @@ async fn over_the_store_a_chat_the_store_does_not_hold_is_logged_not_raised() {
     const LOST: &str = "ahp-chat:/c3";
     world
         .state
-        .insert_chat(SESSION, chat_state(LOST, None))
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat_state(LOST, None).resource.parse().unwrap(),
+            chat_state(LOST, None),
+        )
         .unwrap();
     assert!(world.client(LOST, directory_set(REPO)));
     world.contribution.flush().await;

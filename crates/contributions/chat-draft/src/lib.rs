@@ -29,7 +29,7 @@ use agenthost_dispatcher::{
     HookResult, HookSet, HydrationContext, MissingService, RestoredChat, ServiceRegistry,
 };
 use agenthost_protocol::ahp_types::state::Message;
-use agenthost_protocol::{Channel, ChatUri, StateAction};
+use agenthost_protocol::{ChatUri, StateAction};
 use agenthost_services::SessionDataStore;
 use tokio::sync::Notify;
 
@@ -191,10 +191,10 @@ impl ChatContribution for ChatDraft {
             return Ok(());
         };
         // The reducers accept the action on chat channels only; the check keeps it that way.
-        let Ok(Channel::Chat(chat)) = Channel::parse(action.channel) else {
+        let Some(chat) = action.chat else {
             return Ok(());
         };
-        self.persist(chat, change.draft.clone());
+        self.persist(chat.clone(), change.draft.clone());
         Ok(())
     }
 

@@ -40,7 +40,10 @@ fn client_context() -> ClientContext {
 fn apply(hook: &dyn ChatContribution, channel: &str, action: &StateAction) {
     hook.on_did_apply_client_action(&AppliedClientAction {
         channel,
-        session: SESSION,
+        session: Some(&SESSION.parse().unwrap()),
+        chat: (channel != SESSION)
+            .then(|| channel.parse().unwrap())
+            .as_ref(),
         action,
         client_id: Some("client-1"),
         client_context: &client_context(),
@@ -167,7 +170,8 @@ async fn a_failing_store_is_logged_and_later_contributions_still_run() {
     let action = draft_changed(Some(message("x")));
     dispatcher.did_apply_client_action(&AppliedClientAction {
         channel: CHAT,
-        session: SESSION,
+        session: Some(&SESSION.parse().unwrap()),
+        chat: Some(&CHAT.parse().unwrap()),
         action: &action,
         client_id: None,
         client_context: &client_context(),
@@ -293,7 +297,7 @@ fn session_state() -> SessionState {
 }
 
 fn stored(store: &Store) {
-    let session = agenthost_protocol::SessionUri::parse(SESSION).unwrap();
+    let session: agenthost_protocol::SessionUri = SESSION.parse().unwrap();
     store
         .put_session(&SessionRecord {
             uri: session.clone(),
@@ -342,8 +346,16 @@ impl World {
             from::<RootState>(json!({ "agents": [] })),
             StateConfig::default(),
         );
-        state.insert_session(SESSION, session_state()).unwrap();
-        state.insert_chat(SESSION, chat_state(CHAT)).unwrap();
+        state
+            .insert_session(&SESSION.parse().unwrap(), session_state())
+            .unwrap();
+        state
+            .insert_chat(
+                &SESSION.parse().unwrap(),
+                &chat_state(CHAT).resource.parse().unwrap(),
+                chat_state(CHAT),
+            )
+            .unwrap();
         let store = Store::open_in_memory().unwrap();
         stored(&store);
         let mut services = ServiceRegistry::new();
@@ -418,7 +430,14 @@ async fn over_the_store_a_rejected_draft_is_never_written() {
 #[tokio::test]
 async fn over_the_store_a_chat_the_store_does_not_hold_is_logged_not_raised() {
     let world = World::new();
-    world.state.insert_chat(SESSION, chat_state(PEER)).unwrap();
+    world
+        .state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat_state(PEER).resource.parse().unwrap(),
+            chat_state(PEER),
+        )
+        .unwrap();
     assert!(world.client(PEER, draft_changed(Some(message("x")))));
     world.contribution.flushed().await;
     // The queue is free again: the next change is written.

@@ -32,7 +32,6 @@ use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, Hook, HookResult, HookSet, MissingService,
     ServiceRegistry, TurnEnd, TurnEndReason,
 };
-use agenthost_protocol::ChatUri;
 use agenthost_protocol::uri::file_uri_to_path;
 use agenthost_services::{ChangesetService, CheckpointService, Configuration, WriteQueue};
 
@@ -102,23 +101,11 @@ impl CheckpointAndChangeset {
 
     fn capture(&self, turn: &TurnEnd, turn_id: String) {
         self.changesets
-            .schedule_recompute(&turn.session, &turn.channel, Some(&turn_id));
-        let session = turn.session.clone();
-        // A turn on the session channel itself runs in the session's default chat.
-        let chat = if turn.channel == turn.session {
-            ChatUri::default_for(&session)
-        } else {
-            match ChatUri::parse(&turn.channel) {
-                Ok(chat) => chat,
-                Err(error) => {
-                    tracing::debug!(channel = turn.channel, %error, "checkpointAndChangeset: not a chat URI, nothing to capture");
-                    return;
-                }
-            }
-        };
+            .schedule_recompute(&turn.session, &turn.chat, Some(&turn_id));
+        let (session, chat) = (turn.session.clone(), turn.chat.clone());
         let directories: Vec<PathBuf> = self
             .configuration
-            .working_directories(&turn.session, Some(&turn.channel))
+            .working_directories(&turn.session, Some(&turn.chat))
             .iter()
             .filter_map(|uri| file_uri_to_path(uri).ok())
             .collect();

@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
-use agenthost_protocol::SessionUri;
 use agenthost_protocol::error_info::error_info;
+use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_services::fakes::{
     CapturedLogs, ChangesetCall, CheckpointCall, FakeChangesets, FakeCheckpoints, FakeConfiguration,
 };
@@ -43,7 +43,7 @@ fn default_chat() -> String {
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
         session: SESSION.parse().unwrap(),
-        channel: channel.into(),
+        chat: channel.parse().unwrap(),
         turn_id: Some("t1".into()),
         reason,
         client_context: None,
@@ -145,16 +145,6 @@ async fn a_non_resumable_error_captures_and_other_endings_do_nothing() {
     f.contribution.on_turn_end(&orphan).unwrap();
     f.contribution.flush().await;
     assert!(f.checkpoints.calls().is_empty());
-}
-
-#[tokio::test]
-async fn a_turn_on_the_session_channel_captures_in_the_default_chat() {
-    let f = fixture();
-    f.contribution
-        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
-        .unwrap();
-    f.contribution.flush().await;
-    assert_eq!(f.checkpoints.calls(), [capture_of(&default_chat())]);
 }
 
 #[tokio::test]

@@ -52,7 +52,7 @@ use agenthost_protocol::ahp_types::actions::{
 use agenthost_protocol::state::{
     SessionInputRequest, SessionToolClientExecutionRequest, ToolCallResult,
 };
-use agenthost_protocol::{StateAction, StringOrMarkdown};
+use agenthost_protocol::{ChatUri, SessionUri, StateAction, StringOrMarkdown};
 use agenthost_services::{
     ClientActionIntake, Configuration, HostState, ListenerId, SubscriptionChange,
     SubscriptionListener, SubscriptionTracker,
@@ -176,7 +176,7 @@ impl Shared {
         if self.host.session(channel).is_some() {
             return Some(channel.to_owned());
         }
-        self.host.chat_session(channel)
+        self.host.chat_session(channel).map(SessionUri::into_string)
     }
 
     fn is_active(&self, session: &str, client: &str) -> bool {
@@ -191,7 +191,12 @@ impl Shared {
     /// Whether a live connection of `client` is subscribed to `session` or one of its chats.
     fn is_present(&self, session: &str, client: &str) -> bool {
         std::iter::once(session.to_owned())
-            .chain(self.host.session_chats(session))
+            .chain(
+                self.host
+                    .session_chats(session)
+                    .into_iter()
+                    .map(ChatUri::into_string),
+            )
             .flat_map(|channel| self.subscriptions.subscribers(&channel))
             .any(|connection| self.subscriptions.client_of(&connection).as_deref() == Some(client))
     }
@@ -402,8 +407,9 @@ impl ChatContribution for ClientDeparture {
         }
         if let StateAction::SessionInputNeededSet(set) = action.action
             && let SessionInputRequest::ToolClientExecution(entry) = &set.request
+            && let Some(session) = action.session
         {
-            self.shared.execution_listed(action.session, entry);
+            self.shared.execution_listed(session, entry);
         }
         Ok(())
     }

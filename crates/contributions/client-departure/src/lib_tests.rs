@@ -105,7 +105,8 @@ impl Harness {
         self.contribution
             .on_did_dispatch_action(&DispatchedAction {
                 channel: SESSION,
-                session: SESSION,
+                session: Some(&SESSION.parse().unwrap()),
+                chat: None,
                 action: &action,
                 origin: None,
                 rejection_reason: None,

@@ -162,9 +162,9 @@ impl GithubReferences {
         }
     }
 
-    /// The folder and key a turn that ended on `channel` of `session` reconciles; `None` when
-    /// the session is gone or has no working directory.
-    pub fn target(&self, session: &str, channel: &str) -> Option<Target> {
+    /// The folder and key a turn that ended in `chat` of `session` reconciles; `None` when the
+    /// session is gone or has no working directory.
+    pub fn target(&self, session: &SessionUri, chat: &ChatUri) -> Option<Target> {
         let state = self.host.session(session)?;
         let session_folder = state
             .working_directories
@@ -176,24 +176,23 @@ impl GithubReferences {
                 key: REFERENCE_KEY.to_owned(),
             })
         };
-        if channel == session || state.default_chat.as_deref() == Some(channel) {
-            return for_session();
-        }
-        let is_default = ChatUri::parse(channel)
-            .ok()
-            .and_then(|chat| chat.default_chat_session().ok().flatten())
-            .is_some_and(|owner| owner.as_str() == session);
+        let is_default = state.default_chat.as_deref() == Some(chat.as_str())
+            || chat
+                .default_chat_session()
+                .ok()
+                .flatten()
+                .is_some_and(|owner| owner == *session);
         if is_default {
             return for_session();
         }
-        let chat_folder = self.host.chat(channel).and_then(|chat| {
+        let chat_folder = self.host.chat(chat).and_then(|chat| {
             chat.working_directories
                 .and_then(|directories| directories.into_iter().next())
         });
         match chat_folder {
             Some(folder) if Some(&folder) != session_folder.as_ref() => Some(Target {
                 folder,
-                key: chat_reference_key(channel),
+                key: chat_reference_key(chat),
             }),
             _ => for_session(),
         }
@@ -201,10 +200,10 @@ impl GithubReferences {
 
     fn reconcile(&self, turn: &TurnEnd) {
         let turn_id = turn.turn_id.clone().unwrap_or_default();
-        let Some(target) = self.target(&turn.session, &turn.channel) else {
+        let Some(target) = self.target(&turn.session, &turn.chat) else {
             tracing::debug!(
                 session = turn.session.as_str(),
-                channel = turn.channel,
+                chat = turn.chat.as_str(),
                 turn_id,
                 "githubReferences: no working directory, nothing to reconcile"
             );

@@ -85,7 +85,7 @@ fn fixture() -> Fixture {
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
         session: SESSION.parse().unwrap(),
-        channel: channel.into(),
+        chat: channel.parse().unwrap(),
         turn_id: Some("t1".into()),
         reason,
         client_context: None,
@@ -248,12 +248,8 @@ fn folder_selection() {
         folder: REPO.into(),
         key: REFERENCE_KEY.into(),
     });
-    // The session channel and the default chat (by URI, or named by the session state).
-    assert_eq!(f.contribution.target(SESSION, SESSION), session_target);
-    assert_eq!(
-        f.contribution.target(SESSION, &default_chat()),
-        session_target
-    );
+    // The default chat (by URI, or named by the session state).
+    assert_eq!(target(&f, SESSION, &default_chat()), session_target);
     f.host.script(|a| {
         let state = a.sessions.get_mut(SESSION).unwrap();
         state.default_chat = Some("ahp-chat:/main".into());
@@ -262,28 +258,22 @@ fn folder_selection() {
             chat_state("ahp-chat:/main", Some(&[OTHER])),
         );
     });
-    assert_eq!(
-        f.contribution.target(SESSION, "ahp-chat:/main"),
-        session_target
-    );
+    assert_eq!(target(&f, SESSION, "ahp-chat:/main"), session_target);
     // A peer chat without its own directories, an unknown chat, and one sharing the session's.
-    assert_eq!(f.contribution.target(SESSION, PEER), session_target);
-    assert_eq!(
-        f.contribution.target(SESSION, "ahp-chat:/gone"),
-        session_target
-    );
+    assert_eq!(target(&f, SESSION, PEER), session_target);
+    assert_eq!(target(&f, SESSION, "ahp-chat:/gone"), session_target);
     f.host.script(|a| {
         a.chats
             .insert(PEER.into(), chat_state(PEER, Some(&[REPO, OTHER])));
     });
-    assert_eq!(f.contribution.target(SESSION, PEER), session_target);
+    assert_eq!(target(&f, SESSION, PEER), session_target);
     // A peer chat with its own folder.
     f.host.script(|a| {
         a.chats
             .insert(PEER.into(), chat_state(PEER, Some(&[OTHER])));
     });
     assert_eq!(
-        f.contribution.target(SESSION, PEER),
+        target(&f, SESSION, PEER),
         Some(Target {
             folder: OTHER.into(),
             key: format!("githubReference:{PEER}"),
@@ -293,8 +283,13 @@ fn folder_selection() {
     f.host.script(|a| {
         a.sessions.insert(SESSION.into(), session_state(&[]));
     });
-    assert_eq!(f.contribution.target(SESSION, SESSION), None);
-    assert_eq!(f.contribution.target("ahp-session:/gone", SESSION), None);
+    assert_eq!(target(&f, SESSION, &default_chat()), None);
+    assert_eq!(target(&f, "ahp-session:/gone", PEER), None);
+}
+
+fn target(f: &Fixture, session: &str, chat: &str) -> Option<Target> {
+    f.contribution
+        .target(&session.parse().unwrap(), &chat.parse().unwrap())
 }
 
 #[tokio::test]

@@ -35,7 +35,6 @@ use agenthost_protocol::actions::{
     ChatResponsePartAction, PartialChatSummary, SessionChatUpdatedAction, SessionTitleChangedAction,
 };
 use agenthost_protocol::ahp_types::state::{MarkdownResponsePart, MessageKind, ResponsePart};
-use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_services::{
     DataOwner, DispatchError, HostState, LocalCommand, LocalCommands, ServerDispatch,
     SessionDataStore, TelemetryReporter, TitleController, TitleKind, TitleSource, WriteQueue,
@@ -164,9 +163,7 @@ impl LocalCommandHandler {
         }
         self.titles
             .mark_renamed(session, Some(chat), TitleKind::User);
-        if let Ok(uri) = ChatUri::parse(chat) {
-            self.persist(DataOwner::Chat(uri), &title);
-        }
+        self.persist(DataOwner::Chat(request.chat.clone()), &title);
         let is_default_chat = self
             .host
             .session(session)
@@ -174,10 +171,8 @@ impl LocalCommandHandler {
             .is_some_and(|default| default == chat);
         if is_default_chat {
             let renamed = self.dispatch.dispatch(session, title_changed(&title));
-            if renamed.is_ok()
-                && let Ok(uri) = SessionUri::parse(session)
-            {
-                self.persist(DataOwner::Session(uri), &title);
+            if renamed.is_ok() {
+                self.persist(DataOwner::Session(request.session.clone()), &title);
             }
             log_refusal(session, renamed);
             self.titles.mark_renamed(session, None, TitleKind::User);
@@ -187,7 +182,7 @@ impl LocalCommandHandler {
 
     /// Ends the turn the command started: the answer, then `chat/turnComplete`.
     fn complete_turn(&self, request: &IncomingRequest, answer: String) {
-        let channel = request.turn_channel.as_str();
+        let channel = request.chat.as_str();
         let answer = StateAction::ChatResponsePart(ChatResponsePartAction {
             turn_id: request.turn_id.clone(),
             part: ResponsePart::Markdown(MarkdownResponsePart {

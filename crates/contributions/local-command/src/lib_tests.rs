@@ -34,7 +34,6 @@ fn request(chat: &str, text: &str) -> IncomingRequest {
     IncomingRequest {
         session: SESSION.parse().unwrap(),
         chat: chat.parse().unwrap(),
-        turn_channel: chat.to_owned(),
         message: message(text, "user"),
         turn_id: "t1".to_owned(),
         source: RequestSource::Direct,
@@ -336,16 +335,24 @@ fn host(chat: &str, text: &str) -> Host {
         StateConfig::default(),
     );
     state
-        .insert_session(SESSION, session_state(1 | ARCHIVED))
+        .insert_session(&SESSION.parse().unwrap(), session_state(1 | ARCHIVED))
         .unwrap();
     state
         .insert_chat(
-            SESSION,
+            &SESSION.parse().unwrap(),
+            &agenthost_protocol::ChatUri::parse(
+                &(chat_state(CHAT, json!({ "interactivity": "read-only" }))).resource,
+            )
+            .unwrap(),
             chat_state(CHAT, json!({ "interactivity": "read-only" })),
         )
         .unwrap();
     state
-        .insert_chat(SESSION, chat_state(PEER, json!({})))
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat_state(PEER, json!({})).resource.parse().unwrap(),
+            chat_state(PEER, json!({})),
+        )
         .unwrap();
     let state = Arc::new(state);
     state

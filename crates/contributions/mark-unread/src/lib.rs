@@ -20,7 +20,6 @@
 //!   and the chat *counts toward the session's read aggregate*: every chat of the session
 //!   except a `hidden` one (an internal worker the UI never shows must not resurface its
 //!   session). Subagent chats count: a background subagent can finish after its parent turn.
-//! - A turn that ran on the session channel itself marks only the session.
 //! - A chat or session missing from host state (disposed meanwhile) and a refused dispatch are
 //!   logged; the hook never fails and never panics.
 #![deny(missing_docs)]
@@ -119,7 +118,7 @@ impl ChatContribution for MarkUnread {
         if !marks_unread(&turn.reason) {
             return Ok(());
         }
-        let counts = turn.channel == turn.session || self.mark_chat(&turn.session, &turn.channel);
+        let counts = self.mark_chat(&turn.session, &turn.chat);
         if counts {
             self.mark_session(&turn.session);
         }

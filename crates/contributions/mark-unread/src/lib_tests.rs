@@ -48,7 +48,7 @@ fn failure() -> ErrorInfo {
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
         session: SESSION.parse().unwrap(),
-        channel: channel.to_owned(),
+        chat: channel.parse().unwrap(),
         turn_id: Some("t1".to_owned()),
         reason,
         client_context: None,
@@ -164,16 +164,6 @@ fn a_hidden_chat_is_marked_but_does_not_resurface_its_session() {
 }
 
 #[test]
-fn a_turn_on_the_session_channel_marks_only_the_session() {
-    let (host, dispatch, contribution) = fakes(READ, READ);
-    contribution
-        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
-        .unwrap();
-    assert_eq!(host.calls(), [HostStateCall::Session(SESSION.into())]);
-    assert_eq!(dispatch.calls(), [session_unread()]);
-}
-
-#[test]
 fn a_missing_chat_marks_nothing_and_does_not_fail() {
     let (host, dispatch, contribution) = fakes(READ, READ);
     let gone = "ahp-chat:/gone";
@@ -264,9 +254,16 @@ impl World {
             from::<RootState>(json!({ "agents": [] })),
             StateConfig::default(),
         ));
-        state.insert_session(SESSION, session_state(IDLE)).unwrap();
         state
-            .insert_chat(SESSION, chat_state(CHAT, IDLE, json!({})))
+            .insert_session(&SESSION.parse().unwrap(), session_state(IDLE))
+            .unwrap();
+        state
+            .insert_chat(
+                &SESSION.parse().unwrap(),
+                &agenthost_protocol::ChatUri::parse(&(chat_state(CHAT, IDLE, json!({}))).resource)
+                    .unwrap(),
+                chat_state(CHAT, IDLE, json!({})),
+            )
             .unwrap();
         let mut services = ServiceRegistry::new();
         services

@@ -28,7 +28,7 @@ use agenthost_dispatcher::{
     HookResult, HookSet, HydrationContext, MissingService, ServiceRegistry,
 };
 use agenthost_protocol::ahp_types::state::{Turn, UsageInfo};
-use agenthost_protocol::{Channel, ChatUri, StateAction};
+use agenthost_protocol::{ChatUri, StateAction};
 use agenthost_services::SessionDataStore;
 
 use agenthost_services::WriteQueue;
@@ -67,13 +67,11 @@ impl PersistedTurnUsage {
     }
 }
 
-/// The chat a usage report of `channel` is persisted for: a chat channel that is not a
-/// subagent's (a URI with the subagent prefix that does not decode counts as one).
-fn persisted_chat(channel: &str) -> Option<ChatUri> {
-    match Channel::parse(channel) {
-        Ok(Channel::Chat(chat)) if matches!(chat.subagent_parent(), Ok(None)) => Some(chat),
-        _ => None,
-    }
+/// The chat a usage report on `chat` is persisted for: a chat that is not a subagent's (a URI
+/// with the subagent prefix that does not decode counts as one).
+fn persisted_chat(chat: Option<&ChatUri>) -> Option<ChatUri> {
+    chat.filter(|chat| matches!(chat.subagent_parent(), Ok(None)))
+        .cloned()
 }
 
 /// `turn` with its usage completed from `stored`: absent usage is replaced, absent fields are
@@ -118,7 +116,7 @@ impl ChatContribution for PersistedTurnUsage {
         if action.rejection_reason.is_some() || usage.turn_id.is_empty() {
             return Ok(());
         }
-        let Some(chat) = persisted_chat(action.channel) else {
+        let Some(chat) = persisted_chat(action.chat) else {
             return Ok(());
         };
         let turn_id = usage.turn_id.clone();
@@ -139,7 +137,7 @@ impl ChatContribution for PersistedTurnUsage {
         turns: &'a [Turn],
     ) -> HookFuture<'a, Vec<Turn>> {
         Box::pin(async move {
-            let chat = match persisted_chat(&context.chat) {
+            let chat = match persisted_chat(Some(&context.chat)) {
                 Some(chat) if !turns.is_empty() => chat,
                 // Nothing was persisted for it, or there is nothing to fill.
                 _ => return Ok(turns.to_vec()),

@@ -58,7 +58,10 @@ fn observe_with(
     contribution
         .on_did_dispatch_action(&DispatchedAction {
             channel,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: (channel != SESSION)
+                .then(|| channel.parse().unwrap())
+                .as_ref(),
             action,
             origin: None,
             rejection_reason,

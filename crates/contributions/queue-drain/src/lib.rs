@@ -119,14 +119,13 @@ impl QueueDrain {
     }
 
     /// Starts the head of `chat`'s queue when the chat is free (see the module docs).
-    fn try_consume(&self, session: &SessionUri, chat: &str) {
+    fn try_consume(&self, session: &SessionUri, chat: &ChatUri) {
         let Some((admission, bridge, dispatcher)) = self.take_head(session, chat) else {
             return;
         };
         let request = IncomingRequest {
             session: admission.session.clone(),
             chat: admission.chat.clone(),
-            turn_channel: admission.chat.to_string(),
             message: admission.pending.message.clone(),
             turn_id: admission.turn_id.clone(),
             source: RequestSource::Queued,
@@ -144,7 +143,6 @@ impl QueueDrain {
         bridge.send_turn_message(SendTurnMessageOptions {
             agent,
             session: request.session,
-            turn_channel: request.turn_channel,
             chat: request.chat,
             message: request.message,
             turn_id: request.turn_id,
@@ -159,9 +157,9 @@ impl QueueDrain {
     fn take_head(
         &self,
         session: &SessionUri,
-        chat: &str,
+        chat_uri: &ChatUri,
     ) -> Option<(Admission, Arc<dyn HostBridge>, Dispatcher)> {
-        let chat_uri = ChatUri::parse(chat).ok()?;
+        let chat = chat_uri.as_str();
         let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
         let state = self.host.chat(chat)?;
         let head = startable_head(&state)?;
@@ -199,7 +197,7 @@ impl QueueDrain {
         Some((
             Admission {
                 session: session.clone(),
-                chat: chat_uri,
+                chat: chat_uri.clone(),
                 pending: head,
                 sender,
                 turn_id,
@@ -253,7 +251,10 @@ impl QueueDrain {
     /// Records or forgets senders for a client's queue action; whether the queue may have
     /// become startable.
     fn observe_queue_action(&self, action: &AppliedClientAction<'_>) -> bool {
-        let (session, chat) = (action.session, action.channel);
+        let (Some(session), Some(chat)) = (action.session, action.chat) else {
+            return false;
+        };
+        let (session, chat) = (session.as_str(), chat.as_str());
         let sender = || QueuedMessageSender {
             client_id: action.client_id.map(str::to_owned),
             client_context: action.client_context.clone(),
@@ -339,18 +340,17 @@ impl Contribution for QueueDrain {
 
 impl ChatContribution for QueueDrain {
     fn on_turn_end(&self, turn: &TurnEnd) -> HookResult {
-        if drains_after(&turn.reason) && turn.channel != turn.session {
-            self.try_consume(&turn.session, &turn.channel);
+        if drains_after(&turn.reason) {
+            self.try_consume(&turn.session, &turn.chat);
         }
         Ok(())
     }
 
     fn on_did_apply_client_action(&self, action: &AppliedClientAction<'_>) -> HookResult {
-        if action.channel != action.session
+        if let (Some(session), Some(chat)) = (action.session, action.chat)
             && self.observe_queue_action(action)
-            && let Ok(session) = SessionUri::parse(action.session)
         {
-            self.try_consume(&session, action.channel);
+            self.try_consume(session, chat);
         }
         Ok(())
     }
@@ -372,12 +372,12 @@ struct Ports<'a> {
 impl TurnStarterPorts for Ports<'_> {
     fn refuse(&self, request: &IncomingRequest, error: &ErrorInfo) {
         let action = chat_error(&request.turn_id, 0, error.clone(), false);
-        if let Err(failure) = self.drain.dispatch.dispatch(&request.turn_channel, action) {
-            tracing::warn!(chat = %request.turn_channel, %failure, "queueDrain: could not end a refused queued turn");
+        if let Err(failure) = self.drain.dispatch.dispatch(&request.chat, action) {
+            tracing::warn!(chat = %request.chat, %failure, "queueDrain: could not end a refused queued turn");
         }
     }
 
-    fn agent_of(&self, session: &str) -> Option<String> {
+    fn agent_of(&self, session: &SessionUri) -> Option<String> {
         self.drain.providers.provider_of(session)
     }
 
@@ -385,7 +385,7 @@ impl TurnStarterPorts for Ports<'_> {
         let rejected = matches!(reason, TurnEndReason::Rejected { .. });
         self.dispatcher.turn_end(&TurnEnd {
             session: request.session.clone(),
-            channel: request.turn_channel.clone(),
+            chat: request.chat.clone(),
             turn_id: Some(request.turn_id.clone()),
             reason,
             client_context: Some(request.client_context.clone()),

@@ -103,11 +103,19 @@ impl Harness {
             "provider": "scripted", "title": "S", "status": 1, "lifecycle": "ready",
             "activeClients": [], "chats": []
         }));
-        state.insert_session(SESSION, session).unwrap();
+        state
+            .insert_session(&SESSION.parse().unwrap(), session)
+            .unwrap();
         let chat: ChatState = from(json!({
             "resource": CHAT, "title": "Chat", "status": 1, "modifiedAt": T0, "turns": []
         }));
-        state.insert_chat(SESSION, chat).unwrap();
+        state
+            .insert_chat(
+                &SESSION.parse().unwrap(),
+                &chat.resource.parse().unwrap(),
+                chat,
+            )
+            .unwrap();
 
         let providers = Arc::new(FakeProviderLocator::default());
         if let Some(agent) = agent {
@@ -183,7 +191,8 @@ impl Harness {
         self.dispatcher
             .did_apply_client_action(&AppliedClientAction {
                 channel: CHAT,
-                session: SESSION,
+                session: Some(&SESSION.parse().unwrap()),
+                chat: Some(&CHAT.parse().unwrap()),
                 action: &envelope.action,
                 client_id: Some(client),
                 client_context: &context,
@@ -230,7 +239,7 @@ impl Harness {
         self.server(action);
         self.dispatcher.turn_end(&TurnEnd {
             session: SESSION.parse().unwrap(),
-            channel: CHAT.into(),
+            chat: CHAT.parse().unwrap(),
             turn_id: Some(turn_id.into()),
             reason,
             client_context: None,
@@ -537,7 +546,7 @@ impl ChatContribution for Local {
         }
         self.state
             .dispatch_server(
-                &request.turn_channel,
+                &request.chat,
                 from(json!({ "type": "chat/turnComplete", "turnId": request.turn_id, "duration": 0 })),
             )
             .unwrap();

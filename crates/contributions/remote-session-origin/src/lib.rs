@@ -58,16 +58,15 @@ impl RemoteSessionOrigin {
 
     /// The session's origin, if it was delegated: the `vscode.remoteSession.origin` object of
     /// its creation metadata.
-    async fn origin(&self, session: &str) -> Option<serde_json::Map<String, Value>> {
-        let uri = SessionUri::parse(session).ok()?;
+    async fn origin(&self, session: &SessionUri) -> Option<serde_json::Map<String, Value>> {
         let stored = match self
             .data
-            .meta(DataOwner::Session(uri), CREATION_META_KEY)
+            .meta(DataOwner::Session(session.clone()), CREATION_META_KEY)
             .await
         {
             Ok(stored) => stored?,
             Err(error) => {
-                tracing::debug!(session, %error, "remoteSessionOrigin: creation metadata unreadable");
+                tracing::debug!(session = session.as_str(), %error, "remoteSessionOrigin: creation metadata unreadable");
                 return None;
             }
         };
@@ -75,7 +74,7 @@ impl RemoteSessionOrigin {
             Ok(Value::Object(mut meta)) => match meta.remove(ORIGIN_META_KEY) {
                 Some(Value::Object(origin)) => Some(origin),
                 Some(other) => {
-                    tracing::debug!(session, %other, "remoteSessionOrigin: the origin is not an object");
+                    tracing::debug!(session = session.as_str(), %other, "remoteSessionOrigin: the origin is not an object");
                     None
                 }
                 None => None,

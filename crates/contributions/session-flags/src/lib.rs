@@ -30,7 +30,7 @@ use agenthost_dispatcher::{
     HookSet, MissingService, ServiceRegistry,
 };
 use agenthost_protocol::ahp_types::state::SessionStatus;
-use agenthost_protocol::{Channel, SessionUri, StateAction};
+use agenthost_protocol::{SessionUri, StateAction};
 use agenthost_services::{DataOwner, Flags, HostState, SessionDataStore};
 
 use agenthost_services::{Write, WriteQueue};
@@ -201,7 +201,12 @@ impl ChatContribution for SessionFlags {
             }
             _ => return Ok(()),
         };
-        let Ok(Channel::Session(session)) = Channel::parse(action.channel) else {
+        // Session actions on the session's own channel only.
+        let Some(session) = action
+            .session
+            .filter(|session| action.chat.is_none() && **session == action.channel)
+            .cloned()
+        else {
             return Ok(());
         };
         let write = match change {

@@ -81,7 +81,10 @@ fn observe(contribution: &SessionFlags, channel: &str, action: &StateAction, rej
     contribution
         .on_did_dispatch_action(&DispatchedAction {
             channel,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: (channel != SESSION)
+                .then(|| channel.parse().unwrap())
+                .as_ref(),
             action,
             origin: None,
             rejection_reason: rejected.then_some("refused"),
@@ -349,7 +352,7 @@ impl World {
         ));
         state
             .insert_session(
-                SESSION,
+                &SESSION.parse().unwrap(),
                 session_state(READ, Some(json!({ "mode": "a", "fixed": "x" }))),
             )
             .unwrap();
@@ -403,7 +406,8 @@ impl EnvelopeObserver for Direct {
         self.0
             .on_did_dispatch_action(&DispatchedAction {
                 channel: &envelope.channel,
-                session: observed.session.unwrap_or(&envelope.channel),
+                session: observed.session,
+                chat: observed.chat,
                 action: &envelope.action,
                 origin: envelope.origin.as_ref(),
                 rejection_reason: envelope.rejection_reason.as_deref(),
@@ -480,7 +484,8 @@ async fn over_the_store_a_rejected_read_change_is_not_persisted() {
         .contribution
         .on_did_dispatch_action(&DispatchedAction {
             channel: SESSION,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: None,
             action: &read_changed(false),
             origin: None,
             rejection_reason: Some("refused"),

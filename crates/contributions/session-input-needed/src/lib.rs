@@ -42,11 +42,11 @@ use agenthost_dispatcher::{
     ChatContribution, Contribution, ContributionContext, DispatchedAction, Hook, HookResult,
     HookSet, MissingService, ServiceRegistry,
 };
+use agenthost_protocol::StateAction;
 use agenthost_protocol::ahp_types::state::{
     ResponsePart, SessionInputRequest, ToolCallConfirmationState,
 };
 use agenthost_protocol::ids::ToolCallKey;
-use agenthost_protocol::{Channel, StateAction};
 use agenthost_reducers::projection::{diff_input_needed, entry_chat, entry_id};
 use agenthost_services::{
     HostState, ServerDispatch, ToolCallBlock, ToolCallTracker, TurnBlock, TurnTracker,
@@ -396,10 +396,10 @@ impl ChatContribution for SessionInputNeeded {
         if action.rejection_reason.is_some() || !affects_blockers(action.action) {
             return Ok(());
         }
-        if !matches!(Channel::parse(action.channel), Ok(Channel::Chat(_))) {
+        let (Some(session), Some(chat)) = (action.session, action.chat) else {
             return Ok(());
-        }
-        self.schedule(action.session, action.channel);
+        };
+        self.schedule(session, chat);
         Ok(())
     }
 }

@@ -167,7 +167,8 @@ impl EnvelopeObserver for Bridge {
         }
         self.dispatcher.did_dispatch_action(&DispatchedAction {
             channel: &envelope.channel,
-            session: observed.session.unwrap_or(&envelope.channel),
+            session: observed.session,
+            chat: observed.chat,
             action: &envelope.action,
             origin: envelope.origin.as_ref(),
             rejection_reason: envelope.rejection_reason.as_deref(),
@@ -193,9 +194,23 @@ impl World {
             from::<RootState>(json!({ "agents": [] })),
             StateConfig::default(),
         ));
-        state.insert_session(SESSION, session_state()).unwrap();
-        state.insert_chat(SESSION, chat_state(CHAT)).unwrap();
-        state.insert_chat(SESSION, chat_state(PEER)).unwrap();
+        state
+            .insert_session(&SESSION.parse().unwrap(), session_state())
+            .unwrap();
+        state
+            .insert_chat(
+                &SESSION.parse().unwrap(),
+                &chat_state(CHAT).resource.parse().unwrap(),
+                chat_state(CHAT),
+            )
+            .unwrap();
+        state
+            .insert_chat(
+                &SESSION.parse().unwrap(),
+                &chat_state(PEER).resource.parse().unwrap(),
+                chat_state(PEER),
+            )
+            .unwrap();
         let turns = Arc::new(FakeTurnTracker::default());
         let tool_calls = Arc::new(FakeToolCallTracker::default());
         let mut services = ServiceRegistry::new();
@@ -385,7 +400,8 @@ fn observing_the_same_state_again_dispatches_nothing() {
         .dispatcher
         .did_dispatch_action(&DispatchedAction {
             channel: CHAT,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: Some(&CHAT.parse().unwrap()),
             action: &ready,
             origin: None,
             rejection_reason: None,
@@ -427,7 +443,10 @@ fn observe(contribution: &SessionInputNeeded, channel: &str, action: &StateActio
     contribution
         .on_did_dispatch_action(&DispatchedAction {
             channel,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: (channel != SESSION)
+                .then(|| channel.parse().unwrap())
+                .as_ref(),
             action,
             origin: None,
             rejection_reason: None,
@@ -531,7 +550,8 @@ fn unrelated_and_rejected_actions_are_not_even_read() {
     contribution
         .on_did_dispatch_action(&DispatchedAction {
             channel: CHAT,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: Some(&CHAT.parse().unwrap()),
             action: &tool_confirmed("t1", "c1"),
             origin: None,
             rejection_reason: Some("no such tool call"),
@@ -733,7 +753,11 @@ fn a_subagent_chat_reports_under_its_own_turn_and_calls() {
     let subagent = subagent_chat();
     world
         .state
-        .insert_chat(SESSION, chat_state(&subagent))
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &chat_state(&subagent).resource.parse().unwrap(),
+            chat_state(&subagent),
+        )
         .unwrap();
     world.pending(&subagent, "s1", "x", None);
     // The owning session gets the entry, as before.

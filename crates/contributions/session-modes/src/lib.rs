@@ -202,13 +202,17 @@ impl Contribution for SessionModes {
 
 impl ChatContribution for SessionModes {
     fn on_did_dispatch_action(&self, action: &DispatchedAction<'_>) -> HookResult {
-        if action.rejection_reason.is_some() || action.channel == action.session {
+        if action.rejection_reason.is_some() {
             return Ok(());
         }
+        let (Some(session), Some(_)) = (action.session, action.chat) else {
+            return Ok(());
+        };
+        let session = session.as_str();
         match action.action {
             // A confirmation the agent asks for: `toolCallReady` without `confirmed`.
             StateAction::ChatToolCallReady(ready) if ready.confirmed.is_none() => {
-                let modes = self.modes(action.session);
+                let modes = self.modes(session);
                 let key = ToolCallKey::new(
                     action.channel,
                     ready.turn_id.clone(),
@@ -220,18 +224,18 @@ impl ChatContribution for SessionModes {
                         Some(PLAN_DENIAL.to_owned()),
                         None,
                     );
-                    self.submit(action.session, action.channel, deny, "plan mode denial");
+                    self.submit(session, action.channel, deny, "plan mode denial");
                 } else if modes.auto_approve {
                     let approve = agenthost_tool_execution::answers::approve_parameters(
                         &key,
                         ToolCallConfirmationReason::Setting,
                         None,
                     );
-                    self.submit(action.session, action.channel, approve, "auto-approval");
+                    self.submit(session, action.channel, approve, "auto-approval");
                 }
             }
             StateAction::ChatInputRequested(requested)
-                if self.modes(action.session).mode == AgentMode::Autopilot =>
+                if self.modes(session).mode == AgentMode::Autopilot =>
             {
                 let answer = StateAction::ChatInputCompleted(ChatInputCompletedAction {
                     request_id: requested.request.id.clone(),
@@ -240,7 +244,7 @@ impl ChatContribution for SessionModes {
                         requested.request.questions.as_deref().unwrap_or_default(),
                     )),
                 });
-                self.submit(action.session, action.channel, answer, "autopilot answer");
+                self.submit(session, action.channel, answer, "autopilot answer");
             }
             _ => {}
         }

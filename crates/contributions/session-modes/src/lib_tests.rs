@@ -35,10 +35,16 @@ fn action(value: Value) -> StateAction {
     serde_json::from_value(value).unwrap()
 }
 
+static SESSION_URI: std::sync::LazyLock<agenthost_protocol::SessionUri> =
+    std::sync::LazyLock::new(|| SESSION.parse().unwrap());
+static CHAT_URI: std::sync::LazyLock<agenthost_protocol::ChatUri> =
+    std::sync::LazyLock::new(|| CHAT.parse().unwrap());
+
 fn dispatched<'a>(action: &'a StateAction) -> DispatchedAction<'a> {
     DispatchedAction {
         channel: CHAT,
-        session: SESSION,
+        session: Some(&SESSION_URI),
+        chat: Some(&CHAT_URI),
         action,
         origin: None::<&ActionOrigin>,
         rejection_reason: None,

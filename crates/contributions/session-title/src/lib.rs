@@ -54,7 +54,7 @@ use agenthost_dispatcher::{
 use agenthost_protocol::actions::{
     PartialChatSummary, SessionChatUpdatedAction, SessionTitleChangedAction,
 };
-use agenthost_protocol::{Channel, ChatUri, SessionUri, StateAction};
+use agenthost_protocol::{ChatUri, SessionUri, StateAction};
 use agenthost_services::{
     DataOwner, DispatchError, HostState, ServerDispatch, SessionDataStore, StoredTitle,
     TitleController, TitleKind, TitleSource, WriteQueue,
@@ -113,43 +113,43 @@ struct Titler {
 }
 
 impl Titler {
-    /// The chat a turn on `channel` belongs to: the default chat for the session channel.
-    fn chat_of(&self, session: &str, channel: &str) -> String {
-        if channel != session {
-            return channel.to_owned();
-        }
-        self.default_chat(session)
-            .unwrap_or_else(|| channel.to_owned())
-    }
-
-    fn default_chat(&self, session: &str) -> Option<String> {
-        self.host.session(session).and_then(|s| s.default_chat)
+    fn is_default_chat(&self, session: &SessionUri, chat: &ChatUri) -> bool {
+        self.host
+            .session(session)
+            .and_then(|s| s.default_chat)
+            .is_some_and(|default| *chat == default.as_str())
     }
 
     /// Applies a title the host decided (seeded or refined) to `chat` through actions clients
     /// reduce — the session's catalog entry and, for the default chat, the session title (unless
     /// the user renamed the session) — and persists it (source `generated`) so it survives a
     /// restart.
-    fn apply(&self, session: &str, chat: &str, title: &str, why: &'static str) {
-        let cascades = chat == session || self.default_chat(session).as_deref() == Some(chat);
-        if chat != session {
-            if let Err(error) = self.dispatch.dispatch(session, catalog(chat, title)) {
-                tracing::warn!(session, chat, why, %error, "sessionTitle: could not title the chat");
-                return;
-            }
-            if let Ok(uri) = ChatUri::parse(chat) {
-                self.persist(DataOwner::Chat(uri), title, TitleSource::Generated, None);
-            }
+    fn apply(&self, session: &SessionUri, chat: &ChatUri, title: &str, why: &'static str) {
+        let cascades = self.is_default_chat(session, chat);
+        if let Err(error) = self.dispatch.dispatch(session, catalog(chat, title)) {
+            tracing::warn!(session = session.as_str(), chat = chat.as_str(), why, %error, "sessionTitle: could not title the chat");
+            return;
         }
+        self.persist(
+            DataOwner::Chat(chat.clone()),
+            title,
+            TitleSource::Generated,
+            None,
+        );
         if cascades && !self.titles.renamed_by_user(session, None) {
             let applied = self.dispatch.dispatch(session, title_changed(title));
             let succeeded = applied.is_ok();
             log_refusal(session, chat, applied);
-            if succeeded && let Some(uri) = parse_session(session) {
-                self.persist(DataOwner::Session(uri), title, TitleSource::Generated, None);
+            if succeeded {
+                self.persist(
+                    DataOwner::Session(session.clone()),
+                    title,
+                    TitleSource::Generated,
+                    None,
+                );
             }
         }
-        tracing::debug!(session, chat, why, %title, "sessionTitle: title applied");
+        tracing::debug!(session = session.as_str(), chat = chat.as_str(), why, %title, "sessionTitle: title applied");
     }
 
     /// Queues the write of `owner`'s title, then of the session-side mirror, if any.
@@ -180,8 +180,8 @@ impl Titler {
     /// Applies `refined` once it resolves: at once when it is ready, else on a task.
     fn apply_refined(
         self: &Arc<Self>,
-        session: String,
-        chat: String,
+        session: SessionUri,
+        chat: ChatUri,
         mut refined: BoxFuture<'static, Option<String>>,
     ) {
         if let Some(ready) = (&mut refined).now_or_never() {
@@ -192,8 +192,8 @@ impl Titler {
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(
-                session,
-                chat,
+                session = session.as_str(),
+                chat = chat.as_str(),
                 "sessionTitle: no tokio runtime to refine on, the title stays"
             );
             return;
@@ -257,15 +257,15 @@ impl SessionTitle {
     }
 
     /// Seeds and applies a provisional title on `chat`'s first outgoing turn.
-    fn seed_on_first_turn(&self, session: &str, chat: &str, text: &str) {
+    fn seed_on_first_turn(&self, session: &SessionUri, chat: &ChatUri, text: &str) {
         let titler = &self.titler;
         match titler.is_first_turn(chat) {
             Some(true) => {}
             Some(false) => return,
             None => {
                 tracing::debug!(
-                    session,
-                    chat,
+                    session = session.as_str(),
+                    chat = chat.as_str(),
                     "sessionTitle: the chat is gone, nothing seeded"
                 );
                 return;
@@ -284,66 +284,56 @@ impl SessionTitle {
     /// mark does not survive a restart; the stored session title's source does. Reads storage
     /// only for a first turn of the default chat whose session the controller does not know
     /// as renamed; a failed read is logged and changes nothing.
-    async fn recall_user_session_title(&self, session: &str, chat: &str) {
+    async fn recall_user_session_title(&self, session: &SessionUri, chat: &ChatUri) {
         let titler = &self.titler;
         if titler.is_first_turn(chat) != Some(true)
-            || titler.default_chat(session).as_deref() != Some(chat)
+            || !titler.is_default_chat(session, chat)
             || titler.titles.renamed_by_user(session, None)
         {
             return;
         }
-        let Some(uri) = parse_session(session) else {
-            return;
-        };
-        match titler.data.title(DataOwner::Session(uri)).await {
+        match titler.data.title(DataOwner::Session(session.clone())).await {
             Ok(Some(stored)) if stored.source == TitleSource::User => {
                 titler.titles.mark_renamed(session, None, TitleKind::User);
             }
             Ok(_) => {}
             Err(error) => {
-                tracing::warn!(session, %error, "sessionTitle: could not read the session's stored title");
+                tracing::warn!(session = session.as_str(), %error, "sessionTitle: could not read the session's stored title");
             }
         }
     }
 
     /// A client renamed `chat` (already reduced into its state).
-    fn chat_renamed_by_user(&self, session: &str, chat: ChatUri, title: &str) {
+    fn chat_renamed_by_user(&self, session: &SessionUri, chat: &ChatUri, title: &str) {
         let titles = &self.titler.titles;
-        titles.set_title(session, chat.as_str(), title, TitleKind::User);
-        titles.mark_renamed(session, Some(chat.as_str()), TitleKind::User);
+        titles.set_title(session, chat, title, TitleKind::User);
+        titles.mark_renamed(session, Some(chat), TitleKind::User);
         log_refusal(
             session,
-            chat.as_str(),
-            self.titler
-                .dispatch
-                .dispatch(session, catalog(chat.as_str(), title)),
+            chat,
+            self.titler.dispatch.dispatch(session, catalog(chat, title)),
         );
-        let session_uri = parse_session(session);
         self.persist(
             DataOwner::Chat(chat.clone()),
             title,
-            session_uri
-                .clone()
-                .map(|session| (session, mirror_key(chat.as_str()))),
+            Some((session.clone(), mirror_key(chat))),
         );
-        if self.titler.default_chat(session).as_deref() != Some(chat.as_str()) {
+        if !self.titler.is_default_chat(session, chat) {
             return;
         }
         if let Err(error) = self.titler.dispatch.dispatch(session, title_changed(title)) {
-            tracing::warn!(session, chat = chat.as_str(), %error, "sessionTitle: could not cascade the default chat's title to the session");
+            tracing::warn!(session = session.as_str(), chat = chat.as_str(), %error, "sessionTitle: could not cascade the default chat's title to the session");
             return;
         }
-        self.session_renamed_by_user(session, session_uri, title);
+        self.session_renamed_by_user(session, title);
     }
 
     /// The session `session` was renamed by the user (directly or through its default chat).
-    fn session_renamed_by_user(&self, session: &str, uri: Option<SessionUri>, title: &str) {
+    fn session_renamed_by_user(&self, session: &SessionUri, title: &str) {
         self.titler
             .titles
             .mark_renamed(session, None, TitleKind::User);
-        if let Some(uri) = uri {
-            self.persist(DataOwner::Session(uri), title, None);
-        }
+        self.persist(DataOwner::Session(session.clone()), title, None);
     }
 
     /// Queues the write of `owner`'s user title, then of the session-side mirror, if any.
@@ -396,13 +386,12 @@ impl ChatContribution for SessionTitle {
         let Some(successful) = refines(&turn.reason) else {
             return Ok(());
         };
-        let session = turn.session.as_str();
-        let chat = self.titler.chat_of(session, &turn.channel);
-        let refined = self
-            .titler
-            .titles
-            .refine_after_first_turn(session, &chat, successful);
-        self.titler.apply_refined(session.to_owned(), chat, refined);
+        let refined =
+            self.titler
+                .titles
+                .refine_after_first_turn(&turn.session, &turn.chat, successful);
+        self.titler
+            .apply_refined(turn.session.clone(), turn.chat.clone(), refined);
         Ok(())
     }
 
@@ -411,11 +400,10 @@ impl ChatContribution for SessionTitle {
         turn: &'a OutgoingTurn,
     ) -> HookFuture<'a, Option<SendContribution>> {
         Box::pin(async move {
-            let session = turn.session.as_str();
-            let chat = self.titler.chat_of(session, &turn.chat);
-            self.recall_user_session_title(session, &chat).await;
-            self.seed_on_first_turn(session, &chat, &turn.message.text);
-            let instruction = self.titler.titles.rename_instruction(session, &chat);
+            let (session, chat) = (&turn.session, &turn.chat);
+            self.recall_user_session_title(session, chat).await;
+            self.seed_on_first_turn(session, chat, &turn.message.text);
+            let instruction = self.titler.titles.rename_instruction(session, chat);
             Ok(instruction.map(|instruction| SendContribution {
                 instructions: Some(vec![instruction]),
                 text: None,
@@ -427,13 +415,10 @@ impl ChatContribution for SessionTitle {
         let StateAction::SessionTitleChanged(change) = action.action else {
             return Ok(());
         };
-        match Channel::parse(action.channel) {
-            Ok(Channel::Chat(chat)) => {
-                self.chat_renamed_by_user(action.session, chat, &change.title);
-            }
-            Ok(Channel::Session(session)) => {
-                let name = session.as_str().to_owned();
-                self.session_renamed_by_user(&name, Some(session), &change.title);
+        match (action.session, action.chat) {
+            (Some(session), Some(chat)) => self.chat_renamed_by_user(session, chat, &change.title),
+            (Some(session), None) if *session == action.channel => {
+                self.session_renamed_by_user(session, &change.title);
             }
             _ => {}
         }
@@ -505,16 +490,6 @@ fn catalog(chat: &str, title: &str) -> StateAction {
     })
 }
 
-fn parse_session(session: &str) -> Option<SessionUri> {
-    match SessionUri::parse(session) {
-        Ok(uri) => Some(uri),
-        Err(error) => {
-            tracing::warn!(session, %error, "sessionTitle: not a session URI, its title is not persisted");
-            None
-        }
-    }
-}
-
 fn owner_name(owner: &DataOwner) -> String {
     match owner {
         DataOwner::Session(uri) => uri.as_str().to_owned(),
@@ -522,9 +497,9 @@ fn owner_name(owner: &DataOwner) -> String {
     }
 }
 
-fn log_refusal(session: &str, chat: &str, outcome: Result<u64, DispatchError>) {
+fn log_refusal(session: &SessionUri, chat: &ChatUri, outcome: Result<u64, DispatchError>) {
     if let Err(error) = outcome {
-        tracing::warn!(session, chat, %error, "sessionTitle: a title action was refused");
+        tracing::warn!(session = session.as_str(), chat = chat.as_str(), %error, "sessionTitle: a title action was refused");
     }
 }
 

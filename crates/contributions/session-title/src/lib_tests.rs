@@ -73,7 +73,7 @@ fn outgoing(chat: &str, text: &str) -> OutgoingTurn {
 fn turn_end(channel: &str, reason: TurnEndReason) -> TurnEnd {
     TurnEnd {
         session: SESSION.parse().unwrap(),
-        channel: channel.to_owned(),
+        chat: channel.parse().unwrap(),
         turn_id: Some("t1".to_owned()),
         reason,
         client_context: None,
@@ -105,7 +105,10 @@ fn client_context() -> ClientContext {
 fn apply(hook: &dyn ChatContribution, channel: &str, action: &StateAction) {
     hook.on_did_apply_client_action(&AppliedClientAction {
         channel,
-        session: SESSION,
+        session: Some(&SESSION.parse().unwrap()),
+        chat: (channel != SESSION)
+            .then(|| channel.parse().unwrap())
+            .as_ref(),
         action,
         client_id: Some("client-1"),
         client_context: &client_context(),
@@ -289,25 +292,6 @@ async fn a_peer_chat_seed_titles_its_catalog_entry_and_leaves_the_session_title(
 }
 
 #[tokio::test]
-async fn a_turn_on_the_session_channel_seeds_its_default_chat() {
-    let fakes = Fakes::new();
-    fakes.titles.script(|a| a.seed = Some("Seed".into()));
-    let contribution = fakes.contribution();
-    contribution
-        .on_outgoing_turn(&outgoing(SESSION, "seed"))
-        .await
-        .unwrap();
-    assert!(fakes.titles.calls().contains(&TitleCall::SeedFromMessage {
-        session: SESSION.into(),
-        chat: CHAT.into(),
-        text: "seed".into(),
-    }));
-    assert_eq!(fakes.dispatch.calls(), retitled(CHAT, "Seed", true));
-    contribution.flush().await;
-    assert_eq!(data_writes(&fakes.data), persisted(CHAT, "Seed", true));
-}
-
-#[tokio::test]
 async fn a_user_renamed_session_keeps_its_title_when_the_default_chat_is_seeded() {
     let fakes = Fakes::new();
     fakes.titles.script(|a| {
@@ -425,10 +409,9 @@ async fn turn_end_refines_by_reason() {
 async fn a_refined_title_is_applied_with_the_default_chat_identity_and_cascade() {
     let fakes = Fakes::new();
     fakes.titles.script(|a| a.refined = Some("Better".into()));
-    // The turn ran on the session channel: its chat is the default chat.
     let contribution = fakes.contribution();
     contribution
-        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
+        .on_turn_end(&turn_end(CHAT, TurnEndReason::Success))
         .unwrap();
     assert_eq!(fakes.title_calls_except_reads(), [refine_call(CHAT, true)]);
     assert_eq!(fakes.dispatch.calls(), retitled(CHAT, "Better", true));
@@ -509,8 +492,8 @@ async fn no_host_decided_title_is_ever_dispatched_on_a_chat_channel() {
         a.refined = Some("Refined".into());
     });
     let contribution = fakes.contribution();
-    // Seeded and refined: the default chat, a peer chat, a turn on the session channel.
-    for channel in [CHAT, PEER, SESSION] {
+    // Seeded and refined: the default chat and a peer chat.
+    for channel in [CHAT, PEER] {
         contribution
             .on_outgoing_turn(&outgoing(channel, "seed"))
             .await
@@ -521,7 +504,7 @@ async fn no_host_decided_title_is_ever_dispatched_on_a_chat_channel() {
     }
     // Once more with the session renamed by the user.
     fakes.titles.script(|a| a.renamed_by_user = true);
-    for channel in [CHAT, PEER, SESSION] {
+    for channel in [CHAT, PEER] {
         contribution
             .on_outgoing_turn(&outgoing(channel, "seed"))
             .await
@@ -530,14 +513,6 @@ async fn no_host_decided_title_is_ever_dispatched_on_a_chat_channel() {
             .on_turn_end(&turn_end(channel, TurnEndReason::Success))
             .unwrap();
     }
-    // A session without a default chat: a turn on its channel titles the session only.
-    fakes.titles.script(|a| a.renamed_by_user = false);
-    fakes.host.script(|a| {
-        a.sessions.get_mut(SESSION).unwrap().default_chat = None;
-    });
-    contribution
-        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
-        .unwrap();
 
     let calls = fakes.dispatch.calls();
     let expected: Vec<DispatchCall> = [
@@ -545,15 +520,10 @@ async fn no_host_decided_title_is_ever_dispatched_on_a_chat_channel() {
         retitled(CHAT, "Refined", true),
         retitled(PEER, "Seed", false),
         retitled(PEER, "Refined", false),
-        retitled(CHAT, "Seed", true),
-        retitled(CHAT, "Refined", true),
         retitled(CHAT, "Seed", false),
         retitled(CHAT, "Refined", false),
         retitled(PEER, "Seed", false),
         retitled(PEER, "Refined", false),
-        retitled(CHAT, "Seed", false),
-        retitled(CHAT, "Refined", false),
-        vec![dispatched(SESSION, title_changed("Refined"))],
     ]
     .concat();
     assert_eq!(calls, expected);
@@ -849,7 +819,8 @@ async fn a_failing_write_is_logged_and_later_contributions_still_run() {
     let action = renamed("Mine");
     dispatcher.did_apply_client_action(&AppliedClientAction {
         channel: PEER,
-        session: SESSION,
+        session: Some(&SESSION.parse().unwrap()),
+        chat: Some(&PEER.parse().unwrap()),
         action: &action,
         client_id: None,
         client_context: &client_context(),
@@ -1093,10 +1064,17 @@ impl World {
             from::<RootState>(json!({ "agents": [] })),
             StateConfig::default(),
         );
-        state.insert_session(SESSION, session_state()).unwrap();
+        state
+            .insert_session(&SESSION.parse().unwrap(), session_state())
+            .unwrap();
         for chat in [CHAT, PEER] {
             state
-                .insert_chat(SESSION, chat_state(chat, json!({})))
+                .insert_chat(
+                    &SESSION.parse().unwrap(),
+                    &agenthost_protocol::ChatUri::parse(&(chat_state(chat, json!({}))).resource)
+                        .unwrap(),
+                    chat_state(chat, json!({})),
+                )
                 .unwrap();
         }
         let state = Arc::new(state);

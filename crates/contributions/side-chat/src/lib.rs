@@ -383,11 +383,11 @@ impl ChatContribution for SideChat {
     }
 
     fn on_turn_end(&self, turn: &TurnEnd) -> HookResult {
-        if turn.reason != TurnEndReason::Success || turn.channel == turn.session {
+        if turn.reason != TurnEndReason::Success {
             return Ok(());
         }
-        if self.origin(&turn.session, &turn.channel).is_some() {
-            self.seeded(&turn.session, &turn.channel).set(true);
+        if self.origin(&turn.session, &turn.chat).is_some() {
+            self.seeded(&turn.session, &turn.chat).set(true);
         }
         Ok(())
     }

@@ -135,7 +135,7 @@ async fn send(dispatcher: &Dispatcher, text: &str) -> String {
 fn end(dispatcher: &Dispatcher, chat: &str, reason: TurnEndReason) {
     dispatcher.turn_end(&TurnEnd {
         session: SESSION.parse().unwrap(),
-        channel: chat.to_owned(),
+        chat: chat.parse().unwrap(),
         turn_id: Some("s1".to_owned()),
         reason,
         client_context: None,

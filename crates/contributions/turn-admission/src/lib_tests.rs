@@ -46,7 +46,6 @@ fn request(chat: &str) -> IncomingRequest {
     IncomingRequest {
         session: SESSION.parse().unwrap(),
         chat: chat.parse().unwrap(),
-        turn_channel: chat.to_owned(),
         message: from::<Message>(json!({ "text": "hello", "origin": { "kind": "user" } })),
         turn_id: "t1".to_owned(),
         source: RequestSource::Direct,
@@ -306,13 +305,23 @@ fn real_state() -> Arc<StateManager> {
         from::<RootState>(json!({ "agents": [] })),
         StateConfig::default(),
     );
-    state.insert_session(SESSION, session_state(1)).unwrap();
     state
-        .insert_chat(SESSION, chat_state(CHAT, json!({})))
+        .insert_session(&SESSION.parse().unwrap(), session_state(1))
         .unwrap();
     state
         .insert_chat(
-            SESSION,
+            &SESSION.parse().unwrap(),
+            &chat_state(CHAT, json!({})).resource.parse().unwrap(),
+            chat_state(CHAT, json!({})),
+        )
+        .unwrap();
+    state
+        .insert_chat(
+            &SESSION.parse().unwrap(),
+            &agenthost_protocol::ChatUri::parse(
+                &(chat_state(PEER, json!({ "interactivity": "read-only" }))).resource,
+            )
+            .unwrap(),
             chat_state(PEER, json!({ "interactivity": "read-only" })),
         )
         .unwrap();

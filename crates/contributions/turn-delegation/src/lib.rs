@@ -39,7 +39,6 @@ use agenthost_dispatcher::{
     HydrationContext, MissingService, OutgoingTurn, SendContribution, ServiceRegistry,
 };
 use agenthost_protocol::ahp_types::state::{Message, MessageKind, MessageOrigin, Turn};
-use agenthost_protocol::{Channel, ChatUri};
 use agenthost_services::{SessionDataStore, WriteQueue};
 use serde_json::{Map, Value};
 
@@ -122,14 +121,6 @@ pub fn parse_delegation(value: &Value) -> Option<Value> {
     Some(Value::Object(parsed))
 }
 
-/// The chat whose store holds the delegations of `channel`: any chat channel.
-fn stored_chat(channel: &str) -> Option<ChatUri> {
-    match Channel::parse(channel) {
-        Ok(Channel::Chat(chat)) => Some(chat),
-        _ => None,
-    }
-}
-
 /// `turn` marked as delegated: origin `agent`, `delegation` merged into its message's `_meta`.
 fn apply_delegation(turn: &mut Turn, delegation: Value) {
     turn.message.origin = MessageOrigin {
@@ -166,9 +157,7 @@ impl ChatContribution for TurnDelegation {
             if turn.turn_id.is_empty() {
                 return Ok(None);
             }
-            let Some(chat) = stored_chat(&turn.chat) else {
-                return Ok(None);
-            };
+            let chat = turn.chat.clone();
             let turn_id = turn.turn_id.clone();
             let write = self
                 .data
@@ -189,11 +178,10 @@ impl ChatContribution for TurnDelegation {
         turns: &'a [Turn],
     ) -> HookFuture<'a, Vec<Turn>> {
         Box::pin(async move {
-            let chat = match stored_chat(&context.chat) {
-                Some(chat) if !turns.is_empty() => chat,
-                // Nothing was persisted for it, or there is nothing to mark.
-                _ => return Ok(turns.to_vec()),
-            };
+            if turns.is_empty() {
+                return Ok(Vec::new());
+            }
+            let chat = context.chat.clone();
             // A delegation queued a moment ago must be visible to the read.
             self.writes.flush().await;
             let stored = self.data.delegations(chat).await?;

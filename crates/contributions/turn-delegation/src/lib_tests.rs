@@ -1,5 +1,5 @@
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
-use agenthost_protocol::SessionUri;
+use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_services::fakes::{CapturedLogs, DataCall, FakeSessionData};
 use agenthost_services::{StoreSessionData, TitleSource};
 use agenthost_store::{ChatRecord, SessionRecord, Store};
@@ -152,7 +152,7 @@ async fn a_delegated_message_is_persisted_keyed_by_turn_id() {
 }
 
 #[tokio::test]
-async fn messages_without_delegation_empty_turn_ids_and_other_channels_write_nothing() {
+async fn messages_without_delegation_and_empty_turn_ids_write_nothing() {
     let (data, contribution) = fakes();
     for message in [
         message("typed", None),
@@ -168,11 +168,6 @@ async fn messages_without_delegation_empty_turn_ids_and_other_channels_write_not
     send(
         &contribution,
         &outgoing(CHAT, "", delegated("x", session_delegation())),
-    )
-    .await;
-    send(
-        &contribution,
-        &outgoing(SESSION, "t1", delegated("x", session_delegation())),
     )
     .await;
     contribution.flush().await;
@@ -346,19 +341,13 @@ async fn malformed_stored_values_and_turns_without_a_row_pass_through() {
 }
 
 #[tokio::test]
-async fn hydrating_no_turns_or_a_channel_that_is_not_a_chat_reads_nothing() {
+async fn hydrating_no_turns_reads_nothing() {
     let (data, contribution) = fakes();
     let hydrated = contribution
         .on_hydrate_turns(&context(CHAT), &[])
         .await
         .unwrap();
     assert!(hydrated.is_empty());
-    let turns = [plain_turn("t1")];
-    let hydrated = contribution
-        .on_hydrate_turns(&context(SESSION), &turns)
-        .await
-        .unwrap();
-    assert_eq!(hydrated, turns);
     assert!(data.calls().is_empty(), "{:?}", data.calls());
 }
 

@@ -260,7 +260,10 @@ impl Shared {
     /// Feeds one dispatched action to its session's engine, creating the engine on a queue
     /// change when the policy asks for one.
     fn observe(&self, action: &DispatchedAction<'_>, queue_change: bool) {
-        let session = action.session;
+        let Some(session) = action.session else {
+            return;
+        };
+        let session = session.as_str();
         let mut engines = self.engines();
         if let Some(slot) = engines.get(session) {
             slot.engine.apply_envelope(&envelope_of(action));
@@ -390,7 +393,7 @@ impl Shared {
                 let Some(session) = self.host.chat_session(channel) else {
                     return;
                 };
-                if let Some(slot) = self.engines().get_mut(&session) {
+                if let Some(slot) = self.engines().get_mut(session.as_str()) {
                     slot.claims.subscribed(connection, channel);
                 }
             }
@@ -510,8 +513,10 @@ impl ChatContribution for UnattendedPolicyContribution {
             return Ok(());
         }
         if matches!(action.action, StateAction::SessionConfigChanged(_)) {
-            if action.channel == action.session {
-                self.shared.config_changed(action.session);
+            if let Some(session) = action.session
+                && *session == action.channel
+            {
+                self.shared.config_changed(session);
             }
             return Ok(());
         }

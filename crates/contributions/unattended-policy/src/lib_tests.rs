@@ -98,7 +98,10 @@ impl Harness {
         self.contribution
             .on_did_dispatch_action(&DispatchedAction {
                 channel,
-                session: SESSION,
+                session: Some(&SESSION.parse().unwrap()),
+                chat: (channel != SESSION)
+                    .then(|| channel.parse().unwrap())
+                    .as_ref(),
                 action,
                 origin: None,
                 rejection_reason: None,
@@ -380,7 +383,8 @@ fn change_policy(h: &Harness, value: &str, rejection: Option<&str>) {
     h.contribution
         .on_did_dispatch_action(&DispatchedAction {
             channel: SESSION,
-            session: SESSION,
+            session: Some(&SESSION.parse().unwrap()),
+            chat: None,
             action: &action,
             origin: None,
             rejection_reason: rejection,

@@ -218,7 +218,7 @@ pub fn apply_stored_model_limits(agents: &mut [AgentInfo], stored: &serde_json::
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoutedSignal {
     /// The chat the producing provider session belongs to.
-    pub chat: String,
+    pub chat: ChatUri,
     /// The signal.
     pub signal: AgentSignal,
 }
@@ -232,21 +232,18 @@ pub struct SinkClosed;
 /// reduces waits, it never grows memory without limit.
 #[derive(Debug, Clone)]
 pub struct SignalSink {
-    chat: String,
+    chat: ChatUri,
     tx: mpsc::Sender<RoutedSignal>,
 }
 
 impl SignalSink {
     /// A sink tagging every signal with `chat`.
-    pub fn new(chat: impl Into<String>, tx: mpsc::Sender<RoutedSignal>) -> Self {
-        Self {
-            chat: chat.into(),
-            tx,
-        }
+    pub fn new(chat: ChatUri, tx: mpsc::Sender<RoutedSignal>) -> Self {
+        Self { chat, tx }
     }
 
     /// The chat this sink reports for.
-    pub fn chat(&self) -> &str {
+    pub fn chat(&self) -> &ChatUri {
         &self.chat
     }
 
@@ -524,7 +521,7 @@ mod tests {
     async fn sinks_tag_signals_with_their_chat_and_report_a_closed_host() {
         let (tx, mut rx) = signal_channel(4);
         let session = SessionUri::parse("ahp-session:/s1").unwrap();
-        let sink = SignalSink::new("ahp-chat:/c1", tx);
+        let sink = SignalSink::new(ChatUri::parse("ahp-chat:/c1").unwrap(), tx);
         let signal = AgentSignal::SteeringConsumed(agenthost_protocol::SteeringConsumed {
             session: session.clone(),
             id: "m1".into(),

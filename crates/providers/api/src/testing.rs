@@ -24,7 +24,7 @@ pub fn start_request(
     };
     let chat = ChatUri::default_for(&session);
     let start = StartSession {
-        signals: SignalSink::new(chat.as_str(), tx),
+        signals: SignalSink::new(chat.clone(), tx),
         session,
         chat,
         working_directory: working_directory.to_owned(),

@@ -489,7 +489,7 @@ async fn a_hostile_resume_handle_is_refused() {
     let session = SessionUri::canonical(SafeId::new("s1").unwrap());
     let chat = ChatUri::default_for(&session);
     let start = StartSession {
-        signals: SignalSink::new(chat.as_str(), tx),
+        signals: SignalSink::new(chat.clone(), tx),
         session,
         chat,
         working_directory: std::env::temp_dir(),

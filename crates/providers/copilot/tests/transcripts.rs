@@ -57,8 +57,14 @@ fn host() -> HostState {
         "activeClients": [], "chats": [], "workingDirectories": ["file:///w"]
     }))
     .unwrap();
-    host.insert_session(SESSION, session).unwrap();
-    host.insert_chat(SESSION, chat).unwrap();
+    host.insert_session(&SESSION.parse().unwrap(), session)
+        .unwrap();
+    host.insert_chat(
+        &SESSION.parse().unwrap(),
+        &chat.resource.parse().unwrap(),
+        chat,
+    )
+    .unwrap();
     host
 }
 

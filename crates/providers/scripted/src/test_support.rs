@@ -35,7 +35,7 @@ pub(crate) fn start_request(dir: &TempDir) -> (StartSession, mpsc::Receiver<Rout
     let session = session_uri();
     let chat = ChatUri::default_for(&session);
     let request = StartSession {
-        signals: SignalSink::new(chat.as_str(), tx),
+        signals: SignalSink::new(chat.clone(), tx),
         session,
         chat,
         working_directory: dir.path().to_owned(),

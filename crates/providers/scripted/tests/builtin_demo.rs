@@ -99,7 +99,7 @@ async fn the_demo_writes_a_file_on_approval_then_a_subagent_reads_it() {
     let session = provider
         .start_session(StartSession {
             session: session_uri,
-            signals: SignalSink::new(chat.as_str(), tx),
+            signals: SignalSink::new(chat.clone(), tx),
             chat,
             working_directory: dir.path().to_owned(),
             model: None,
