@@ -17,7 +17,7 @@
 //!   are named by [`blob_uri`] (`agenthost-blob:` with the repository, revision and path), with
 //!   line counts in `edit.diff`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -167,8 +167,8 @@ pub fn changeset_file(root: &Path, change: &FileChange) -> Option<ChangesetFile>
 pub struct CheckpointChangesets {
     state: Arc<StateManager>,
     checkpoints: Arc<dyn CheckpointService>,
-    /// The changeset channels in state, per session.
-    live: Mutex<HashMap<String, HashSet<String>>>,
+    /// The changeset channels in state, per session, by URI text.
+    live: Mutex<HashMap<String, BTreeMap<String, ChangesetUri>>>,
     /// One computation at a time per session, so results are published in order.
     sequencers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -203,13 +203,11 @@ impl CheckpointChangesets {
             .clone()
     }
 
-    fn live_of(&self, session: &str) -> Vec<String> {
-        let mut uris: Vec<String> = lock(&self.live)
+    fn live_of(&self, session: &str) -> Vec<ChangesetUri> {
+        lock(&self.live)
             .get(session)
-            .map(|uris| uris.iter().cloned().collect())
-            .unwrap_or_default();
-        uris.sort();
-        uris
+            .map(|uris| uris.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// The session's working directories as local paths (others are skipped).
@@ -296,11 +294,10 @@ impl CheckpointChangesets {
     }
 
     /// Replaces the files of the live channel `uri` with a fresh computation.
-    async fn recompute(&self, uri: &str) {
-        let Ok(changeset) = ChangesetUri::parse(uri) else {
-            return;
-        };
-        let outcome = self.compute(&changeset).await;
+    async fn recompute(&self, changeset: &ChangesetUri) {
+        let outcome = self.compute(changeset).await;
+        let text = changeset.to_string();
+        let uri = text.as_str();
         if self.state.read(|h| h.channel(uri).is_none()) {
             return; // removed meanwhile
         }
@@ -350,13 +347,13 @@ impl ChangesetService for CheckpointChangesets {
     }
 
     fn schedule_recompute(&self, session: &SessionUri, _channel: &str, turn: Option<&str>) {
-        let mut affected = vec![ChangesetUri::session(session).to_string()];
+        let mut affected = vec![ChangesetUri::session(session)];
         if let Some(turn) = turn.and_then(|turn| agenthost_protocol::SafeId::new(turn).ok()) {
-            affected.push(ChangesetUri::turn(session, &turn).to_string());
+            affected.push(ChangesetUri::turn(session, &turn));
         }
         let live = self.live_of(session);
         for uri in affected.iter().filter(|uri| live.contains(uri)) {
-            self.dispatch(uri, status(ChangesetStatus::Recomputing, None));
+            self.dispatch(&uri.to_string(), status(ChangesetStatus::Recomputing, None));
         }
     }
 
@@ -418,7 +415,7 @@ impl ChangesetService for CheckpointChangesets {
             lock(&self.live)
                 .entry(session)
                 .or_default()
-                .insert(uri.to_owned());
+                .insert(text.clone(), changeset.clone());
             Ok(())
         })
     }
@@ -426,7 +423,7 @@ impl ChangesetService for CheckpointChangesets {
     fn forget_session(&self, session: &str) {
         let uris = lock(&self.live).remove(session).unwrap_or_default();
         lock(&self.sequencers).remove(session);
-        for uri in uris {
+        for uri in uris.into_keys() {
             self.state.remove_channel(&uri);
         }
     }
