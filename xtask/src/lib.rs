@@ -12,6 +12,7 @@ pub mod bench;
 pub mod ci;
 pub mod contributions;
 pub mod error;
+pub mod file_length;
 pub mod layers;
 pub mod lint;
 pub mod metadata;

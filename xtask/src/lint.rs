@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::{architecture, contributions, pins, snapshots, thin_orchestration};
+use crate::{architecture, contributions, file_length, pins, snapshots, thin_orchestration};
 
 /// What the checks look at: the workspace root and its `cargo metadata`.
 #[derive(Debug, Clone)]
@@ -66,6 +66,10 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "thin-orchestration",
         run: |workspace| thin_orchestration::check(&workspace.root, &workspace.metadata),
+    },
+    Check {
+        name: "file-length",
+        run: |workspace| file_length::check(&workspace.root, &workspace.metadata),
     },
 ];
 

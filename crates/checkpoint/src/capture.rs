@@ -31,13 +31,14 @@ use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
 use gix::hash::ObjectId;
 use gix::index::entry::{Flags, Mode, Stat};
 use gix::objs::tree::EntryKind;
-use gix::status::plumbing::index_as_worktree::traits::{CompareBlobs, ReadData, SubmoduleStatus};
-use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
-use gix::status::plumbing::index_as_worktree_with_renames::{Entry as StatusEntry, VisitEntry};
 
 use crate::config::CheckpointConfig;
 use crate::error::{CheckpointError, GitContext};
 use crate::watch::{Changes, Watcher};
+
+mod status;
+
+use status::{CountingEq, Found, GitlinkHead};
 
 /// Files modified this close to (or after) the start of a pass are re-checked by content on the
 /// next pass: coarse file-system timestamps cannot tell two writes within one tick apart.
@@ -371,104 +372,6 @@ fn skip_dir(
     let mut prefix = BString::from(rela);
     prefix.push(b'/');
     index.prefixed_entries(prefix.as_bstr()).is_none()
-}
-
-/// What status reported, collected before anything is applied (items arrive in no order).
-#[derive(Debug, Default)]
-struct Found {
-    /// Entries gone from the work tree.
-    removed: Vec<BString>,
-    /// Entries whose content, type or executable bit changed: hash them again.
-    rewrite: Vec<BString>,
-    /// Entries whose stat data changed but whose content did not.
-    stat_only: Vec<(BString, Stat)>,
-    /// Gitlinks whose repository's `HEAD` moved.
-    gitlinks: Vec<(BString, ObjectId)>,
-    /// Untracked, not ignored files (one by one), and untracked nested repositories.
-    untracked: Vec<BString>,
-}
-
-impl<'index> VisitEntry<'index> for Found {
-    type ContentChange = ();
-    type SubmoduleStatus = ObjectId;
-
-    fn visit_entry(&mut self, entry: StatusEntry<'index, (), ObjectId>) {
-        match entry {
-            StatusEntry::Modification {
-                rela_path, status, ..
-            } => match status {
-                EntryStatus::Change(Change::Removed) => self.removed.push(rela_path.to_owned()),
-                EntryStatus::Change(Change::SubmoduleModification(id)) => {
-                    self.gitlinks.push((rela_path.to_owned(), id));
-                }
-                EntryStatus::NeedsUpdate(stat) => self.stat_only.push((rela_path.to_owned(), stat)),
-                EntryStatus::Change(Change::Type { .. } | Change::Modification { .. })
-                | EntryStatus::Conflict { .. }
-                | EntryStatus::IntentToAdd => self.rewrite.push(rela_path.to_owned()),
-            },
-            StatusEntry::DirectoryContents { entry, .. } => {
-                if entry.status == gix::dir::entry::Status::Untracked {
-                    self.untracked.push(entry.rela_path);
-                }
-            }
-            // Rewrite tracking is off; should one arrive, its destination is new content.
-            StatusEntry::Rewrite { dirwalk_entry, .. } => {
-                self.untracked.push(dirwalk_entry.rela_path)
-            }
-        }
-    }
-}
-
-/// gix's `FastEq` (size first, then hash), counting the files it had to hash.
-#[derive(Clone)]
-struct CountingEq(Arc<AtomicUsize>);
-
-impl CompareBlobs for CountingEq {
-    type Output = ();
-
-    fn compare_blobs<'a, 'b>(
-        &mut self,
-        entry: &gix::index::Entry,
-        worktree_file_size: u64,
-        data: impl ReadData<'a>,
-        buf: &mut Vec<u8>,
-    ) -> gix::error::Result<Option<()>> {
-        if u64::from(entry.stat.size) != worktree_file_size
-            && (entry.id.is_empty_blob() || entry.stat.size != 0)
-        {
-            return Ok(Some(()));
-        }
-        self.0.fetch_add(1, Ordering::Relaxed);
-        gix::status::plumbing::index_as_worktree::traits::HashEq
-            .compare_blobs(entry, worktree_file_size, data, buf)
-            .map(|change| change.map(|_| ()))
-    }
-}
-
-/// The status of a gitlink: the `HEAD` commit of the repository checked out at its path, when
-/// that differs from the recorded one. Never recurses into it.
-#[derive(Clone)]
-struct GitlinkHead {
-    workdir: PathBuf,
-}
-
-impl SubmoduleStatus for GitlinkHead {
-    type Output = ObjectId;
-
-    fn status(
-        &mut self,
-        entry: &gix::index::Entry,
-        rela_path: &BStr,
-    ) -> gix::error::Result<Option<ObjectId>> {
-        Ok(nested_head(&self.workdir, rela_path).filter(|head| *head != entry.id))
-    }
-}
-
-/// The `HEAD` commit of the repository at `workdir/rela`, if it is one and has a commit.
-fn nested_head(workdir: &Path, rela: &BStr) -> Option<ObjectId> {
-    let path = workdir.join(rela_path(rela));
-    let nested = gix::open_opts(path, gix::open::Options::isolated()).ok()?;
-    nested.head_id().ok().map(gix::Id::detach)
 }
 
 /// One path to add or replace in the tree.

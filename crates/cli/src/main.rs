@@ -6,6 +6,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod agent_args;
+
+use agent_args::{ClaudeArgs, CodexArgs, CopilotArgs};
+
 /// An agent host: hosts agent sessions for AHP clients (VS Code, the `ahp` Rust client, scripts)
 /// and drives coding agents.
 #[derive(Debug, Parser)]
@@ -424,157 +428,6 @@ impl RunArgs {
             enable: Vec::new(),
         };
         Ok((agenthost::run::Target::Start(Box::new(host)), options))
-    }
-}
-
-/// How `--provider copilot` launches `copilot --headless --stdio`. Without
-/// `--copilot-byok-url` the CLI uses its own GitHub sign-in.
-#[derive(Debug, clap::Args)]
-struct CopilotArgs {
-    /// The `copilot` executable.
-    #[arg(
-        long,
-        env = "AGENT_HOST_COPILOT_BIN",
-        default_value = "copilot",
-        value_name = "PATH"
-    )]
-    copilot_bin: PathBuf,
-    /// A model to advertise and create sessions with (repeatable; the first is the default).
-    #[arg(long = "copilot-model", value_name = "MODEL")]
-    copilot_models: Vec<String>,
-    /// The Copilot CLI's state directory (`COPILOT_HOME`).
-    #[arg(long, value_name = "DIR")]
-    copilot_home: Option<PathBuf>,
-    /// Bring your own key: send model calls to this base URL, offline, with no GitHub account.
-    #[arg(long, value_name = "URL")]
-    copilot_byok_url: Option<String>,
-    /// The provider type behind `--copilot-byok-url` (openai, anthropic, azure).
-    #[arg(long, default_value = "openai", value_name = "TYPE")]
-    copilot_byok_type: String,
-    /// The variable holding the API key for `--copilot-byok-url` (read at startup).
-    #[arg(long, default_value = "COPILOT_PROVIDER_API_KEY", value_name = "VAR")]
-    copilot_byok_key_env: String,
-    /// Seconds the Copilot CLI may take to start (answer `ping`).
-    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
-    copilot_start_timeout_secs: u64,
-}
-
-impl CopilotArgs {
-    fn config(self) -> Result<agenthost_provider_copilot::CopilotConfig, String> {
-        let mut config = agenthost_provider_copilot::CopilotConfig::new(self.copilot_bin);
-        config.model = self.copilot_models.first().cloned();
-        config.models = self.copilot_models;
-        config.copilot_home = self.copilot_home;
-        if let Some(base_url) = self.copilot_byok_url {
-            let api_key = std::env::var(&self.copilot_byok_key_env).map_err(|_| {
-                format!(
-                    "--copilot-byok-url needs the API key in ${} (set it, or name another \
-                     variable with --copilot-byok-key-env)",
-                    self.copilot_byok_key_env
-                )
-            })?;
-            config.byok = Some(agenthost_provider_copilot::ByokProvider {
-                kind: self.copilot_byok_type,
-                base_url,
-                api_key,
-            });
-        }
-        config.start_timeout = std::time::Duration::from_secs(self.copilot_start_timeout_secs);
-        Ok(config)
-    }
-}
-
-/// How `--provider codex` launches `codex app-server`. The child inherits this process's
-/// environment (the API key variable, `CODEX_HOME`, …).
-#[derive(Debug, clap::Args)]
-struct CodexArgs {
-    /// The `codex` executable.
-    #[arg(
-        long,
-        env = "AGENT_HOST_CODEX_BIN",
-        default_value = "codex",
-        value_name = "PATH"
-    )]
-    codex_bin: PathBuf,
-    /// A model to advertise and start threads with (repeatable; the first is the default).
-    #[arg(long = "codex-model", value_name = "MODEL")]
-    codex_models: Vec<String>,
-    /// The approval policy of new threads (on-request, never).
-    #[arg(long, default_value = "on-request", value_name = "POLICY")]
-    codex_approval_policy: String,
-    /// The sandbox of new threads (read-only, workspace-write, danger-full-access).
-    #[arg(long, default_value = "workspace-write", value_name = "MODE")]
-    codex_sandbox: String,
-    /// Codex's config and state directory (`CODEX_HOME`).
-    #[arg(long, value_name = "DIR")]
-    codex_home: Option<PathBuf>,
-    /// Send model calls to this Responses API base URL (configures a model provider).
-    #[arg(long, value_name = "URL")]
-    codex_base_url: Option<String>,
-    /// The variable holding the API key for `--codex-base-url`.
-    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
-    codex_key_env: String,
-    /// Seconds Codex may take to start (answer `initialize`).
-    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
-    codex_start_timeout_secs: u64,
-}
-
-impl CodexArgs {
-    fn config(self) -> agenthost_provider_codex::CodexConfig {
-        let mut config = agenthost_provider_codex::CodexConfig::new(self.codex_bin);
-        config.model = self.codex_models.first().cloned();
-        config.models = self.codex_models;
-        config.approval_policy = self.codex_approval_policy;
-        config.sandbox = self.codex_sandbox;
-        config.codex_home = self.codex_home;
-        config.model_provider =
-            self.codex_base_url
-                .map(|base_url| agenthost_provider_codex::ModelProvider {
-                    id: "agenthost".to_owned(),
-                    base_url,
-                    wire_api: "responses".to_owned(),
-                    env_key: self.codex_key_env,
-                });
-        config.start_timeout = std::time::Duration::from_secs(self.codex_start_timeout_secs);
-        config
-    }
-}
-
-/// How `--provider claude` launches Claude Code. The child inherits this process's environment
-/// (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, …).
-#[derive(Debug, clap::Args)]
-struct ClaudeArgs {
-    /// The `claude` executable.
-    #[arg(
-        long,
-        env = "AGENT_HOST_CLAUDE_BIN",
-        default_value = "claude",
-        value_name = "PATH"
-    )]
-    claude_bin: PathBuf,
-    /// A model to advertise and pass as `--model` (repeatable; the first is the default).
-    #[arg(long = "claude-model", value_name = "MODEL")]
-    claude_models: Vec<String>,
-    /// `--permission-mode` for Claude Code (default, acceptEdits, plan, bypassPermissions).
-    #[arg(long, value_name = "MODE")]
-    claude_permission_mode: Option<String>,
-    /// A tool Claude Code may run without asking (repeatable; `--allowedTools`).
-    #[arg(long = "claude-allowed-tool", value_name = "TOOL")]
-    claude_allowed_tools: Vec<String>,
-    /// Seconds Claude Code may take to start (answer the initialize request).
-    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
-    claude_start_timeout_secs: u64,
-}
-
-impl ClaudeArgs {
-    fn config(self) -> agenthost_provider_claude::ClaudeConfig {
-        let mut config = agenthost_provider_claude::ClaudeConfig::new(self.claude_bin);
-        config.model = self.claude_models.first().cloned();
-        config.models = self.claude_models;
-        config.permission_mode = self.claude_permission_mode;
-        config.allowed_tools = self.claude_allowed_tools;
-        config.start_timeout = std::time::Duration::from_secs(self.claude_start_timeout_secs);
-        config
     }
 }
 

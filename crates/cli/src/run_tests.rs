@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use agenthost_dispatcher::LaunchKind;
+use agenthost_protocol::StateAction;
 use serde_json::{Value, json};
 
 use super::*;

@@ -117,6 +117,26 @@ pub struct IsolatedSession {
 }
 
 impl IsolatedSession {
+    /// The record of `session` in `store`, when it has one that decodes (read synchronously,
+    /// for the path checks of a client's request).
+    pub fn stored(store: &agenthost_store::Store, session: &SessionUri) -> Option<Self> {
+        let value = store
+            .meta(
+                agenthost_store::MetaOwner::Session(session),
+                WORKTREE_META_KEY,
+            )
+            .ok()??;
+        serde_json::from_str(&value).ok()
+    }
+
+    /// The worktrees' folders that exist, canonical.
+    pub fn existing_folders(&self) -> Vec<PathBuf> {
+        self.worktrees
+            .iter()
+            .filter_map(|worktree| worktree.path.canonicalize().ok())
+            .collect()
+    }
+
     /// The announcement: which worktree and branch the agent works in, and that the user's
     /// checkout is untouched. Markdown.
     pub fn announcement(&self) -> String {
