@@ -30,15 +30,19 @@
 pub mod attachments;
 mod config;
 pub mod control;
+#[cfg(feature = "driver")]
 mod provider;
 mod questions;
+#[cfg(feature = "driver")]
 mod session;
 mod tools;
 mod translate;
 pub mod wire;
 
 pub use config::{ClaudeConfig, DEFAULT_MODEL, PERMISSION_MODES};
+#[cfg(feature = "driver")]
 pub use provider::{ClaudeProvider, PROVIDER_ID, is_valid_cli_session_id};
+#[cfg(feature = "driver")]
 pub use session::{ClaudeSession, DECLINED_MESSAGE};
 pub use translate::{
     LineError, LineErrorKind, Output, TranscriptError, Translator, map_transcript, parse_line,

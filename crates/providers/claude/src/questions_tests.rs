@@ -1,11 +1,14 @@
 use std::collections::HashMap;
 
 use agenthost_protocol::state::{
-    ChatInputAnswered, ChatInputSelectedAnswerValue, ChatInputSelectedManyAnswerValue,
-    ChatInputSkipped, ChatInputTextAnswerValue,
+    ChatInputAnswer, ChatInputAnswerValue, ChatInputAnswered, ChatInputResponseKind,
+    ChatInputSelectedAnswerValue, ChatInputSelectedManyAnswerValue, ChatInputSkipped,
+    ChatInputTextAnswerValue,
 };
+use agenthost_provider_api::InputResponse;
 use serde_json::json;
 
+use super::answer::{CANCELLED, DECLINED};
 use super::*;
 use crate::control;
 

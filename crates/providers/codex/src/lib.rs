@@ -78,7 +78,9 @@ pub mod control;
 pub mod exec;
 mod input;
 mod items;
+#[cfg(feature = "driver")]
 mod provider;
+#[cfg(feature = "driver")]
 mod session;
 mod shell;
 mod translate;
@@ -90,7 +92,9 @@ pub use config::{
 };
 pub use control::{ApprovalKind, FieldKind, FormField, InputKind};
 pub use exec::ExecTranslator;
+#[cfg(feature = "driver")]
 pub use provider::{CodexProvider, PROVIDER_ID};
+#[cfg(feature = "driver")]
 pub use session::{CLIENT_NAME, CodexSession, is_valid_thread_id};
 pub use translate::{
     CODEX_ERROR, LineError, LineErrorKind, Output, TranscriptError, Translator, map_transcript,

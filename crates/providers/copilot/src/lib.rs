@@ -63,7 +63,9 @@ pub mod attachments;
 mod config;
 pub mod control;
 pub mod framing;
+#[cfg(feature = "driver")]
 mod provider;
+#[cfg(feature = "driver")]
 mod session;
 mod tools;
 mod translate;
@@ -72,7 +74,9 @@ pub mod wire;
 pub use config::{BASE_ARGS, BYOK_TYPES, CopilotConfig, DEFAULT_MODEL, GITHUB_TOKEN_VARS};
 pub use control::ByokProvider;
 pub use framing::{FrameDecoder, FrameError, encode};
+#[cfg(feature = "driver")]
 pub use provider::{CopilotProvider, PROVIDER_ID};
+#[cfg(feature = "driver")]
 pub use session::{CLIENT_NAME, CopilotSession, DECLINED_MESSAGE, is_valid_copilot_session_id};
 pub use translate::{
     COPILOT_ERROR, LineError, LineErrorKind, Output, TranscriptError, Translator, map_transcript,
