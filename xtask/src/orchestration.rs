@@ -163,7 +163,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-service::summaries::SummaryNotifier::install", Reason::Wiring),
     ("agenthost-service::summaries::<SummaryNotifier as EnvelopeObserver>::on_envelope", Reason::Protocol),
     ("agenthost-side-effects::orchestrator::<OrchestratorConfig as Default>::default", Reason::Wiring),
-    ("agenthost-side-effects::orchestrator::<OrchestratorError as Display>::fmt", Reason::Wiring),
     ("agenthost-side-effects::orchestrator::Shared::runtime", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::dispatch", Reason::Routing),
     ("agenthost-side-effects::orchestrator::Shared::elapsed_ms", Reason::Invariant),
@@ -265,6 +264,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1094),
+    ("agenthost-side-effects", 1085),
     ("agenthost-service", 1512),
 ];

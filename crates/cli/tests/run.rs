@@ -185,13 +185,12 @@ fn a_missing_agent_cli_names_its_npm_package() {
 #[test]
 fn an_unreachable_host_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
+    // Port 1, below the ephemeral range: a port freed by a listener of this test could be handed
+    // to another test's host (port 0) running in parallel, which would then answer.
     let mut command = agent_host();
     command
         .args(["run", "--provider", "scripted", "--connect"])
-        .arg(format!("ws://127.0.0.1:{port}/?tkn=secret-token"))
+        .arg("ws://127.0.0.1:1/?tkn=secret-token")
         .arg("--cwd")
         .arg(tmp.path())
         .arg("hello")

@@ -69,23 +69,12 @@ impl Default for OrchestratorConfig {
 }
 
 /// Errors of the orchestrator's set-up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OrchestratorError {
     /// Another host bridge is registered with the dispatcher.
+    #[error("another orchestrator is registered with the contribution dispatcher")]
     HostAlreadyRegistered,
 }
-
-impl fmt::Display for OrchestratorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OrchestratorError::HostAlreadyRegistered => {
-                f.write_str("another orchestrator is registered with the contribution dispatcher")
-            }
-        }
-    }
-}
-
-impl std::error::Error for OrchestratorError {}
 
 /// The provider conversation serving a chat (subagent chats share their parent's).
 #[derive(Clone)]
