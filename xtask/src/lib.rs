@@ -20,6 +20,7 @@ pub mod orchestration;
 pub mod pins;
 pub mod snapshots;
 pub mod thin_orchestration;
+pub mod typed_errors;
 
 use std::path::{Path, PathBuf};
 

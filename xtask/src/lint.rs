@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
-use crate::{architecture, contributions, file_length, pins, snapshots, thin_orchestration};
+use crate::{
+    architecture, contributions, file_length, pins, snapshots, thin_orchestration, typed_errors,
+};
 
 /// What the checks look at: the workspace root and its `cargo metadata`.
 #[derive(Debug, Clone)]
@@ -70,6 +72,10 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "file-length",
         run: |workspace| file_length::check(&workspace.root, &workspace.metadata),
+    },
+    Check {
+        name: "typed-errors",
+        run: |workspace| typed_errors::check(&workspace.root, &workspace.metadata),
     },
 ];
 

@@ -10,10 +10,10 @@ usage: cargo xtask <command>
 
 commands:
   lint           static checks + snapshot verification:
-                 1. the six static checks of ARCHITECTURE.md's rules (layering and the server's
+                 1. the seven static checks of ARCHITECTURE.md's rules (layering and the server's
                     pinned dependencies, thin orchestration, contribution shape, pending snapshots,
-                    contract pins, file length) — the #[test] in xtask/tests/tidy.rs runs these
-                    only;
+                    contract pins, file length, typed errors) — the #[test] in
+                    xtask/tests/tidy.rs runs these only;
                  2. `cargo test -p <pkg> --quiet` with INSTA_UPDATE=no INSTA_FORCE_PASS=0 CI=true
                     for every package with insta snapshots, so a changed snapshot fails
   ci             fmt --check, clippy -D warnings, lint static checks, cargo deny (bans licenses

@@ -22,7 +22,7 @@ use agenthost_protocol::{ActionOrigin, Channel, ChatUri, SessionUri, StateAction
 use agenthost_reducers::projection::aggregate_session_status;
 use agenthost_reducers::states::empty_chat;
 use agenthost_services::now_iso;
-use agenthost_services::paging::{CatalogCursor, cut_page, page_limit, sort_catalog};
+use agenthost_services::paging::{CatalogCursor, PageError, cut_page, page_limit, sort_catalog};
 use agenthost_services::sandbox::{PathUse, Sandbox, client_paths, message_paths};
 use agenthost_services::{
     CREATION_META_KEY, ChangesetError, ChangesetService, IsolatedSession, IsolationRequestError,

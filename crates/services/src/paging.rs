@@ -6,6 +6,17 @@
 use agenthost_protocol::ahp_types::state::SessionSummary;
 use agenthost_protocol::uri::snippet;
 
+/// A page request a client got wrong; the message says what to send instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PageError {
+    /// `limit` was zero or negative.
+    #[error("limit must be at least 1, not {0}")]
+    Limit(i64),
+    /// The cursor is not one this host issued (the text, cut to a snippet).
+    #[error("cursor {0:?} is not one this host issued; start again without a cursor")]
+    ForeignCursor(String),
+}
+
 /// A position in the catalog: the `(modifiedAt, resource)` of the last session of a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogCursor {
@@ -17,14 +28,9 @@ pub struct CatalogCursor {
 
 impl CatalogCursor {
     /// Reads a cursor this host issued; anything else is an error for the client.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, PageError> {
         let (modified_at, resource): (String, String) =
-            serde_json::from_str(text).map_err(|_| {
-                format!(
-                    "cursor {:?} is not one this host issued; start again without a cursor",
-                    snippet(text)
-                )
-            })?;
+            serde_json::from_str(text).map_err(|_| PageError::ForeignCursor(snippet(text)))?;
         Ok(Self {
             modified_at,
             resource,
@@ -44,11 +50,11 @@ impl CatalogCursor {
 }
 
 /// A client's `limit`: `None` for every session; at least 1 otherwise.
-pub fn page_limit(limit: Option<i64>) -> Result<Option<usize>, String> {
+pub fn page_limit(limit: Option<i64>) -> Result<Option<usize>, PageError> {
     match limit {
         None => Ok(None),
         Some(n) if n > 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-        Some(n) => Err(format!("limit must be at least 1, not {n}")),
+        Some(n) => Err(PageError::Limit(n)),
     }
 }
 

@@ -105,11 +105,9 @@ impl SessionService {
         limit: Option<i64>,
         cursor: Option<&str>,
     ) -> Result<ListSessionsResult, ServiceError> {
-        let limit = page_limit(limit).map_err(ServiceError::InvalidParams)?;
-        let after = cursor
-            .map(CatalogCursor::parse)
-            .transpose()
-            .map_err(ServiceError::InvalidParams)?;
+        let bad = |error: PageError| ServiceError::InvalidParams(error.to_string());
+        let limit = page_limit(limit).map_err(bad)?;
+        let after = cursor.map(CatalogCursor::parse).transpose().map_err(bad)?;
         let Some(limit) = limit else {
             let mut items = self.all_sessions()?;
             sort_catalog(&mut items);
