@@ -199,6 +199,14 @@ pub struct AppliedClientAction<'a> {
     pub client_context: &'a ClientContext,
 }
 
+impl<'a> AppliedClientAction<'a> {
+    /// The session, when the action was dispatched on the session's own channel (not on one of
+    /// its chats or another channel it owns).
+    pub fn session_channel(&self) -> Option<&'a SessionUri> {
+        self.session.filter(|session| **session == self.channel)
+    }
+}
+
 /// Payload of `onDidDispatchAction`: any action from any origin, once its outcome is known —
 /// rejected ones included (check [`rejection_reason`](Self::rejection_reason)).
 #[derive(Debug, Clone, Copy)]
@@ -216,6 +224,14 @@ pub struct DispatchedAction<'a> {
     pub origin: Option<&'a ActionOrigin>,
     /// Set when the action was rejected and never reduced.
     pub rejection_reason: Option<&'a str>,
+}
+
+impl<'a> DispatchedAction<'a> {
+    /// The session, when the action was dispatched on the session's own channel (not on one of
+    /// its chats or another channel it owns).
+    pub fn session_channel(&self) -> Option<&'a SessionUri> {
+        self.session.filter(|session| **session == self.channel)
+    }
 }
 
 /// Who queued a message, for attribution when it runs.

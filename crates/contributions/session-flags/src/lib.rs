@@ -202,11 +202,7 @@ impl ChatContribution for SessionFlags {
             _ => return Ok(()),
         };
         // Session actions on the session's own channel only.
-        let Some(session) = action
-            .session
-            .filter(|session| action.chat.is_none() && **session == action.channel)
-            .cloned()
-        else {
+        let Some(session) = action.session_channel().cloned() else {
             return Ok(());
         };
         let write = match change {

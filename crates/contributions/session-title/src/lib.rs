@@ -415,12 +415,10 @@ impl ChatContribution for SessionTitle {
         let StateAction::SessionTitleChanged(change) = action.action else {
             return Ok(());
         };
-        match (action.session, action.chat) {
-            (Some(session), Some(chat)) => self.chat_renamed_by_user(session, chat, &change.title),
-            (Some(session), None) if *session == action.channel => {
-                self.session_renamed_by_user(session, &change.title);
-            }
-            _ => {}
+        if let (Some(session), Some(chat)) = (action.session, action.chat) {
+            self.chat_renamed_by_user(session, chat, &change.title);
+        } else if let Some(session) = action.session_channel() {
+            self.session_renamed_by_user(session, &change.title);
         }
         Ok(())
     }

@@ -513,9 +513,7 @@ impl ChatContribution for UnattendedPolicyContribution {
             return Ok(());
         }
         if matches!(action.action, StateAction::SessionConfigChanged(_)) {
-            if let Some(session) = action.session
-                && *session == action.channel
-            {
+            if let Some(session) = action.session_channel() {
                 self.shared.config_changed(session);
             }
             return Ok(());
