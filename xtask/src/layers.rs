@@ -28,7 +28,8 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("agenthost-protocol", Layer::Rank(0)),
     ("agenthost-reducers", Layer::Rank(1)),
     ("agenthost-store", Layer::Rank(1)),
-    ("agenthost-checkpoint", Layer::Rank(1)),
+    ("agenthost-checkpoint-api", Layer::Rank(1)),
+    ("agenthost-checkpoint", Layer::Rank(2)),
     ("agenthost-state", Layer::Rank(2)),
     ("agenthost-tool-execution", Layer::Rank(2)),
     ("agenthost-provider-api", Layer::Rank(2)),
@@ -40,6 +41,8 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("agenthost-provider-scripted", Layer::Rank(3)),
     ("agenthost-dispatcher", Layer::Rank(3)),
     ("agenthost-services", Layer::Rank(3)),
+    ("agenthost-services-store", Layer::Rank(4)),
+    ("agenthost-services-git", Layer::Rank(4)),
     // Layer 4: every `agenthost-contrib-<feature>`, matched by CONTRIBUTION_PREFIX.
     ("agenthost-contributions", Layer::Rank(5)),
     ("agenthost-side-effects", Layer::Rank(6)),

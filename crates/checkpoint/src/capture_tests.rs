@@ -105,7 +105,10 @@ fn empty_repository_empty_tree_per_format() {
     let opened = repo.open(false);
     let capture = opened.capture_tree().unwrap();
     assert_eq!(capture.tree, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
-    assert_eq!(capture.tree, opened.object_format().empty_tree());
+    assert_eq!(
+        capture.tree,
+        crate::repo::empty_tree(opened.object_format())
+    );
 }
 
 #[test]

@@ -7,66 +7,11 @@ use gix::bstr::{BString, ByteSlice};
 use gix::hash::ObjectId;
 use gix::objs::tree::{EntryKind, EntryMode};
 
+pub use agenthost_checkpoint_api::{BlobRef, ChangeKind, FileChange, RollbackReport};
+
 use crate::capture::rela_path;
 use crate::error::{CheckpointError, GitContext};
 use crate::repo::Repo;
-
-/// How a file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChangeKind {
-    /// The file is new.
-    Added,
-    /// The file changed (content, mode, or file ↔ symlink).
-    Modified,
-    /// The file is gone.
-    Deleted,
-    /// The file moved (similarity ≥ 50 %), possibly with edits.
-    Renamed,
-}
-
-/// Where to read one side's content: the file `path` at revision `rev` (never the live file).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BlobRef {
-    /// The revision (ref name or commit id) as the caller gave it.
-    pub rev: String,
-    /// Repo-relative, `/`-separated path at that revision.
-    pub path: String,
-}
-
-/// One changed file between two checkpoints.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
-    /// How it changed.
-    pub kind: ChangeKind,
-    /// Repo-relative, `/`-separated path; the new path of a rename.
-    pub path: String,
-    /// The old path of a rename.
-    pub old_path: Option<String>,
-    /// Lines added (0 for binary content).
-    pub lines_added: u32,
-    /// Lines removed (0 for binary content).
-    pub lines_removed: u32,
-    /// Whether either side is binary (a NUL byte in its first 8 000 bytes).
-    pub binary: bool,
-    /// The old content; `None` for [`ChangeKind::Added`].
-    pub before: Option<BlobRef>,
-    /// The new content; `None` for [`ChangeKind::Deleted`].
-    pub after: Option<BlobRef>,
-}
-
-/// What a rollback did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RollbackReport {
-    /// Paths whose start content was written back (modified, deleted, rename sources).
-    pub restored: Vec<String>,
-    /// Paths the turn had added (or renamed to) that were deleted.
-    pub removed: Vec<String>,
-    /// Paths that changed again after the turn (the work tree no longer matched the turn's end
-    /// state): their later changes were overwritten.
-    pub changed_since: Vec<String>,
-    /// Paths left alone (nested repositories, which cannot be restored from a tree).
-    pub skipped: Vec<String>,
-}
 
 /// How much of a blob is searched for a NUL byte, like git.
 const BINARY_PROBE: usize = 8000;

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agenthost_protocol::{ChatUri, SessionUri};
 
+pub use agenthost_checkpoint_api::CheckpointPair;
+
 use crate::capture::Scope;
 use crate::changeset::{FileChange, RollbackReport};
 use crate::config::CheckpointConfig;
@@ -16,25 +18,6 @@ use crate::info::RepoInfo;
 use crate::ledger::CheckpointLedger;
 use crate::refname::{SessionNamespace, turn_number};
 use crate::repo::Repo;
-
-/// The two sides of a turn's diff: `parent` is the turn's start commit (an object id) — or,
-/// for turns recorded by the older single-commit design, a ref name equal to `current` —
-/// and `current` is the turn's ref name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckpointPair {
-    /// The start of the turn (object id or ref name).
-    pub parent: String,
-    /// The end of the turn (ref name).
-    pub current: String,
-}
-
-impl CheckpointPair {
-    /// Whether the pair spans nothing (a legacy no-op turn): the changeset is empty without
-    /// touching git.
-    pub fn is_empty(&self) -> bool {
-        self.parent == self.current
-    }
-}
 
 /// The remembered start of an in-flight turn.
 #[derive(Debug, Clone, Default)]

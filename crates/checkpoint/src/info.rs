@@ -1,55 +1,12 @@
 //! [`RepoInfo`]: what other crates need to know about a repository (branch, remotes, linked
 //! worktrees) — all git access of the workspace goes through this crate.
 
-use std::path::PathBuf;
-
 use gix::bstr::ByteSlice;
 
+pub use agenthost_checkpoint_api::{RemoteInfo, RepoInfo, WorktreeInfo};
+
 use crate::error::{CheckpointError, GitContext};
-use crate::repo::{ObjectFormat, Repo};
-
-/// A remote and its URLs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteInfo {
-    /// The remote's name (`origin`).
-    pub name: String,
-    /// The fetch URL, if configured.
-    pub fetch_url: Option<String>,
-    /// The push URL (the fetch URL unless `pushurl` is set).
-    pub push_url: Option<String>,
-}
-
-/// A linked worktree of the repository.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorktreeInfo {
-    /// Its id (the directory name under `.git/worktrees/`).
-    pub id: String,
-    /// Its work tree directory.
-    pub path: PathBuf,
-    /// The branch checked out there (short name), `None` when detached or unreadable.
-    pub branch: Option<String>,
-    /// Whether it is locked.
-    pub locked: bool,
-}
-
-/// A summary of a repository.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepoInfo {
-    /// The work tree's top-level directory.
-    pub root: PathBuf,
-    /// The current branch (short name, `main`); `None` when `HEAD` is detached.
-    pub branch: Option<String>,
-    /// The commit `HEAD` points at; `None` for an unborn `HEAD`.
-    pub head: Option<String>,
-    /// Whether this work tree is a linked worktree (not the main one).
-    pub is_linked_worktree: bool,
-    /// The object format.
-    pub object_format: ObjectFormat,
-    /// The remotes, sorted by name.
-    pub remotes: Vec<RemoteInfo>,
-    /// The linked worktrees of the repository (excluding the main work tree).
-    pub worktrees: Vec<WorktreeInfo>,
-}
+use crate::repo::Repo;
 
 impl Repo {
     /// Reads the branch, remotes and linked worktrees.

@@ -16,34 +16,19 @@ const REF_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 use crate::config::{CheckpointConfig, CommitTime};
 use crate::error::{CheckpointError, GitContext};
 
-/// The object format of a repository.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectFormat {
-    /// SHA-1: 40 hex digits.
-    Sha1,
-    /// SHA-256: 64 hex digits.
-    Sha256,
+pub use agenthost_checkpoint_api::ObjectFormat;
+
+/// The id of the empty tree in `format`.
+#[cfg(test)]
+pub(crate) fn empty_tree(format: ObjectFormat) -> String {
+    ObjectId::empty_tree(hash_kind(format)).to_string()
 }
 
-impl ObjectFormat {
-    /// `sha1` or `sha256`, as in `extensions.objectFormat`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sha1 => "sha1",
-            Self::Sha256 => "sha256",
-        }
-    }
-
-    /// The id of the empty tree in this format.
-    pub fn empty_tree(self) -> String {
-        ObjectId::empty_tree(self.kind()).to_string()
-    }
-
-    fn kind(self) -> gix::hash::Kind {
-        match self {
-            Self::Sha1 => gix::hash::Kind::Sha1,
-            Self::Sha256 => gix::hash::Kind::Sha256,
-        }
+/// gix's name for `format`.
+pub(crate) fn hash_kind(format: ObjectFormat) -> gix::hash::Kind {
+    match format {
+        ObjectFormat::Sha1 => gix::hash::Kind::Sha1,
+        ObjectFormat::Sha256 => gix::hash::Kind::Sha256,
     }
 }
 
@@ -380,7 +365,7 @@ impl Repo {
     pub(crate) fn parse_id(&self, hex: &str) -> Result<ObjectId, CheckpointError> {
         ObjectId::from_hex(hex.as_bytes())
             .ok()
-            .filter(|id| id.kind() == self.format.kind())
+            .filter(|id| id.kind() == hash_kind(self.format))
             .ok_or_else(|| CheckpointError::UnknownRevision {
                 path: self.root.clone(),
                 rev: hex.to_owned(),

@@ -24,6 +24,8 @@ use gix::bstr::ByteSlice;
 use gix::hash::ObjectId;
 use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
 
+pub use agenthost_checkpoint_api::{Worktree, WorktreeRefusal};
+
 use crate::error::{CheckpointError, GitContext};
 use crate::repo::work_tree_root;
 
@@ -36,19 +38,6 @@ pub const WORKTREES_DIR_SUFFIX: &str = ".worktrees";
 
 /// The longest accepted worktree name, in bytes (names are ASCII).
 pub const MAX_WORKTREE_NAME_LEN: usize = 100;
-
-/// A linked worktree created by [`create_worktree`]; keep it to remove the worktree later.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Worktree {
-    /// The top-level directory (canonical) of the work tree the worktree was created from.
-    pub repo_root: PathBuf,
-    /// The linked worktree's directory: `<repo_root>.worktrees/<name>`.
-    pub path: PathBuf,
-    /// The branch checked out in it (short name): `agents/<name>`.
-    pub branch: String,
-    /// The commit id the branch started at (the commit `HEAD` pointed at on creation).
-    pub base: String,
-}
 
 /// What [`remove_worktree`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,33 +54,6 @@ pub struct WorktreeRemoval {
     /// [`Worktree::base`]), it is checked out in another work tree, or it is not an `agents/`
     /// branch. Nothing the user committed is ever lost.
     pub branch_kept: bool,
-}
-
-/// Why [`create_worktree`] refused to create a worktree
-/// ([`CheckpointError::WorktreeRefused`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorktreeRefusal {
-    /// Something already exists at the worktree's path.
-    PathExists(PathBuf),
-    /// The branch (short name) already exists.
-    BranchExists(String),
-    /// The repository has no commit yet (`HEAD` is unborn): there is nothing to branch from.
-    UnbornHead,
-    /// The repository root has no parent directory to put `<root>.worktrees/` in.
-    NoParentDirectory,
-}
-
-impl std::fmt::Display for WorktreeRefusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::PathExists(path) => write!(f, "{} already exists", path.display()),
-            Self::BranchExists(branch) => write!(f, "the branch `{branch}` already exists"),
-            Self::UnbornHead => f.write_str("the repository has no commit yet"),
-            Self::NoParentDirectory => {
-                f.write_str("the repository root has no parent directory for its worktrees")
-            }
-        }
-    }
 }
 
 /// Checks a worktree name: not empty, at most [`MAX_WORKTREE_NAME_LEN`] characters, only ASCII

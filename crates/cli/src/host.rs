@@ -17,17 +17,21 @@ use agenthost_service::{AgentService, HostParts};
 use agenthost_service::{ServiceConfig, SessionService, root_state, state_for};
 use agenthost_services::{
     ChangesetService, CheckpointChangesets, CheckpointService, ClientActionRequests, Configuration,
-    GitWorktrees, HostConfiguration, StoreLedger, WorktreeIsolation,
+    HostConfiguration, WorktreeIsolation,
 };
 use agenthost_services::{
     DefaultLocalCommands, DefaultTitleController, HostState, LocalCommands, ProviderLocator,
     ServerDispatch, SessionDataStore, StateHostState, StateProviderLocator, StateServerDispatch,
-    StoreSessionData, TelemetryReporter, TitleController, TracingTelemetry,
+    TelemetryReporter, TitleController, TracingTelemetry,
 };
 use agenthost_services::{
-    DefaultToolCallTracker, DefaultTurnTracker, FileService, GitHubConfig, GitHubGitState,
-    GitState, InMemoryConfiguration, LocalFiles, ToolCallTracker, TurnTracker,
+    DefaultToolCallTracker, DefaultTurnTracker, FileService, GitState, InMemoryConfiguration,
+    LocalFiles, ToolCallTracker, TurnTracker,
 };
+use agenthost_services_git::GitWorktrees;
+use agenthost_services_git::{GitHubConfig, GitHubGitState};
+use agenthost_services_store::StoreLedger;
+use agenthost_services_store::StoreSessionData;
 use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
 use agenthost_state::StateManager;
 use agenthost_store::Store;
@@ -240,7 +244,7 @@ fn services(
         .insert::<dyn TelemetryReporter>(Arc::new(TracingTelemetry))
         .insert::<dyn SessionDataStore>(Arc::new(StoreSessionData::new(store.clone())))
         .insert::<dyn agenthost_services::AuditLog>(Arc::new(
-            agenthost_services::StoreAuditLog::new(store.clone()),
+            agenthost_services_store::StoreAuditLog::new(store.clone()),
         ));
     services
         .insert::<dyn TurnTracker>(Arc::new(DefaultTurnTracker::default()))

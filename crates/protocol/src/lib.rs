@@ -17,6 +17,7 @@
 
 pub mod dialect;
 pub mod error_info;
+mod host_records;
 pub mod ids;
 pub mod jsonrpc;
 pub mod machine;
@@ -33,6 +34,7 @@ pub use ahp_types::{
 };
 pub use ahp_types::{actions, commands, common, errors, messages, notifications, state, version};
 
+pub use host_records::{AuditRecord, TitleSource, UnknownTitleSource};
 pub use ids::{InputKey, ToolCallKey};
 pub use jsonrpc::{RpcError, action_frame, notification_frame};
 pub use negotiation::{NegotiatedVersion, WireSurface};

@@ -28,7 +28,7 @@ mod summaries;
 pub mod test_support;
 
 pub use agent::{AgentService, DEFAULT_SHUTDOWN_WRITE_TIMEOUT, HostParts, Reattached};
-pub use agenthost_services::persistence::ResumeHandles;
+pub use agenthost_services::ResumeHandles;
 pub use error::ServiceError;
 pub use sessions::{ServiceConfig, SessionService, root_state, state_for};
 

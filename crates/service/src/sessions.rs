@@ -36,9 +36,10 @@ use crate::error::ServiceError;
 
 mod listing;
 mod restore;
-use agenthost_services::persistence::{
-    ResumeHandles, StoreReservation, TurnRecorder, chat_record, restored_chat, restored_session,
-    session_record, stored_chat_summary,
+use agenthost_services::ResumeHandles;
+use agenthost_services_store::persistence::{
+    StoreReservation, TurnRecorder, chat_record, restored_chat, restored_session, session_record,
+    stored_chat_summary,
 };
 
 /// What the session service is built with. The checkpoint, changeset and worktree-isolation
@@ -209,7 +210,7 @@ impl SessionService {
     fn session_worktrees(&self, channel: &str) -> Vec<PathBuf> {
         self.state
             .read(|h| h.owning_session(channel).cloned())
-            .and_then(|session| IsolatedSession::stored(&self.store, &session))
+            .and_then(|session| agenthost_services_store::stored_isolation(&self.store, &session))
             .map(|record| record.existing_folders())
             .unwrap_or_default()
     }

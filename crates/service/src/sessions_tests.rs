@@ -897,9 +897,9 @@ fn isolation_service(tmp: &std::path::Path, store: &Store) -> (Arc<StateManager>
     );
     let mut registry = ServiceRegistry::new();
     registry.insert::<dyn agenthost_services::WorktreeIsolation>(Arc::new(
-        agenthost_services::GitWorktrees::new(Arc::new(agenthost_services::StoreSessionData::new(
-            store.clone(),
-        ))),
+        agenthost_services_git::GitWorktrees::new(Arc::new(
+            agenthost_services_store::StoreSessionData::new(store.clone()),
+        )),
     ));
     service_built(tmp, store.clone(), Some(config), registry)
 }

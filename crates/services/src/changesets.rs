@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use agenthost_checkpoint::{ChangeKind, CheckpointService, FileChange};
+use agenthost_checkpoint_api::{ChangeKind, CheckpointService, FileChange};
 use agenthost_protocol::ahp_types::actions::{
     ChangesetContentChangedAction, ChangesetStatusChangedAction, SessionChangesetsChangedAction,
 };

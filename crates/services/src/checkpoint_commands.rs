@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use agenthost_checkpoint::CheckpointService;
+use agenthost_checkpoint_api::CheckpointService;
 use agenthost_protocol::SessionUri;
 use agenthost_protocol::uri::file_uri_to_path;
 use serde::{Deserialize, Serialize};
@@ -128,7 +128,7 @@ impl SessionTurns {
     }
 }
 
-fn checkpoint_error(error: &agenthost_checkpoint::CheckpointError) -> CommandError {
+fn checkpoint_error(error: &agenthost_checkpoint_api::CheckpointError) -> CommandError {
     CommandError::invalid_params(format!("no checkpoints to compare: {error}"))
 }
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use agenthost_checkpoint::{
+use agenthost_checkpoint_api::{
     CheckpointError, CheckpointPair, CheckpointService, FileChange, NullCheckpointService,
     RepoInfo, RollbackReport,
 };

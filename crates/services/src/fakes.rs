@@ -1067,56 +1067,6 @@ impl SubscriptionTracker for FakeSubscriptionTracker {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Captured logs
-
-/// What `tracing` writes, captured for a test to read back.
-///
-/// [`capture`](Self::capture) installs a plain-text (no ANSI) `fmt` subscriber at `debug` and
-/// above as the current thread's default for as long as the returned guard lives; every clone
-/// shares the same buffer, and [`text`](Self::text) returns what was written so far:
-///
-/// ```
-/// use agenthost_services::fakes::CapturedLogs;
-///
-/// let logs = CapturedLogs::default();
-/// let guard = logs.capture();
-/// tracing::warn!("disk full");
-/// drop(guard);
-/// assert!(logs.text().contains("disk full"));
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
-
-impl CapturedLogs {
-    /// Captures this thread's events at `debug` and above until the guard is dropped.
-    pub fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || logs.clone())
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    /// Everything written so far.
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&lock(&self.0)).into_owned()
-    }
-}
-
-impl std::io::Write for CapturedLogs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        lock(&self.0).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 #[path = "fakes_tests.rs"]
 mod tests;
@@ -1125,11 +1075,11 @@ mod tests;
 #[derive(Debug, Default)]
 pub struct FakeAuditLog {
     /// The entries recorded, in order.
-    pub entries: Mutex<Vec<agenthost_store::AuditRecord>>,
+    pub entries: Mutex<Vec<agenthost_protocol::AuditRecord>>,
 }
 
 impl crate::AuditLog for FakeAuditLog {
-    fn record(&self, entry: agenthost_store::AuditRecord) {
+    fn record(&self, entry: agenthost_protocol::AuditRecord) {
         self.entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())

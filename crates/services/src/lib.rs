@@ -8,6 +8,11 @@
 //! methods that do I/O return a [`BoxFuture`](futures::future::BoxFuture), the others are
 //! synchronous (the incoming-request gate is synchronous, so what it reads must be too).
 //!
+//! This crate is the contract: traits, plain data and the defaults that need no I/O crate. It
+//! never reaches hyper, rustls, gix, rusqlite or tokio's `net`/`process` (`cargo xtask lint`
+//! checks it); the implementations over the session database live in
+//! `agenthost-services-store`, those over git and GitHub in `agenthost-services-git`.
+//!
 //! This crate knows nothing of the dispatcher (both are layer 3): the registry is a type map of
 //! `Arc<dyn Trait>`, so registering a service is `registry.insert::<dyn Trait>(arc)` in the
 //! composition root. The crate README shows the code.
@@ -25,14 +30,14 @@
 //! | [`ServerDispatch`] | [`StateServerDispatch`] over `agenthost_state::StateManager` | every contribution that changes state |
 //! | [`SubscriptionTracker`] | [`LiveSubscriptions`] (reported by the server) | `unattendedPolicy` |
 //! | [`ClientActionIntake`] | [`ClientActionQueue`] (served by the host's client-action path) | `unattendedPolicy` |
-//! | [`SessionDataStore`] | [`StoreSessionData`] over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags`, `githubReferences`, `localCommand` |
+//! | [`SessionDataStore`] | `agenthost_services_store::StoreSessionData` over `agenthost_store::Store` | `turnDelegation`, `persistedTurnUsage`, `sessionTitle`, `chatDraft`, `chatConfig`, `sessionFlags`, `githubReferences`, `localCommand` |
 //! | [`FileService`] | [`LocalFiles`] (bounded `file:` reads) | `chatSurface` |
-//! | [`GitState`] | [`GitHubGitState`] (remote and branch via `agenthost-checkpoint`, the pull request via GitHub's REST API; degrades to remote + branch) | `githubReferences` |
-//! | [`CheckpointLedger`](agenthost_checkpoint::CheckpointLedger) | [`StoreLedger`] over `agenthost_store::Store` (the refs survive a restart; `agenthost_checkpoint::MemoryLedger` without a database) | the host's `GitCheckpointService` |
+//! | [`GitState`] | `agenthost_services_git::GitHubGitState` (remote and branch via `agenthost-checkpoint`, the pull request via GitHub's REST API; degrades to remote + branch) | `githubReferences` |
+//! | [`CheckpointLedger`](agenthost_checkpoint_api::CheckpointLedger) | `agenthost_services_store::StoreLedger` over `agenthost_store::Store` (the refs survive a restart; `agenthost_checkpoint_api::MemoryLedger` without a database) | the host's `GitCheckpointService` |
 //! | [`ChangesetService`] | [`CheckpointChangesets`] (changeset channels computed from the checkpoints, published into the state manager) | `checkpointAndChangeset`, the session service |
-//! | [`CheckpointService`] | `agenthost_checkpoint::GitCheckpointService` (re-exported trait) | `checkpointAndChangeset` |
-//! | [`AuditLog`] | [`StoreAuditLog`] (the session database's `audit` table, written in order off the calling thread) | `auditLog`, the server's rollback command |
-//! | [`WorktreeIsolation`] | [`GitWorktrees`] (linked worktrees through `agenthost-checkpoint`, recorded as session metadata) | `worktreeAnnouncement` (the live announcement and its restore), the session service (creation, deletion) |
+//! | [`CheckpointService`] | `agenthost_checkpoint_api::GitCheckpointService` (re-exported trait) | `checkpointAndChangeset` |
+//! | [`AuditLog`] | `agenthost_services_store::StoreAuditLog` (the session database's `audit` table, written in order off the calling thread) | `auditLog`, the server's rollback command |
+//! | [`WorktreeIsolation`] | `agenthost_services_git::GitWorktrees` (linked worktrees through `agenthost-checkpoint`, recorded as session metadata) | `worktreeAnnouncement` (the live announcement and its restore), the session service (creation, deletion) |
 //!
 //! # Bounded state
 //!
@@ -58,7 +63,6 @@ mod changesets;
 pub mod checkpoint_commands;
 #[cfg(feature = "fakes")]
 mod checkpoint_fake;
-mod checkpoint_ledger;
 mod config;
 mod files;
 mod git_state;
@@ -67,9 +71,9 @@ mod intake;
 mod local_commands;
 pub mod paging;
 pub mod periodic;
-pub mod persistence;
 mod provider;
 pub mod resources;
+mod resume;
 pub mod sandbox;
 mod session_data;
 mod subscriptions;
@@ -83,23 +87,19 @@ mod write_queue;
 #[cfg(feature = "fakes")]
 pub mod fakes;
 
-/// The checkpoint service contributions capture through (re-exported from `agenthost-checkpoint`).
-pub use agenthost_checkpoint::{CheckpointError, CheckpointService, Worktree};
-pub use audit::{AuditLog, StoreAuditLog, audit_entry};
+/// The checkpoint service contributions capture through (re-exported from `agenthost-checkpoint-api`).
+pub use agenthost_checkpoint_api::{CheckpointError, CheckpointService, Worktree};
+pub use audit::{AuditLog, audit_entry};
 pub use changesets::{
     ChangesetError, ChangesetService, CheckpointChangesets, blob_uri,
     capture_baseline_in_background, changeset_catalog, changeset_file,
 };
-pub use checkpoint_ledger::StoreLedger;
 pub use config::{
     Configuration, HostConfiguration, InMemoryConfiguration, session_config_with,
     string_config_property,
 };
 pub use files::{BoundedRead, FileError, FileService, LocalFiles};
-pub use git_state::{
-    DEFAULT_GITHUB_API, GitHubConfig, GitHubGitState, GitHubSlug, GitState, GitStateError,
-    PullRequest, RepositoryReference, github_slug, without_credentials,
-};
+pub use git_state::{GitState, GitStateError, PullRequest, RepositoryReference};
 pub use host::{DispatchError, HostState, ServerDispatch, StateHostState, StateServerDispatch};
 pub use intake::{
     ClientActionIntake, ClientActionQueue, ClientActionRequest, ClientActionRequests,
@@ -111,9 +111,10 @@ pub use local_commands::{
 pub use provider::{
     DefaultProviderLocator, ProviderLocator, StateProviderLocator, advertise_side_chats,
 };
+pub use resume::ResumeHandles;
 pub use session_data::{
     CREATION_META_KEY, DataError, DataFuture, DataOwner, Flags, MAX_CREATION_META_BYTES,
-    SESSION_CONFIG_KEY, SessionDataStore, StoreSessionData, StoredTitle, TitleSource,
+    SESSION_CONFIG_KEY, SessionDataStore, StoredTitle, TitleSource,
 };
 pub use subscriptions::{
     ListenerId, LiveSubscriptions, SubscriptionChange, SubscriptionListener, SubscriptionTracker,
@@ -132,10 +133,10 @@ pub use turns::{
     TurnTracker,
 };
 pub use worktrees::{
-    ANNOUNCEMENT_PART_ID, GitWorktrees, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE,
-    IsolatedSession, IsolationError, IsolationRequestError, WORKTREE_META_KEY, WorktreeIsolation,
-    announcement_part, isolate_as_requested, isolation_config_property, show_isolation,
-    wants_worktree, with_announcement, worktree_name,
+    ANNOUNCEMENT_PART_ID, ISOLATION_KEY, ISOLATION_NONE, ISOLATION_WORKTREE, IsolatedSession,
+    IsolationError, IsolationRequestError, WORKTREE_META_KEY, WorktreeIsolation, announcement_part,
+    isolate_as_requested, isolation_config_property, show_isolation, wants_worktree,
+    with_announcement,
 };
 pub use write_queue::{Write, WriteQueue, flush_pending_writes};
 

@@ -588,7 +588,7 @@ impl Orchestrator {
     }
 }
 
-impl agenthost_services::persistence::ResumeHandles for Orchestrator {
+impl agenthost_services::ResumeHandles for Orchestrator {
     /// The handle to resume `chat`'s agent conversation now, for storing it with the chat's
     /// history; `None` for a chat without a live conversation of its own (subagent chats share
     /// their parent's).

@@ -19,22 +19,7 @@ pub struct TokenRecord {
     pub created_at: String,
 }
 
-/// One decision a client made, as the audit log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRecord {
-    /// When (RFC 3339).
-    pub at: String,
-    /// The name of the token the client connected with.
-    pub token: String,
-    /// The client id.
-    pub client_id: String,
-    /// The channel it acted on.
-    pub channel: String,
-    /// What it did (the action type or command).
-    pub action: String,
-    /// The rest, as compact JSON (the tool call, the answer, the turn).
-    pub detail: String,
-}
+pub use agenthost_protocol::AuditRecord;
 
 impl Store {
     /// Adds a named token; a name already taken is [`StoreError::AlreadyExists`].

@@ -54,7 +54,8 @@ impl Cell<'_> {
 
     /// Parses the cell as a title source.
     pub fn title_source(self, text: &str) -> Result<TitleSource, Failure> {
-        text.parse().map_err(|error: String| self.fail(error))
+        text.parse()
+            .map_err(|error: agenthost_protocol::UnknownTitleSource| self.fail(error.to_string()))
     }
 
     /// Parses the cell as a chat interactivity (its wire spelling, without quotes).

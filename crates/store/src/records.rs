@@ -3,9 +3,6 @@
 //! Every field is public. Wire shapes (turns, messages, origins, errors, usage) are the
 //! `ahp-types` structs themselves; the store keeps them as their AHP JSON text.
 
-use std::fmt;
-use std::str::FromStr;
-
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{
     ChatInteractivity, ChatOrigin, ErrorInfo, Message, Turn, UsageInfo,
@@ -13,50 +10,7 @@ use agenthost_protocol::ahp_types::state::{
 use agenthost_protocol::{ChatUri, SessionUri, Uri};
 use serde_json::Value;
 
-/// Who chose a session's or chat's title. A user's title is never overwritten by a generated
-/// one; the store records the source so the host can enforce that after a restart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum TitleSource {
-    /// The placeholder title the host gives a new session or chat.
-    #[default]
-    Default,
-    /// A title generated from the conversation (by the agent or a contribution).
-    Generated,
-    /// A title the user set.
-    User,
-}
-
-impl TitleSource {
-    /// The spelling stored in the `title_source` columns.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Default => "default",
-            Self::Generated => "generated",
-            Self::User => "user",
-        }
-    }
-}
-
-impl fmt::Display for TitleSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for TitleSource {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "default" => Ok(Self::Default),
-            "generated" => Ok(Self::Generated),
-            "user" => Ok(Self::User),
-            other => Err(format!(
-                "unknown title source `{other}` (expected default, generated or user)"
-            )),
-        }
-    }
-}
+pub use agenthost_protocol::TitleSource;
 
 /// One session of the catalog: everything the host needs to list it and restore it at start.
 #[derive(Debug, Clone, PartialEq)]

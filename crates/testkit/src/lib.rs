@@ -44,6 +44,7 @@
 mod anthropic;
 mod chat;
 pub mod fake_cli;
+mod logs;
 mod pyjson;
 mod record;
 mod reply;
@@ -62,6 +63,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use fake_cli::{FakeCli, Step};
+pub use logs::CapturedLogs;
 pub use record::{RequestKind, RequestRecord};
 
 use record::Recorder;

@@ -1,7 +1,8 @@
 use agenthost_dispatcher::{Descriptor, Dispatcher, Registration, RegistrationError};
 use agenthost_protocol::ahp_types::state::Message;
 use agenthost_services::InMemoryConfiguration;
-use agenthost_services::fakes::{CapturedLogs, ConfigurationCall, FakeConfiguration};
+use agenthost_services::fakes::{ConfigurationCall, FakeConfiguration};
+use agenthost_testkit::CapturedLogs;
 use serde_json::{Value, json};
 
 use super::*;

@@ -3,14 +3,14 @@ use std::sync::{Arc, Mutex};
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
 use agenthost_protocol::ActionOrigin;
 use agenthost_protocol::ahp_types::state::{RootState, SessionState};
-use agenthost_services::fakes::{
-    CapturedLogs, DataCall, FakeHostState, FakeSessionData, HostStateCall,
-};
-use agenthost_services::{StateHostState, StoreSessionData};
+use agenthost_services::StateHostState;
+use agenthost_services::fakes::{DataCall, FakeHostState, FakeSessionData, HostStateCall};
+use agenthost_services_store::StoreSessionData;
 use agenthost_state::{
     ClientDispatch, EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager,
 };
 use agenthost_store::{ChatRecord, SessionRecord, Store, TitleSource};
+use agenthost_testkit::CapturedLogs;
 use serde_json::{Value, json};
 
 use super::*;

@@ -3,8 +3,9 @@ use std::path::PathBuf;
 use agenthost_protocol::error_info::error_info;
 use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_services::fakes::{
-    CapturedLogs, ChangesetCall, CheckpointCall, FakeChangesets, FakeCheckpoints, FakeConfiguration,
+    ChangesetCall, CheckpointCall, FakeChangesets, FakeCheckpoints, FakeConfiguration,
 };
+use agenthost_testkit::CapturedLogs;
 
 use super::*;
 

@@ -2,8 +2,9 @@ use std::path::Path;
 
 use agenthost_protocol::ahp_types::state::{ChatState, SessionState};
 use agenthost_services::PullRequest;
-use agenthost_services::fakes::{CapturedLogs, DataCall, FakeHostState, FakeSessionData};
+use agenthost_services::fakes::{DataCall, FakeHostState, FakeSessionData};
 use agenthost_services::fakes::{FakeGitState, GitStateCall};
+use agenthost_testkit::CapturedLogs;
 use serde_json::json;
 
 use super::*;

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use agenthost_dispatcher::{ChatContribution, HydrationContext};
 use agenthost_protocol::ahp_types::state::{ActiveTurn, Turn};
 use agenthost_protocol::{ChatUri, SessionUri};
-use agenthost_services::StoreSessionData;
+use agenthost_services_store::StoreSessionData;
 use agenthost_store::{ChatRecord, SessionRecord, Store, TitleSource, TurnRecord};
 use serde_json::json;
 

@@ -2,9 +2,11 @@ use std::sync::Arc;
 
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
 use agenthost_protocol::SessionUri;
-use agenthost_services::fakes::{CapturedLogs, DataCall, FakeSessionData};
-use agenthost_services::{DataOwner, StoreSessionData, TitleSource};
+use agenthost_services::fakes::{DataCall, FakeSessionData};
+use agenthost_services::{DataOwner, TitleSource};
+use agenthost_services_store::StoreSessionData;
 use agenthost_store::{ChatRecord, SessionRecord, Store};
+use agenthost_testkit::CapturedLogs;
 use serde_json::{Value, json};
 
 use super::*;

@@ -7,15 +7,17 @@ use agenthost_protocol::ahp_types::state::{
     ChatState, ErrorInfo, Message, RootState, SessionState,
 };
 use agenthost_services::fakes::{
-    CapturedLogs, DataCall, DispatchCall, FakeHostState, FakeServerDispatch, FakeSessionData,
+    DataCall, DispatchCall, FakeHostState, FakeServerDispatch, FakeSessionData,
     FakeTitleController, TitleCall,
 };
 use agenthost_services::{
-    DefaultTitleController, StateHostState, StateServerDispatch, StoreSessionData, TitleConfig,
-    TitleGenerator, TitleState,
+    DefaultTitleController, StateHostState, StateServerDispatch, TitleConfig, TitleGenerator,
+    TitleState,
 };
+use agenthost_services_store::StoreSessionData;
 use agenthost_state::{ClientDispatch, StateConfig, StateManager};
 use agenthost_store::{ChatRecord, MetaOwner, SessionRecord, Store};
+use agenthost_testkit::CapturedLogs;
 use serde_json::{Value, json};
 
 use super::*;

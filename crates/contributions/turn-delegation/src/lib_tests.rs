@@ -1,8 +1,10 @@
 use agenthost_dispatcher::{Dispatcher, RegistrationError};
 use agenthost_protocol::{ChatUri, SessionUri};
-use agenthost_services::fakes::{CapturedLogs, DataCall, FakeSessionData};
-use agenthost_services::{StoreSessionData, TitleSource};
+use agenthost_services::TitleSource;
+use agenthost_services::fakes::{DataCall, FakeSessionData};
+use agenthost_services_store::StoreSessionData;
 use agenthost_store::{ChatRecord, SessionRecord, Store};
+use agenthost_testkit::CapturedLogs;
 use serde_json::json;
 
 use super::*;

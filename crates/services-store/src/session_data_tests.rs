@@ -1,3 +1,4 @@
+use agenthost_protocol::SessionUri;
 use agenthost_store::{ChatRecord, SessionRecord};
 use serde_json::json;
 

@@ -11,11 +11,11 @@ use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_reducers::HostState;
 use agenthost_reducers::projection::chat_summary;
 use agenthost_reducers::states::empty_chat;
+use agenthost_services::ResumeHandles;
 use agenthost_state::{CommitHook, SeqReservation, StateManager};
 use agenthost_store::{
     ChatRecord, HistoryWrite, HistoryWriter, SessionRecord, Store, TitleSource, TurnRecord,
 };
-use serde_json::Value;
 
 /// Persists `serverSeq` reservations as the store's high-water mark.
 pub struct StoreReservation(
@@ -27,14 +27,6 @@ impl SeqReservation for StoreReservation {
     fn reserve(&self, up_to: u64) -> bool {
         self.0.raise_server_seq_high_water(up_to).is_ok()
     }
-}
-
-/// Where the recorder reads an agent's current resume handle: the orchestrator, which owns the
-/// provider conversations.
-pub trait ResumeHandles: Send + Sync + std::fmt::Debug {
-    /// The handle to resume `chat`'s conversation, or `None` to leave the stored one as it is
-    /// (no live conversation, or an agent that cannot resume).
-    fn resume_handle(&self, chat: &str) -> Option<Value>;
 }
 
 /// Makes every chat's history durable inside the state's commit, before any client sees the

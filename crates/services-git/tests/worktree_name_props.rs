@@ -10,7 +10,7 @@ use std::path::{Component, Path};
 
 use agenthost_checkpoint::validate_worktree_name;
 use agenthost_protocol::{SafeId, SessionUri};
-use agenthost_services::worktree_name;
+use agenthost_services_git::worktree_name;
 use proptest::prelude::*;
 
 /// Session ids that try to climb or split a path, mixed with arbitrary text.

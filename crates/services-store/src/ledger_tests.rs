@@ -1,4 +1,4 @@
-use agenthost_checkpoint::MemoryLedger;
+use agenthost_checkpoint_api::MemoryLedger;
 
 use super::*;
 

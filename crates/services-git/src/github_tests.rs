@@ -423,27 +423,3 @@ fn the_token_is_not_in_debug_output() {
     };
     assert!(!format!("{config:?}").contains("s3cret"));
 }
-
-#[cfg(feature = "fakes")]
-#[tokio::test]
-async fn the_fake_records_and_answers() {
-    use crate::fakes::{FakeGitState, GitStateCall};
-    let fake = FakeGitState::default();
-    let reference = RepositoryReference {
-        root: "/r".into(),
-        remote: None,
-        branch: Some("main".into()),
-        pull_request: None,
-        pull_request_unknown: false,
-    };
-    fake.answer("/r", Ok(reference.clone()));
-    assert_eq!(fake.reference(Path::new("/r")).await, Ok(reference));
-    assert!(fake.reference(Path::new("/other")).await.is_err());
-    assert_eq!(
-        fake.calls(),
-        [
-            GitStateCall::Reference("/r".into()),
-            GitStateCall::Reference("/other".into())
-        ]
-    );
-}

@@ -6,7 +6,9 @@ use agenthost_store::{SessionRecord, Store, TitleSource};
 use serde_json::json;
 
 use super::*;
-use crate::session_data::StoreSessionData;
+use agenthost_protocol::ahp_types::state::ResponsePart;
+use agenthost_services::{announcement_part, isolation_config_property, wants_worktree};
+use agenthost_services_store::StoreSessionData;
 
 /// `<tmp>/proj`, a git repository with one commit, made by the git CLI with an isolated
 /// configuration (its worktrees go to `<tmp>/proj.worktrees`, inside the temporary directory).

@@ -1,13 +1,13 @@
 //! [`StoreLedger`]: the [`CheckpointLedger`] kept in the session database, so the checkpoint
 //! ref of every turn survives a host restart.
 //!
-//! It answers exactly as [`agenthost_checkpoint::MemoryLedger`] does: the store keeps each
+//! It answers exactly as [`agenthost_checkpoint_api::MemoryLedger`] does: the store keeps each
 //! session's rows in turn order and this type derives every answer from them. Its methods block
 //! on SQLite, as the trait requires (the service calls them from its blocking tasks).
 
 use std::sync::Arc;
 
-use agenthost_checkpoint::{CheckpointLedger, LedgerError};
+use agenthost_checkpoint_api::{CheckpointLedger, LedgerError};
 use agenthost_protocol::SessionUri;
 use agenthost_store::Store;
 
@@ -94,5 +94,5 @@ impl CheckpointLedger for StoreLedger {
 }
 
 #[cfg(test)]
-#[path = "checkpoint_ledger_tests.rs"]
+#[path = "ledger_tests.rs"]
 mod tests;
