@@ -14,6 +14,7 @@ pub mod contributions;
 pub mod error;
 pub mod file_length;
 pub mod layers;
+pub mod light_crates;
 pub mod lint;
 pub mod metadata;
 pub mod orchestration;

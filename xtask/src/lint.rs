@@ -3,7 +3,7 @@
 //! Two parts:
 //!
 //! - the **static checks**, [`CHECKS`]: each a [`Check`], a name and a function from the
-//!   [`Workspace`] to the list of its violations, reading files and `cargo metadata` only. To add
+//!   [`Workspace`] to the list of its violations, reading files, `cargo metadata` and `cargo tree` only. To add
 //!   a rule, write the function in its own module and append it. [`lint_workspace`] runs them;
 //!   so does the `#[test]` in `tests/tidy.rs`, and `cargo xtask ci`.
 //! - the **snapshot verification** ([`snapshots::verify`]): `cargo test` of every package with
@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
 use crate::{
-    architecture, contributions, file_length, pins, snapshots, thin_orchestration, typed_errors,
+    architecture, contributions, file_length, light_crates, pins, snapshots, thin_orchestration,
+    typed_errors,
 };
 
 /// What the checks look at: the workspace root and its `cargo metadata`.
@@ -27,6 +28,8 @@ pub struct Workspace {
     pub root: PathBuf,
     /// `cargo metadata --no-deps` of the workspace.
     pub metadata: Metadata,
+    /// The cargo that read it (the light-crates check runs `cargo tree` with it).
+    pub cargo: PathBuf,
 }
 
 impl Workspace {
@@ -35,6 +38,7 @@ impl Workspace {
         Ok(Self {
             root: root.to_path_buf(),
             metadata: Metadata::load(cargo, root)?,
+            cargo: cargo.to_path_buf(),
         })
     }
 }
@@ -76,6 +80,12 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "typed-errors",
         run: |workspace| typed_errors::check(&workspace.root, &workspace.metadata),
+    },
+    Check {
+        name: "light-crates",
+        run: |workspace| {
+            light_crates::check(&workspace.cargo, &workspace.root, &workspace.metadata)
+        },
     },
 ];
 
@@ -128,8 +138,16 @@ impl Report {
 
 /// Runs every check of [`CHECKS`] on `workspace`; a check that cannot run is an error.
 pub fn run(workspace: &Workspace) -> Result<Report> {
+    run_checks(workspace, CHECKS)
+}
+
+/// Runs `checks` over `workspace`, in order; an error when a check could not run.
+pub fn run_checks<'a>(
+    workspace: &Workspace,
+    checks: impl IntoIterator<Item = &'a Check>,
+) -> Result<Report> {
     let mut report = Report::default();
-    for check in CHECKS {
+    for check in checks {
         let violations = (check.run)(workspace)
             .map_err(|error| error.context(format!("lint check `{}` could not run", check.name)))?;
         if !violations.is_empty() {
