@@ -19,6 +19,7 @@
 
 pub mod mapper;
 mod render;
+mod resume;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -27,6 +28,7 @@ pub use render::{
     awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,
     stderr_suffix, system_notice, turn_cancelled,
 };
+pub use resume::{MAX_RESUME_ID_LEN, ResumeKey, is_valid_resume_id};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -256,6 +258,17 @@ impl SignalSink {
             })
             .await
             .map_err(|_| SinkClosed)
+    }
+
+    /// Sends `signals` in order; once the host stops listening to the chat the rest are
+    /// dropped (logged at `debug`: the chat went away, nothing is wrong).
+    pub async fn send_all(&self, signals: impl IntoIterator<Item = AgentSignal>) {
+        for signal in signals {
+            if self.send(signal).await.is_err() {
+                tracing::debug!(chat = %self.chat, "the host no longer listens to this chat");
+                return;
+            }
+        }
     }
 }
 

@@ -43,7 +43,7 @@ pub use config::{ClaudeConfig, DEFAULT_MODEL, PERMISSION_MODES};
 #[cfg(feature = "driver")]
 pub use provider::{ClaudeProvider, PROVIDER_ID, is_valid_cli_session_id};
 #[cfg(feature = "driver")]
-pub use session::{ClaudeSession, DECLINED_MESSAGE};
+pub use session::{ClaudeConversation, ClaudeSession, DECLINED_MESSAGE};
 pub use translate::{
     LineError, LineErrorKind, Output, TranscriptError, Translator, map_transcript, parse_line,
 };

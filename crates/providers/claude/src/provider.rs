@@ -9,7 +9,7 @@ use agenthost_provider_api::{
 use futures::future::BoxFuture;
 
 use crate::config::{ClaudeConfig, DEFAULT_MODEL};
-use crate::session::ClaudeSession;
+use crate::session::{ClaudeConversation, ClaudeSession};
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "claude";
@@ -37,20 +37,22 @@ impl ClaudeProvider {
     /// Starts a conversation and returns the concrete session (tests and tools that want its
     /// process id use this; the host goes through [`Provider::start_session`]).
     pub fn start(&self, request: StartSession) -> ClaudeSession {
-        ClaudeSession::new(Arc::clone(&self.config), request, None)
+        ClaudeConversation::start(Arc::clone(&self.config), request, None)
     }
 }
 
 /// Whether `id` can be a Claude Code session id: `--resume` gets it as an argument, so it must
 /// not look like a flag or carry anything but id characters.
 pub fn is_valid_cli_session_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && !id.starts_with('-')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    agenthost_provider_api::is_valid_resume_id(id)
 }
+
+/// Where a Claude Code resume handle keeps the session id.
+pub(crate) const RESUME: agenthost_provider_api::ResumeKey = agenthost_provider_api::ResumeKey {
+    key: "sessionId",
+    agent: "Claude Code",
+    what: "session id",
+};
 
 fn model_info(id: &str) -> SessionModelInfo {
     let name = if id == DEFAULT_MODEL {
@@ -99,26 +101,9 @@ impl Provider for ClaudeProvider {
     ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
         let config = Arc::clone(&self.config);
         Box::pin(async move {
-            let id = request
-                .resume_handle
-                .get("sessionId")
-                .and_then(serde_json::Value::as_str)
-                .ok_or_else(|| ProviderError::StartFailed {
-                    message: "the stored Claude Code resume handle has no `sessionId`".into(),
-                })?;
-            if !is_valid_cli_session_id(id) {
-                return Err(ProviderError::StartFailed {
-                    message: format!(
-                        "the stored Claude Code session id `{}` is not a valid id",
-                        id.escape_debug()
-                    ),
-                });
-            }
-            let session: Arc<dyn ProviderSession> = Arc::new(ClaudeSession::new(
-                config,
-                request.start,
-                Some(id.to_owned()),
-            ));
+            let id = RESUME.id(&request.resume_handle)?;
+            let session: Arc<dyn ProviderSession> =
+                Arc::new(ClaudeConversation::start(config, request.start, Some(id)));
             Ok(session)
         })
     }

@@ -14,22 +14,19 @@
 //! and stopped at the same time.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agenthost_protocol::ahp_types::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart};
 use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
 use agenthost_provider_api::{
-    InputResponse, PermissionDecision, ProviderError, ProviderSession, SignalSink, TurnRequest,
-    stderr_suffix, turn_cancelled,
+    InputResponse, PermissionDecision, ProviderError, SignalSink, TurnRequest, stderr_suffix,
+    turn_cancelled,
 };
-use futures::future::BoxFuture;
 use serde::Deserialize;
-use tokio::process::ChildStdout;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::attachments::user_content;
@@ -38,30 +35,22 @@ use crate::control;
 use crate::provider::is_valid_cli_session_id;
 use crate::questions::{self, Answer};
 use crate::translate::{Output, Translator};
+use agenthost_provider_process::driver::{
+    AgentConversation, Conversation, Live, MessageHandler, ProcessSlot, STDERR_SETTLE, Waiters,
+    fail_waiters, spawn_reader,
+};
 use agenthost_provider_process::{AgentProcess as ClaudeProcess, Launch, LineReader};
 
 /// The longest stdout line read whole (larger lines are cut and then fail to parse).
 const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
-/// How long to wait for the stderr reader to finish before quoting the tail.
-const STDERR_SETTLE: Duration = Duration::from_millis(500);
 /// What the agent is told when the host declines a tool call without a reason.
 pub const DECLINED_MESSAGE: &str = "The user declined this tool call.";
 
-/// A conversation of one chat with Claude Code.
-pub struct ClaudeSession {
-    inner: Arc<Inner>,
-}
+/// A conversation of one chat with Claude Code: the host's `ProviderSession`.
+pub type ClaudeSession = Conversation<ClaudeConversation>;
 
-impl std::fmt::Debug for ClaudeSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClaudeSession")
-            .field("session", &self.inner.session)
-            .field("working_directory", &self.inner.working_directory)
-            .finish_non_exhaustive()
-    }
-}
-
-struct Inner {
+/// The state of a conversation with Claude Code (see [`ClaudeSession`]).
+pub struct ClaudeConversation {
     config: Arc<ClaudeConfig>,
     session: SessionUri,
     working_directory: PathBuf,
@@ -74,27 +63,17 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
-    process: Option<Live>,
-    next_generation: u64,
-    next_request: u64,
+    process: ProcessSlot<ClaudeProcess>,
+    /// The model and plan mode the current process was launched with.
+    launched_with: (Option<String>, bool),
     cli_session_id: Option<String>,
     turn: Option<RunningTurn>,
     /// Parked permission requests by tool call id.
     permissions: HashMap<String, Parked>,
     /// Parked `AskUserQuestion` requests by input request id.
     questions: HashMap<String, Parked>,
-    waiters: HashMap<String, oneshot::Sender<Result<ControlAnswer, ProviderError>>>,
-    drain: Option<oneshot::Sender<()>>,
+    waiters: Waiters<String, ControlAnswer>,
     disposed: bool,
-}
-
-struct Live {
-    generation: u64,
-    model: Option<String>,
-    /// Started with `--permission-mode plan`.
-    plan: bool,
-    process: Arc<ClaudeProcess>,
-    reader: JoinHandle<()>,
 }
 
 struct RunningTurn {
@@ -135,135 +114,46 @@ impl State {
     }
 }
 
-impl ClaudeSession {
-    pub(crate) fn new(
+impl ClaudeConversation {
+    pub(crate) fn start(
         config: Arc<ClaudeConfig>,
         start: agenthost_provider_api::StartSession,
         cli_session_id: Option<String>,
-    ) -> Self {
+    ) -> ClaudeSession {
         let default_model = start.model.map(|model| model.id);
-        Self {
-            inner: Arc::new(Inner {
-                config,
-                translator: Mutex::new(Translator::new(start.session.clone())),
-                session: start.session,
-                working_directory: start.working_directory,
-                default_model,
-                signals: start.signals,
-                state: Mutex::new(State {
-                    cli_session_id,
-                    ..State::default()
-                }),
-                lifecycle: tokio::sync::Mutex::new(()),
+        Conversation::new(Self {
+            config,
+            translator: Mutex::new(Translator::new(start.session.clone())),
+            session: start.session,
+            working_directory: start.working_directory,
+            default_model,
+            signals: start.signals,
+            state: Mutex::new(State {
+                cli_session_id,
+                ..State::default()
             }),
-        }
+            lifecycle: tokio::sync::Mutex::new(()),
+        })
     }
 
     /// The process id of the running `claude`, if one runs.
     pub fn process_id(&self) -> Option<i32> {
-        lock(&self.inner.state)
-            .process
-            .as_ref()
-            .and_then(|live| live.process.pid())
+        self.current_process()
+            .and_then(|(_, process)| process.pid())
     }
 
     /// The CLI's own session id, once it reported one.
     pub fn cli_session_id(&self) -> Option<String> {
-        lock(&self.inner.state).cli_session_id.clone()
+        lock(&self.state).cli_session_id.clone()
     }
-}
 
-impl Inner {
     fn next_request_id(&self, prefix: &str) -> String {
-        let mut state = lock(&self.state);
-        state.next_request += 1;
-        format!("agenthost-{prefix}-{}", state.next_request)
+        let id = lock(&self.state).waiters.next_id();
+        format!("agenthost-{prefix}-{id}")
     }
 
     fn current_process(&self) -> Option<(u64, Arc<ClaudeProcess>)> {
-        lock(&self.state)
-            .process
-            .as_ref()
-            .map(|live| (live.generation, Arc::clone(&live.process)))
-    }
-
-    async fn send_signals(&self, signals: Vec<AgentSignal>) {
-        for signal in signals {
-            if self.signals.send(signal).await.is_err() {
-                tracing::debug!("the host no longer listens to this chat");
-                return;
-            }
-        }
-    }
-
-    /// Starts the turn: the process if needed, then the user message.
-    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
-        {
-            let state = lock(&self.state);
-            if state.disposed {
-                return Err(ProviderError::NotRunning {
-                    message: "this Claude Code conversation has been disposed".into(),
-                });
-            }
-            if let Some(running) = &state.turn {
-                return Err(ProviderError::NotRunning {
-                    message: format!(
-                        "Claude Code is still running turn `{}`: cancel it or wait for it to \
-                         end before sending `{}`",
-                        running.id, turn.turn_id
-                    ),
-                });
-            }
-        }
-        let model = turn
-            .model
-            .as_ref()
-            .map(|model| model.id.clone())
-            .or_else(|| self.default_model.clone());
-        let advertised = turn.listed_model(self.default_model.as_deref(), crate::DEFAULT_MODEL);
-        let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
-        let process = self.ensure_process(model, plan).await?;
-        let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);
-        {
-            {
-                let mut translator = lock(&self.translator);
-                translator.set_model(advertised);
-                translator.begin_turn(&turn.turn_id);
-            }
-            lock(&self.state).turn = Some(RunningTurn {
-                id: turn.turn_id.clone(),
-                started: Instant::now(),
-            });
-        }
-        let notices = skipped
-            .into_iter()
-            .map(|note| {
-                AgentSignal::from(ActionSignal {
-                    session: self.session.clone(),
-                    action: StateAction::ChatResponsePart(ChatResponsePartAction {
-                        turn_id: turn.turn_id.clone(),
-                        part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
-                            content: format!("Not sent to Claude Code: {note}").into(),
-                            meta: None,
-                        }),
-                        meta: None,
-                    }),
-                    parent_tool_call_id: None,
-                })
-            })
-            .collect();
-        self.send_signals(notices).await;
-        if let Err(error) = process
-            .write_line(&control::user_message(&content, None))
-            .await
-        {
-            lock(&self.translator).abort_turn();
-            lock(&self.state).turn = None;
-            let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-            return Err(ProviderError::input_closed(error, stderr_tail));
-        }
-        Ok(())
+        lock(&self.state).process.current()
     }
 
     /// The running process, started (and initialized) when there is none or when it runs
@@ -275,11 +165,11 @@ impl Inner {
     ) -> Result<Arc<ClaudeProcess>, ProviderError> {
         let (stale, resume) = {
             let state = lock(&self.state);
-            match &state.process {
-                Some(live) if live.model == model && live.plan == plan => {
-                    return Ok(Arc::clone(&live.process));
+            match state.process.current() {
+                Some((_, process)) if state.launched_with == (model.clone(), plan) => {
+                    return Ok(process);
                 }
-                Some(live) => (Some(live.generation), state.cli_session_id.clone()),
+                Some((generation, _)) => (Some(generation), state.cli_session_id.clone()),
                 None => (None, state.cli_session_id.clone()),
             }
         };
@@ -304,27 +194,17 @@ impl Inner {
         let process = spawned.process;
         let generation = {
             let mut state = lock(&self.state);
-            let generation = state.next_generation;
-            state.next_generation += 1;
-            let reader = tokio::spawn(read_stdout(
-                Arc::downgrade(self),
-                generation,
-                spawned.stdout,
-            ));
-            state.process = Some(Live {
-                generation,
-                model,
-                plan,
-                process: Arc::clone(&process),
-                reader,
-            });
-            generation
+            state.launched_with = (model, plan);
+            let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
+            let weak = Arc::downgrade(self);
+            state.process.install(Arc::clone(&process), |generation| {
+                spawn_reader(weak, generation, lines)
+            })
         };
         lock(&self.translator).process_replaced();
         tracing::debug!(pid = process.pid(), "started claude");
         let request_id = self.next_request_id("init");
-        let (tx, rx) = oneshot::channel();
-        lock(&self.state).waiters.insert(request_id.clone(), tx);
+        let rx = lock(&self.state).waiters.register(request_id.clone());
         let start_failed = |message: String| ProviderError::StartFailed { message };
         if let Err(error) = process
             .write_line(&control::initialize_request(&request_id))
@@ -369,6 +249,11 @@ impl Inner {
         }
     }
 
+    /// Takes process `generation` out if it is still the current one.
+    fn take_process(&self, generation: u64) -> Option<Live<ClaudeProcess>> {
+        lock(&self.state).process.take_generation(generation)
+    }
+
     /// Terminates process `generation` (if it is still the current one) and reaps it.
     async fn stop_process(&self, generation: u64) {
         self.stop_process_from(generation, false).await;
@@ -377,45 +262,69 @@ impl Inner {
     /// [`Self::stop_process`]; `from_reader` when called by that process's own reader task,
     /// which must not abort itself.
     async fn stop_process_from(&self, generation: u64, from_reader: bool) {
-        let live = {
-            let mut state = lock(&self.state);
-            match &state.process {
-                Some(live) if live.generation == generation => state.process.take(),
-                _ => None,
-            }
-        };
-        if let Some(live) = live {
-            let status = live.process.terminate(self.config.kill_grace).await;
-            if !from_reader {
-                live.reader.abort();
-            }
+        if let Some(live) = self.take_process(generation) {
+            let status = live.stop(self.config.kill_grace, from_reader).await;
             tracing::debug!(status, "stopped claude");
             self.fail_waiters(&status, &live.process).await;
         }
     }
 
+    /// Fails every request waiting for process `process` (it ended with `status`).
     async fn fail_waiters(&self, status: &str, process: &ClaudeProcess) {
-        let (waiters, drain) = {
-            let mut state = lock(&self.state);
-            (std::mem::take(&mut state.waiters), state.drain.take())
-        };
-        if let Some(drain) = drain {
-            let _ = drain.send(());
-        }
-        if waiters.is_empty() {
-            return;
-        }
-        let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-        for (_, waiter) in waiters {
-            let _ = waiter.send(Err(ProviderError::Exited {
-                status: status.to_owned(),
-                stderr_tail: stderr_tail.clone(),
-            }));
-        }
+        let taken = lock(&self.state).waiters.take_all();
+        fail_waiters(taken, status, process).await;
     }
 
+    /// The turn failed with the process (it is gone or being stopped): nothing to answer.
+    fn end_turn_state(&self) {
+        let mut state = lock(&self.state);
+        state.turn = None;
+        state.permissions.clear();
+        state.questions.clear();
+    }
+
+    /// Answers the `AskUserQuestion` parked under input request `request_id`.
+    async fn answer_input(
+        &self,
+        request_id: &str,
+        response: InputResponse,
+    ) -> Result<(), ProviderError> {
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no input request `{request_id}` is waiting for an answer"),
+        };
+        let (parked, process) = {
+            let mut state = lock(&self.state);
+            let parked = state.questions.remove(request_id).ok_or_else(not_waiting)?;
+            let process = state
+                .process
+                .current()
+                .map(|(_, process)| process)
+                .ok_or_else(not_waiting)?;
+            (parked, process)
+        };
+        let line = match questions::answer(&parked.input, &response) {
+            Answer::Allow(updated_input) => control::allow(&parked.request_id, &updated_input),
+            Answer::Deny(message) => control::deny(&parked.request_id, message),
+        };
+        process
+            .write_line(&line)
+            .await
+            .map_err(|error| ProviderError::input_closed(error, String::new()))
+    }
+
+    /// Writes `answers` to `process`, logging what cannot be written.
+    async fn write_answers(process: &ClaudeProcess, answers: Vec<String>) {
+        for answer in answers {
+            if let Err(error) = process.write_line(&answer).await {
+                tracing::debug!(%error, "could not withdraw a question");
+            }
+        }
+    }
+}
+
+impl MessageHandler for ClaudeConversation {
     /// One stdout line of process `generation`. Returns `false` when reading must stop.
-    async fn handle_line(&self, generation: u64, line: &str) -> bool {
+    async fn handle_message(&self, generation: u64, line: &str) -> bool {
         let Some((current, process)) = self.current_process() else {
             return false;
         };
@@ -437,7 +346,7 @@ impl Inner {
                 .to_error_info();
                 let signals = lock(&self.translator).fail_turn(info);
                 self.end_turn_state();
-                self.send_signals(signals).await;
+                self.signals.send_all(signals).await;
                 // The conversation is in an unknown state: a fresh process resumes it.
                 self.stop_process_from(generation, true).await;
                 return false;
@@ -501,9 +410,9 @@ impl Inner {
                         success,
                         error,
                     } => {
-                        if let Some(waiter) = state.waiters.remove(&request_id) {
-                            let _ = waiter.send(Ok(ControlAnswer { success, error }));
-                        }
+                        state
+                            .waiters
+                            .resolve(&request_id, Ok(ControlAnswer { success, error }));
                     }
                     Output::SessionId(id) if is_valid_cli_session_id(&id) => {
                         state.cli_session_id = Some(id);
@@ -521,8 +430,8 @@ impl Inner {
                     }
                 }
             }
-            if is_result && let Some(drain) = state.drain.take() {
-                let _ = drain.send(());
+            if is_result {
+                state.waiters.wound_down();
             }
         }
         for answer in unsupported {
@@ -530,47 +439,96 @@ impl Inner {
                 tracing::warn!(%error, "could not answer a control request");
             }
         }
-        self.send_signals(signals).await;
+        self.signals.send_all(signals).await;
         true
-    }
-
-    /// The turn failed with the process (it is gone or being stopped): nothing to answer.
-    fn end_turn_state(&self) {
-        let mut state = lock(&self.state);
-        state.turn = None;
-        state.permissions.clear();
-        state.questions.clear();
     }
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let live = {
-            let mut state = lock(&self.state);
-            match &state.process {
-                Some(live) if live.generation == generation => state.process.take(),
-                _ => None,
-            }
-        };
-        let Some(live) = live else {
+        let Some(live) = self.take_process(generation) else {
             return;
         };
-        let mut status = live.process.reap(self.config.kill_grace).await;
-        if let Some(read_error) = read_error {
-            status = format!("{status}; {read_error}");
-        }
-        let stderr_tail = live.process.stderr_tail(STDERR_SETTLE).await;
+        let (status, error) = live.exited(self.config.kill_grace, read_error).await;
         tracing::debug!(status, "claude exited");
         self.fail_waiters(&status, &live.process).await;
-        let error = ProviderError::Exited {
-            status,
-            stderr_tail,
-        };
         let signals = lock(&self.translator).fail_turn(error.to_error_info());
         self.end_turn_state();
-        self.send_signals(signals).await;
+        self.signals.send_all(signals).await;
+    }
+}
+
+impl AgentConversation for ClaudeConversation {
+    /// Starts the turn: the process if needed, then the user message.
+    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        {
+            let state = lock(&self.state);
+            if state.disposed {
+                return Err(ProviderError::NotRunning {
+                    message: "this Claude Code conversation has been disposed".into(),
+                });
+            }
+            if let Some(running) = &state.turn {
+                return Err(ProviderError::NotRunning {
+                    message: format!(
+                        "Claude Code is still running turn `{}`: cancel it or wait for it to \
+                         end before sending `{}`",
+                        running.id, turn.turn_id
+                    ),
+                });
+            }
+        }
+        let model = turn
+            .model
+            .as_ref()
+            .map(|model| model.id.clone())
+            .or_else(|| self.default_model.clone());
+        let advertised = turn.listed_model(self.default_model.as_deref(), crate::DEFAULT_MODEL);
+        let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
+        let process = self.ensure_process(model, plan).await?;
+        let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);
+        {
+            {
+                let mut translator = lock(&self.translator);
+                translator.set_model(advertised);
+                translator.begin_turn(&turn.turn_id);
+            }
+            lock(&self.state).turn = Some(RunningTurn {
+                id: turn.turn_id.clone(),
+                started: Instant::now(),
+            });
+        }
+        let notices: Vec<_> = skipped
+            .into_iter()
+            .map(|note| {
+                AgentSignal::from(ActionSignal {
+                    session: self.session.clone(),
+                    action: StateAction::ChatResponsePart(ChatResponsePartAction {
+                        turn_id: turn.turn_id.clone(),
+                        part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
+                            content: format!("Not sent to Claude Code: {note}").into(),
+                            meta: None,
+                        }),
+                        meta: None,
+                    }),
+                    parent_tool_call_id: None,
+                })
+            })
+            .collect();
+        self.signals.send_all(notices).await;
+        if let Err(error) = process
+            .write_line(&control::user_message(&content, None))
+            .await
+        {
+            lock(&self.translator).abort_turn();
+            lock(&self.state).turn = None;
+            let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
+            return Err(ProviderError::input_closed(error, stderr_tail));
+        }
+        Ok(())
     }
 
-    async fn respond(
+    async fn respond_to_permission(
         &self,
         tool_call_id: &str,
         decision: PermissionDecision,
@@ -586,8 +544,8 @@ impl Inner {
                 .ok_or_else(not_waiting)?;
             let process = state
                 .process
-                .as_ref()
-                .map(|live| Arc::clone(&live.process))
+                .current()
+                .map(|(_, process)| process)
                 .ok_or_else(not_waiting)?;
             (parked, process)
         };
@@ -604,42 +562,12 @@ impl Inner {
             .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
-    /// Answers the `AskUserQuestion` parked under input request `request_id`.
-    async fn respond_to_input(
+    fn respond_to_input(
         &self,
         request_id: &str,
         response: InputResponse,
-    ) -> Result<(), ProviderError> {
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no input request `{request_id}` is waiting for an answer"),
-        };
-        let (parked, process) = {
-            let mut state = lock(&self.state);
-            let parked = state.questions.remove(request_id).ok_or_else(not_waiting)?;
-            let process = state
-                .process
-                .as_ref()
-                .map(|live| Arc::clone(&live.process))
-                .ok_or_else(not_waiting)?;
-            (parked, process)
-        };
-        let line = match questions::answer(&parked.input, &response) {
-            Answer::Allow(updated_input) => control::allow(&parked.request_id, &updated_input),
-            Answer::Deny(message) => control::deny(&parked.request_id, message),
-        };
-        process
-            .write_line(&line)
-            .await
-            .map_err(|error| ProviderError::input_closed(error, String::new()))
-    }
-
-    /// Writes `answers` to `process`, logging what cannot be written.
-    async fn write_answers(process: &ClaudeProcess, answers: Vec<String>) {
-        for answer in answers {
-            if let Err(error) = process.write_line(&answer).await {
-                tracing::debug!(%error, "could not withdraw a question");
-            }
-        }
+    ) -> Option<impl Future<Output = Result<(), ProviderError>> + Send> {
+        Some(self.answer_input(request_id, response))
     }
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
@@ -663,24 +591,29 @@ impl Inner {
         lock(&self.translator).abort_turn();
         if let Some((generation, process)) = self.current_process() {
             Self::write_answers(&process, withdrawn).await;
-            let (tx, rx) = oneshot::channel();
-            lock(&self.state).drain = Some(tx);
+            let rx = lock(&self.state).waiters.expect_wind_down();
             let request = control::interrupt_request(&self.next_request_id("interrupt"));
             let interrupted = process.write_line(&request).await.is_ok()
                 && matches!(
                     tokio::time::timeout(self.config.interrupt_grace, rx).await,
                     Ok(Ok(()))
                 );
-            lock(&self.state).drain = None;
+            lock(&self.state).waiters.stop_expecting_wind_down();
             if !interrupted {
                 tracing::debug!("claude did not wind the turn down in time: terminating it");
                 self.stop_process(generation).await;
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.send_signals(vec![turn_cancelled(&self.session, turn_id, duration)])
+        self.signals
+            .send_all(vec![turn_cancelled(&self.session, turn_id, duration)])
             .await;
         Ok(())
+    }
+
+    fn resume_handle(&self) -> Option<serde_json::Value> {
+        self.cli_session_id()
+            .map(|id| crate::provider::RESUME.handle(&id))
     }
 
     async fn dispose(&self) {
@@ -702,66 +635,5 @@ impl Inner {
             tracing::debug!(status, "disposed claude");
             self.fail_waiters(&status, &live.process).await;
         }
-    }
-}
-
-async fn read_stdout(inner: Weak<Inner>, generation: u64, stdout: ChildStdout) {
-    let mut lines = LineReader::new(stdout, MAX_LINE_BYTES);
-    loop {
-        let read = lines.next_line().await;
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
-        match read {
-            Ok(Some(line)) => {
-                if !inner.handle_line(generation, &line).await {
-                    return;
-                }
-            }
-            Ok(None) => {
-                inner.process_ended(generation, None).await;
-                return;
-            }
-            Err(error) => {
-                let reason = format!("reading its output failed: {error}");
-                inner.process_ended(generation, Some(reason)).await;
-                return;
-            }
-        }
-    }
-}
-
-impl ProviderSession for ClaudeSession {
-    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>> {
-        Box::pin(self.inner.send_turn(turn))
-    }
-
-    fn respond_to_permission<'a>(
-        &'a self,
-        tool_call_id: &'a str,
-        decision: PermissionDecision,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.respond(tool_call_id, decision))
-    }
-
-    fn respond_to_input<'a>(
-        &'a self,
-        request_id: &'a str,
-        response: InputResponse,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.respond_to_input(request_id, response))
-    }
-
-    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.cancel(turn_id))
-    }
-
-    fn resume_handle(&self) -> Option<serde_json::Value> {
-        self.cli_session_id()
-            .map(|id| serde_json::json!({ "sessionId": id }))
-    }
-
-    fn dispose(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.inner.dispose())
     }
 }

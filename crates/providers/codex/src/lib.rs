@@ -95,7 +95,7 @@ pub use exec::ExecTranslator;
 #[cfg(feature = "driver")]
 pub use provider::{CodexProvider, PROVIDER_ID};
 #[cfg(feature = "driver")]
-pub use session::{CLIENT_NAME, CodexSession, is_valid_thread_id};
+pub use session::{CLIENT_NAME, CodexConversation, CodexSession, is_valid_thread_id};
 pub use translate::{
     CODEX_ERROR, LineError, LineErrorKind, Output, TranscriptError, Translator, map_transcript,
     parse_line,

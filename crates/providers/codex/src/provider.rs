@@ -9,7 +9,7 @@ use agenthost_provider_api::{
 use futures::future::BoxFuture;
 
 use crate::config::{CodexConfig, DEFAULT_MODEL};
-use crate::session::{CodexSession, is_valid_thread_id};
+use crate::session::{CodexConversation, CodexSession, RESUME};
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "codex";
@@ -36,7 +36,7 @@ impl CodexProvider {
 
     /// Starts a conversation and returns the concrete session.
     pub fn start(&self, request: StartSession) -> CodexSession {
-        CodexSession::new(Arc::clone(&self.config), request, None)
+        CodexConversation::start(Arc::clone(&self.config), request, None)
     }
 }
 
@@ -82,26 +82,9 @@ impl Provider for CodexProvider {
     ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
         let config = Arc::clone(&self.config);
         Box::pin(async move {
-            let id = request
-                .resume_handle
-                .get("threadId")
-                .and_then(serde_json::Value::as_str)
-                .ok_or_else(|| ProviderError::StartFailed {
-                    message: "the stored Codex resume handle has no `threadId`".into(),
-                })?;
-            if !is_valid_thread_id(id) {
-                return Err(ProviderError::StartFailed {
-                    message: format!(
-                        "the stored Codex thread id `{}` is not a valid id",
-                        id.escape_debug()
-                    ),
-                });
-            }
-            let session: Arc<dyn ProviderSession> = Arc::new(CodexSession::new(
-                config,
-                request.start,
-                Some(id.to_owned()),
-            ));
+            let id = RESUME.id(&request.resume_handle)?;
+            let session: Arc<dyn ProviderSession> =
+                Arc::new(CodexConversation::start(config, request.start, Some(id)));
             Ok(session)
         })
     }

@@ -9,23 +9,25 @@
 //! cancelling and disposing take the `lifecycle` lock.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agenthost_protocol::SessionUri;
 use agenthost_protocol::state::ChatInputResponseKind;
-use agenthost_protocol::{AgentSignal, SessionUri};
 use agenthost_provider_api::{
-    InputResponse, PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession,
-    TurnRequest, stderr_suffix, system_notice, turn_cancelled,
+    InputResponse, PermissionDecision, ProviderError, ResumeKey, SignalSink, StartSession,
+    TurnRequest, is_valid_resume_id, stderr_suffix, system_notice, turn_cancelled,
+};
+use agenthost_provider_process::driver::{
+    AgentConversation, Conversation, Live, MessageHandler, ProcessSlot, STDERR_SETTLE, Waiters,
+    await_answer, fail_waiters, spawn_reader,
 };
 use agenthost_provider_process::{AgentProcess, Launch, LineReader};
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::process::ChildStdout;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::attachments::user_input;
@@ -35,35 +37,26 @@ use crate::translate::{ApprovalKind, InputKind, Output, Translator};
 
 /// The longest stdout line read whole.
 const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
-/// How long to wait for the stderr reader before quoting the tail.
-const STDERR_SETTLE: Duration = Duration::from_millis(500);
 /// The client name Codex reports as the `originator` of model calls.
 pub const CLIENT_NAME: &str = "agenthost";
 
 /// Whether `id` can be a Codex thread id (it goes back to Codex in `thread/resume`).
 pub fn is_valid_thread_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    is_valid_resume_id(id)
 }
 
-/// A conversation of one chat with Codex.
-pub struct CodexSession {
-    inner: Arc<Inner>,
-}
+/// Where a Codex resume handle keeps the thread id.
+pub(crate) const RESUME: ResumeKey = ResumeKey {
+    key: "threadId",
+    agent: "Codex",
+    what: "thread id",
+};
 
-impl std::fmt::Debug for CodexSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CodexSession")
-            .field("session", &self.inner.session)
-            .field("working_directory", &self.inner.working_directory)
-            .finish_non_exhaustive()
-    }
-}
+/// A conversation of one chat with Codex: the host's `ProviderSession`.
+pub type CodexSession = Conversation<CodexConversation>;
 
-struct Inner {
+/// The state of a conversation with Codex (see [`CodexSession`]).
+pub struct CodexConversation {
     config: Arc<CodexConfig>,
     session: SessionUri,
     working_directory: PathBuf,
@@ -78,10 +71,8 @@ type Answer = Result<Value, ProviderError>;
 
 #[derive(Default)]
 struct State {
-    process: Option<Live>,
-    next_generation: u64,
-    next_request: u64,
-    waiters: HashMap<u64, oneshot::Sender<Answer>>,
+    process: ProcessSlot<AgentProcess>,
+    waiters: Waiters<u64, Value>,
     thread_id: Option<String>,
     /// Whether the current process has the thread loaded (started or resumed).
     thread_loaded: bool,
@@ -89,16 +80,9 @@ struct State {
     approvals: HashMap<String, Parked>,
     /// Input requests awaiting the host, by AHP request id.
     inputs: HashMap<String, ParkedInput>,
-    drain: Option<oneshot::Sender<()>>,
     disposed: bool,
     /// The last turn started with the plan-mode overrides.
     plan_overrides: bool,
-}
-
-struct Live {
-    generation: u64,
-    process: Arc<AgentProcess>,
-    reader: JoinHandle<()>,
 }
 
 struct RunningTurn {
@@ -146,59 +130,41 @@ fn remove_images(images: Vec<PathBuf>) {
     }
 }
 
-impl CodexSession {
-    pub(crate) fn new(
+impl CodexConversation {
+    pub(crate) fn start(
         config: Arc<CodexConfig>,
         start: StartSession,
         thread_id: Option<String>,
-    ) -> Self {
+    ) -> CodexSession {
         let default_model = start.model.map(|model| model.id);
-        Self {
-            inner: Arc::new(Inner {
-                config,
-                translator: Mutex::new(Translator::new(start.session.clone())),
-                session: start.session,
-                working_directory: start.working_directory,
-                default_model,
-                signals: start.signals,
-                state: Mutex::new(State {
-                    thread_id,
-                    ..State::default()
-                }),
-                lifecycle: tokio::sync::Mutex::new(()),
+        Conversation::new(Self {
+            config,
+            translator: Mutex::new(Translator::new(start.session.clone())),
+            session: start.session,
+            working_directory: start.working_directory,
+            default_model,
+            signals: start.signals,
+            state: Mutex::new(State {
+                thread_id,
+                ..State::default()
             }),
-        }
+            lifecycle: tokio::sync::Mutex::new(()),
+        })
     }
 
     /// The process id of the running `codex`, if one runs.
     pub fn process_id(&self) -> Option<i32> {
-        lock(&self.inner.state)
-            .process
-            .as_ref()
-            .and_then(|live| live.process.pid())
+        self.current_process()
+            .and_then(|(_, process)| process.pid())
     }
 
     /// The Codex thread this conversation follows, once known.
     pub fn thread_id(&self) -> Option<String> {
-        lock(&self.inner.state).thread_id.clone()
+        lock(&self.state).thread_id.clone()
     }
-}
 
-impl Inner {
     fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
-        lock(&self.state)
-            .process
-            .as_ref()
-            .map(|live| (live.generation, Arc::clone(&live.process)))
-    }
-
-    async fn send_signals(&self, signals: Vec<AgentSignal>) {
-        for signal in signals {
-            if self.signals.send(signal).await.is_err() {
-                tracing::debug!("the host no longer listens to this chat");
-                return;
-            }
-        }
+        lock(&self.state).process.current()
     }
 
     /// Sends request `method` and waits up to `timeout` for its result.
@@ -217,11 +183,8 @@ impl Inner {
     /// A request id and the receiver its answer will arrive on.
     fn allocate_request(&self) -> (u64, oneshot::Receiver<Answer>) {
         let mut state = lock(&self.state);
-        state.next_request += 1;
-        let id = state.next_request;
-        let (tx, rx) = oneshot::channel();
-        state.waiters.insert(id, tx);
-        (id, rx)
+        let id = state.waiters.next_id();
+        (id, state.waiters.register(id))
     }
 
     /// Sends request `id` (allocated by [`Self::allocate_request`]) and waits for its answer.
@@ -233,151 +196,11 @@ impl Inner {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        if let Err(error) = process
+        let written = process
             .write_line(&control::request(id, method, &params))
-            .await
-        {
-            lock(&self.state).waiters.remove(&id);
-            let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-            return Err(ProviderError::input_closed(error, stderr_tail));
-        }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(ProviderError::Exited {
-                status: "it stopped before answering".into(),
-                stderr_tail: process.stderr_tail(STDERR_SETTLE).await,
-            }),
-            Err(_) => {
-                lock(&self.state).waiters.remove(&id);
-                Err(ProviderError::Protocol {
-                    message: format!(
-                        "codex did not answer `{method}` within {} ms{}",
-                        timeout.as_millis(),
-                        stderr_suffix(&process.stderr_tail(Duration::ZERO).await)
-                    ),
-                })
-            }
-        }
-    }
-
-    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
-        {
-            let state = lock(&self.state);
-            if state.disposed {
-                return Err(ProviderError::NotRunning {
-                    message: "this Codex conversation has been disposed".into(),
-                });
-            }
-            if let Some(running) = &state.turn {
-                return Err(ProviderError::NotRunning {
-                    message: format!(
-                        "Codex is still running turn `{}`: cancel it or wait for it to end \
-                         before sending `{}`",
-                        running.id, turn.turn_id
-                    ),
-                });
-            }
-        }
-        let process = self.ensure_process().await?;
-        let model = turn
-            .model
-            .as_ref()
-            .map(|model| model.id.clone())
-            .or_else(|| self.default_model.clone())
-            .or_else(|| self.config.model.clone())
-            .filter(|model| model != DEFAULT_MODEL);
-        let (thread_id, mut notices) = self.ensure_thread(&process, model.as_deref()).await?;
-        let image_dir = std::env::temp_dir();
-        let (input, images, skipped) = user_input(
-            &turn.text,
-            &turn.instructions,
-            &turn.attachments,
-            &image_dir,
-        )
-        .map_err(|error| ProviderError::Protocol {
-            message: format!("the message could not be prepared for Codex: {error}"),
-        })?;
-        notices.extend(
-            skipped
-                .into_iter()
-                .map(|note| format!("Not sent to Codex: {note}")),
-        );
-        {
-            {
-                let mut translator = lock(&self.translator);
-                translator.set_advertised_model(
-                    turn.listed_model(self.default_model.as_deref(), DEFAULT_MODEL),
-                );
-                translator.begin_turn(&turn.turn_id);
-            }
-            lock(&self.state).turn = Some(RunningTurn {
-                id: turn.turn_id.clone(),
-                started: Instant::now(),
-                app_turn_id: None,
-                images,
-            });
-        }
-        let notices = notices
-            .into_iter()
-            .map(|text| system_notice(&self.session, &turn.turn_id, text))
-            .collect();
-        self.send_signals(notices).await;
-        let mut params = control::turn_start_params(&thread_id, input);
-        if let (Some(model), Some(object)) = (&model, params.as_object_mut()) {
-            object.insert("model".into(), json!(model));
-        }
-        // Plan mode: a read-only sandbox that asks for nothing; the configured policy again on
-        // the first turn after (Codex keeps a turn's overrides for the next ones).
-        let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
-        let overrides = {
-            let mut state = lock(&self.state);
-            let was_plan = std::mem::replace(&mut state.plan_overrides, plan);
-            match (plan, was_plan) {
-                (true, _) => Some(control::plan_overrides()),
-                (false, true) => Some(control::turn_policy_overrides(
-                    &self.config.approval_policy,
-                    &self.config.sandbox,
-                )),
-                (false, false) => None,
-            }
-        };
-        if let (Some(overrides), Some(object)) = (overrides, params.as_object_mut()) {
-            object.extend(overrides.map(|(key, value)| (key.to_owned(), value)));
-        }
-        let request = self.allocate_request();
-        lock(&self.translator).turn_start_sent(&json!(request.0));
-        let started = self
-            .send_request(
-                &process,
-                request,
-                "turn/start",
-                params,
-                self.config.request_timeout,
-            )
             .await;
-        match started {
-            Ok(result) => {
-                let app_turn = result
-                    .pointer("/turn/id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                if let Some(running) = lock(&self.state).turn.as_mut()
-                    && running.id == turn.turn_id
-                {
-                    running.app_turn_id = app_turn;
-                }
-                Ok(())
-            }
-            Err(error) => {
-                let signals = lock(&self.translator).abort_turn();
-                self.send_signals(signals).await;
-                for parked in self.end_turn_state() {
-                    let _ = process.write_line(&parked.cancelled()).await;
-                }
-                Err(error)
-            }
-        }
+        let forget = || lock(&self.state).waiters.forget(&id);
+        await_answer(process, written, rx, timeout, ("codex", method), forget).await
     }
 
     /// The running app-server, started and initialized when there is none.
@@ -405,20 +228,12 @@ impl Inner {
         let process = spawned.process;
         let generation = {
             let mut state = lock(&self.state);
-            let generation = state.next_generation;
-            state.next_generation += 1;
             state.thread_loaded = false;
-            let reader = tokio::spawn(read_stdout(
-                Arc::downgrade(self),
-                generation,
-                spawned.stdout,
-            ));
-            state.process = Some(Live {
-                generation,
-                process: Arc::clone(&process),
-                reader,
-            });
-            generation
+            let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
+            let weak = Arc::downgrade(self);
+            state.process.install(Arc::clone(&process), |generation| {
+                spawn_reader(weak, generation, lines)
+            })
         };
         tracing::debug!(pid = process.pid(), "started codex app-server");
         let initialized = self
@@ -521,47 +336,30 @@ impl Inner {
         Ok((id, notices))
     }
 
+    /// Takes process `generation` out if it is still the current one.
+    fn take_process(&self, generation: u64) -> Option<Live<AgentProcess>> {
+        let mut state = lock(&self.state);
+        let live = state.process.take_generation(generation);
+        if live.is_some() {
+            state.thread_loaded = false;
+        }
+        live
+    }
+
     /// Terminates process `generation` if it is still current; `from_reader` when its own
     /// reader calls (which must not abort itself).
     async fn stop_process(&self, generation: u64, from_reader: bool) {
-        let live = {
-            let mut state = lock(&self.state);
-            match &state.process {
-                Some(live) if live.generation == generation => {
-                    state.thread_loaded = false;
-                    state.process.take()
-                }
-                _ => None,
-            }
-        };
-        if let Some(live) = live {
-            let status = live.process.terminate(self.config.kill_grace).await;
-            if !from_reader {
-                live.reader.abort();
-            }
+        if let Some(live) = self.take_process(generation) {
+            let status = live.stop(self.config.kill_grace, from_reader).await;
             tracing::debug!(status, "stopped codex");
             self.fail_waiters(&status, &live.process).await;
         }
     }
 
+    /// Fails every request waiting for process `process` (it ended with `status`).
     async fn fail_waiters(&self, status: &str, process: &AgentProcess) {
-        let (waiters, drain) = {
-            let mut state = lock(&self.state);
-            (std::mem::take(&mut state.waiters), state.drain.take())
-        };
-        if let Some(drain) = drain {
-            let _ = drain.send(());
-        }
-        if waiters.is_empty() {
-            return;
-        }
-        let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-        for (_, waiter) in waiters {
-            let _ = waiter.send(Err(ProviderError::Exited {
-                status: status.to_owned(),
-                stderr_tail: stderr_tail.clone(),
-            }));
-        }
+        let taken = lock(&self.state).waiters.take_all();
+        fail_waiters(taken, status, process).await;
     }
 
     /// Forgets the running turn and its parked approvals; returns its parked input requests,
@@ -579,8 +377,35 @@ impl Inner {
         inputs
     }
 
+    async fn respond_input(
+        &self,
+        request_id: &str,
+        response: InputResponse,
+    ) -> Result<(), ProviderError> {
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no input request `{request_id}` is waiting for an answer"),
+        };
+        let (parked, process) = {
+            let mut state = lock(&self.state);
+            let process = state
+                .process
+                .current()
+                .map(|(_, process)| process)
+                .ok_or_else(not_waiting)?;
+            let parked = state.inputs.remove(request_id).ok_or_else(not_waiting)?;
+            (parked, process)
+        };
+        let answer = control::input_answer(&parked.kind, &response);
+        process
+            .write_line(&control::reply(&parked.request_id, &answer))
+            .await
+            .map_err(|error| ProviderError::input_closed(error, String::new()))
+    }
+}
+
+impl MessageHandler for CodexConversation {
     /// One stdout line of process `generation`; `false` when reading must stop.
-    async fn handle_line(&self, generation: u64, line: &str) -> bool {
+    async fn handle_message(&self, generation: u64, line: &str) -> bool {
         let Some((current, process)) = self.current_process() else {
             return false;
         };
@@ -603,7 +428,7 @@ impl Inner {
                 let signals = lock(&self.translator).fail_turn(info);
                 // The process is stopped: its requests need no answer.
                 self.end_turn_state();
-                self.send_signals(signals).await;
+                self.signals.send_all(signals).await;
                 self.stop_process(generation, true).await;
                 return false;
             }
@@ -617,15 +442,14 @@ impl Inner {
                 match output {
                     Output::Signal(signal) => signals.push(signal),
                     Output::Response { id, result } => {
-                        let waiter = id.as_u64().and_then(|id| state.waiters.remove(&id));
-                        match waiter {
-                            Some(waiter) => {
-                                let _ =
-                                    waiter.send(result.map_err(|error| ProviderError::Protocol {
-                                        message: error.to_string(),
-                                    }));
-                            }
-                            None => tracing::debug!(%id, "a response nobody waits for"),
+                        let answer = result.map_err(|error| ProviderError::Protocol {
+                            message: error.to_string(),
+                        });
+                        let waited = id
+                            .as_u64()
+                            .is_some_and(|key| state.waiters.resolve(&key, answer));
+                        if !waited {
+                            tracing::debug!(%id, "a response nobody waits for");
                         }
                     }
                     Output::ApprovalRequest {
@@ -679,8 +503,8 @@ impl Inner {
                     Output::TurnEnded => ended = true,
                 }
             }
-            if completes_turn && let Some(drain) = state.drain.take() {
-                let _ = drain.send(());
+            if completes_turn {
+                state.waiters.wound_down();
             }
         }
         if ended {
@@ -692,43 +516,147 @@ impl Inner {
                 tracing::warn!(%error, "could not answer a codex request");
             }
         }
-        self.send_signals(signals).await;
+        self.signals.send_all(signals).await;
         true
     }
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let live = {
-            let mut state = lock(&self.state);
-            match &state.process {
-                Some(live) if live.generation == generation => {
-                    state.thread_loaded = false;
-                    state.process.take()
-                }
-                _ => None,
-            }
-        };
-        let Some(live) = live else {
+        let Some(live) = self.take_process(generation) else {
             return;
         };
-        let mut status = live.process.reap(self.config.kill_grace).await;
-        if let Some(read_error) = read_error {
-            status = format!("{status}; {read_error}");
-        }
-        let stderr_tail = live.process.stderr_tail(STDERR_SETTLE).await;
+        let (status, error) = live.exited(self.config.kill_grace, read_error).await;
         tracing::debug!(status, "codex exited");
         self.fail_waiters(&status, &live.process).await;
-        let error = ProviderError::Exited {
-            status,
-            stderr_tail,
-        };
         let signals = lock(&self.translator).fail_turn(error.to_error_info());
         // The process is gone: its requests need no answer.
         self.end_turn_state();
-        self.send_signals(signals).await;
+        self.signals.send_all(signals).await;
+    }
+}
+
+impl AgentConversation for CodexConversation {
+    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        {
+            let state = lock(&self.state);
+            if state.disposed {
+                return Err(ProviderError::NotRunning {
+                    message: "this Codex conversation has been disposed".into(),
+                });
+            }
+            if let Some(running) = &state.turn {
+                return Err(ProviderError::NotRunning {
+                    message: format!(
+                        "Codex is still running turn `{}`: cancel it or wait for it to end \
+                         before sending `{}`",
+                        running.id, turn.turn_id
+                    ),
+                });
+            }
+        }
+        let process = self.ensure_process().await?;
+        let model = turn
+            .model
+            .as_ref()
+            .map(|model| model.id.clone())
+            .or_else(|| self.default_model.clone())
+            .or_else(|| self.config.model.clone())
+            .filter(|model| model != DEFAULT_MODEL);
+        let (thread_id, mut notices) = self.ensure_thread(&process, model.as_deref()).await?;
+        let image_dir = std::env::temp_dir();
+        let (input, images, skipped) = user_input(
+            &turn.text,
+            &turn.instructions,
+            &turn.attachments,
+            &image_dir,
+        )
+        .map_err(|error| ProviderError::Protocol {
+            message: format!("the message could not be prepared for Codex: {error}"),
+        })?;
+        notices.extend(
+            skipped
+                .into_iter()
+                .map(|note| format!("Not sent to Codex: {note}")),
+        );
+        {
+            {
+                let mut translator = lock(&self.translator);
+                translator.set_advertised_model(
+                    turn.listed_model(self.default_model.as_deref(), DEFAULT_MODEL),
+                );
+                translator.begin_turn(&turn.turn_id);
+            }
+            lock(&self.state).turn = Some(RunningTurn {
+                id: turn.turn_id.clone(),
+                started: Instant::now(),
+                app_turn_id: None,
+                images,
+            });
+        }
+        let notices: Vec<_> = notices
+            .into_iter()
+            .map(|text| system_notice(&self.session, &turn.turn_id, text))
+            .collect();
+        self.signals.send_all(notices).await;
+        let mut params = control::turn_start_params(&thread_id, input);
+        if let (Some(model), Some(object)) = (&model, params.as_object_mut()) {
+            object.insert("model".into(), json!(model));
+        }
+        // Plan mode: a read-only sandbox that asks for nothing; the configured policy again on
+        // the first turn after (Codex keeps a turn's overrides for the next ones).
+        let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
+        let overrides = {
+            let mut state = lock(&self.state);
+            let was_plan = std::mem::replace(&mut state.plan_overrides, plan);
+            match (plan, was_plan) {
+                (true, _) => Some(control::plan_overrides()),
+                (false, true) => Some(control::turn_policy_overrides(
+                    &self.config.approval_policy,
+                    &self.config.sandbox,
+                )),
+                (false, false) => None,
+            }
+        };
+        if let (Some(overrides), Some(object)) = (overrides, params.as_object_mut()) {
+            object.extend(overrides.map(|(key, value)| (key.to_owned(), value)));
+        }
+        let request = self.allocate_request();
+        lock(&self.translator).turn_start_sent(&json!(request.0));
+        let started = self
+            .send_request(
+                &process,
+                request,
+                "turn/start",
+                params,
+                self.config.request_timeout,
+            )
+            .await;
+        match started {
+            Ok(result) => {
+                let app_turn = result
+                    .pointer("/turn/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                if let Some(running) = lock(&self.state).turn.as_mut()
+                    && running.id == turn.turn_id
+                {
+                    running.app_turn_id = app_turn;
+                }
+                Ok(())
+            }
+            Err(error) => {
+                let signals = lock(&self.translator).abort_turn();
+                self.signals.send_all(signals).await;
+                for parked in self.end_turn_state() {
+                    let _ = process.write_line(&parked.cancelled()).await;
+                }
+                Err(error)
+            }
+        }
     }
 
-    async fn respond(
+    async fn respond_to_permission(
         &self,
         tool_call_id: &str,
         decision: PermissionDecision,
@@ -744,15 +672,15 @@ impl Inner {
                 .ok_or_else(not_waiting)?;
             let process = state
                 .process
-                .as_ref()
-                .map(|live| Arc::clone(&live.process))
+                .current()
+                .map(|(_, process)| process)
                 .ok_or_else(not_waiting)?;
             (parked, process)
         };
         let approved = matches!(decision, PermissionDecision::Approve);
         let signals = lock(&self.translator).record_decision(tool_call_id, approved);
         // Before the answer: Codex goes on (and may end the turn) only once it has it.
-        self.send_signals(signals).await;
+        self.signals.send_all(signals).await;
         let answer = control::approval_answer(parked.kind, approved);
         process
             .write_line(&control::reply(&parked.request_id, &answer))
@@ -760,29 +688,12 @@ impl Inner {
             .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
-    async fn respond_input(
+    fn respond_to_input(
         &self,
         request_id: &str,
         response: InputResponse,
-    ) -> Result<(), ProviderError> {
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no input request `{request_id}` is waiting for an answer"),
-        };
-        let (parked, process) = {
-            let mut state = lock(&self.state);
-            let process = state
-                .process
-                .as_ref()
-                .map(|live| Arc::clone(&live.process))
-                .ok_or_else(not_waiting)?;
-            let parked = state.inputs.remove(request_id).ok_or_else(not_waiting)?;
-            (parked, process)
-        };
-        let answer = control::input_answer(&parked.kind, &response);
-        process
-            .write_line(&control::reply(&parked.request_id, &answer))
-            .await
-            .map_err(|error| ProviderError::input_closed(error, String::new()))
+    ) -> Option<impl Future<Output = Result<(), ProviderError>> + Send> {
+        Some(self.respond_input(request_id, response))
     }
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
@@ -812,7 +723,7 @@ impl Inner {
         };
         let app_turn = app_turn.or_else(|| lock(&self.translator).app_turn_id().map(str::to_owned));
         let cleared = lock(&self.translator).abort_turn();
-        self.send_signals(cleared).await;
+        self.signals.send_all(cleared).await;
         if let Some((generation, process)) = self.current_process() {
             // Approvals still waiting are declined, so the command does not run meanwhile;
             // input requests still waiting are cancelled.
@@ -827,8 +738,7 @@ impl Inner {
             }
             let interrupted = match (thread, app_turn) {
                 (Some(thread), Some(app_turn)) => {
-                    let (tx, rx) = oneshot::channel();
-                    lock(&self.state).drain = Some(tx);
+                    let rx = lock(&self.state).waiters.expect_wind_down();
                     let params = control::turn_interrupt_params(&thread, &app_turn);
                     let grace = self.config.interrupt_grace;
                     let deadline = Instant::now() + grace;
@@ -838,7 +748,7 @@ impl Inner {
                         .is_ok();
                     let done =
                         asked && matches!(tokio::time::timeout_at(deadline, rx).await, Ok(Ok(())));
-                    lock(&self.state).drain = None;
+                    lock(&self.state).waiters.stop_expecting_wind_down();
                     done
                 }
                 _ => false,
@@ -849,9 +759,14 @@ impl Inner {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.send_signals(vec![turn_cancelled(&self.session, turn_id, duration)])
+        self.signals
+            .send_all(vec![turn_cancelled(&self.session, turn_id, duration)])
             .await;
         Ok(())
+    }
+
+    fn resume_handle(&self) -> Option<Value> {
+        self.thread_id().map(|id| RESUME.handle(&id))
     }
 
     async fn dispose(&self) {
@@ -863,7 +778,7 @@ impl Inner {
         };
         let inputs = self.end_turn_state();
         let cleared = lock(&self.translator).abort_turn();
-        self.send_signals(cleared).await;
+        self.signals.send_all(cleared).await;
         if let Some(live) = live {
             // Input requests still waiting are cancelled before the process goes.
             for parked in inputs {
@@ -874,65 +789,5 @@ impl Inner {
             tracing::debug!(status, "disposed codex");
             self.fail_waiters(&status, &live.process).await;
         }
-    }
-}
-
-async fn read_stdout(inner: Weak<Inner>, generation: u64, stdout: ChildStdout) {
-    let mut lines = LineReader::new(stdout, MAX_LINE_BYTES);
-    loop {
-        let read = lines.next_line().await;
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
-        match read {
-            Ok(Some(line)) => {
-                if !inner.handle_line(generation, &line).await {
-                    return;
-                }
-            }
-            Ok(None) => {
-                inner.process_ended(generation, None).await;
-                return;
-            }
-            Err(error) => {
-                let reason = format!("reading its output failed: {error}");
-                inner.process_ended(generation, Some(reason)).await;
-                return;
-            }
-        }
-    }
-}
-
-impl ProviderSession for CodexSession {
-    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>> {
-        Box::pin(self.inner.send_turn(turn))
-    }
-
-    fn respond_to_permission<'a>(
-        &'a self,
-        tool_call_id: &'a str,
-        decision: PermissionDecision,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.respond(tool_call_id, decision))
-    }
-
-    fn respond_to_input<'a>(
-        &'a self,
-        request_id: &'a str,
-        response: InputResponse,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.respond_input(request_id, response))
-    }
-
-    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.cancel(turn_id))
-    }
-
-    fn resume_handle(&self) -> Option<serde_json::Value> {
-        self.thread_id().map(|id| json!({ "threadId": id }))
-    }
-
-    fn dispose(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.inner.dispose())
     }
 }

@@ -77,7 +77,9 @@ pub use framing::{FrameDecoder, FrameError, encode};
 #[cfg(feature = "driver")]
 pub use provider::{CopilotProvider, PROVIDER_ID};
 #[cfg(feature = "driver")]
-pub use session::{CLIENT_NAME, CopilotSession, DECLINED_MESSAGE, is_valid_copilot_session_id};
+pub use session::{
+    CLIENT_NAME, CopilotConversation, CopilotSession, DECLINED_MESSAGE, is_valid_copilot_session_id,
+};
 pub use translate::{
     COPILOT_ERROR, LineError, LineErrorKind, Output, TranscriptError, Translator, map_transcript,
     parse_message,

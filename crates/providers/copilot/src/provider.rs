@@ -9,7 +9,7 @@ use agenthost_provider_api::{
 use futures::future::BoxFuture;
 
 use crate::config::{CopilotConfig, DEFAULT_MODEL};
-use crate::session::{CopilotSession, is_valid_copilot_session_id};
+use crate::session::{CopilotConversation, CopilotSession, RESUME};
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "copilot";
@@ -36,7 +36,7 @@ impl CopilotProvider {
 
     /// Starts a conversation and returns the concrete session.
     pub fn start(&self, request: StartSession) -> CopilotSession {
-        CopilotSession::new(Arc::clone(&self.config), request, None)
+        CopilotConversation::start(Arc::clone(&self.config), request, None)
     }
 }
 
@@ -82,26 +82,9 @@ impl Provider for CopilotProvider {
     ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
         let config = Arc::clone(&self.config);
         Box::pin(async move {
-            let id = request
-                .resume_handle
-                .get("sessionId")
-                .and_then(serde_json::Value::as_str)
-                .ok_or_else(|| ProviderError::StartFailed {
-                    message: "the stored Copilot resume handle has no `sessionId`".into(),
-                })?;
-            if !is_valid_copilot_session_id(id) {
-                return Err(ProviderError::StartFailed {
-                    message: format!(
-                        "the stored Copilot session id `{}` is not a valid id",
-                        id.escape_debug()
-                    ),
-                });
-            }
-            let session: Arc<dyn ProviderSession> = Arc::new(CopilotSession::new(
-                config,
-                request.start,
-                Some(id.to_owned()),
-            ));
+            let id = RESUME.id(&request.resume_handle)?;
+            let session: Arc<dyn ProviderSession> =
+                Arc::new(CopilotConversation::start(config, request.start, Some(id)));
             Ok(session)
         })
     }

@@ -11,23 +11,26 @@
 //! the one that would deliver it).
 
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use agenthost_protocol::{AgentSignal, SessionUri};
+use agenthost_protocol::SessionUri;
 use agenthost_provider_api::{
-    AgentMode, PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession,
-    TurnRequest, stderr_suffix, system_notice, turn_cancelled,
+    AgentMode, PermissionDecision, ProviderError, SignalSink, StartSession, TurnRequest,
+    stderr_suffix, system_notice, turn_cancelled,
+};
+use agenthost_provider_process::driver::{
+    AgentConversation, Conversation, Live, MessageHandler, MessageSource, ProcessSlot, SourceError,
+    Waiters, await_answer, fail_waiters, spawn_reader,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStdout;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::attachments::attachments;
@@ -40,8 +43,6 @@ use crate::translate::{Output, Translator};
 const MAX_HEADER_BYTES: usize = 8 * 1024;
 /// The largest frame body (Copilot's system prompt and message snapshots are large).
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
-/// How long to wait for the stderr reader before quoting the tail.
-const STDERR_SETTLE: Duration = Duration::from_millis(500);
 /// What the agent is told when the host declines a tool call without a reason.
 pub const DECLINED_MESSAGE: &str = "The user declined this tool call.";
 /// The client name Copilot records for sessions.
@@ -49,28 +50,21 @@ pub const CLIENT_NAME: &str = "agenthost";
 
 /// Whether `id` can be a Copilot session id (it goes back to Copilot in `session.resume`).
 pub fn is_valid_copilot_session_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    agenthost_provider_api::is_valid_resume_id(id)
 }
 
-/// A conversation of one chat with Copilot.
-pub struct CopilotSession {
-    inner: Arc<Inner>,
-}
+/// Where a Copilot resume handle keeps the session id.
+pub(crate) const RESUME: agenthost_provider_api::ResumeKey = agenthost_provider_api::ResumeKey {
+    key: "sessionId",
+    agent: "Copilot",
+    what: "session id",
+};
 
-impl std::fmt::Debug for CopilotSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CopilotSession")
-            .field("session", &self.inner.session)
-            .field("working_directory", &self.inner.working_directory)
-            .finish_non_exhaustive()
-    }
-}
+/// A conversation of one chat with Copilot: the host's `ProviderSession`.
+pub type CopilotSession = Conversation<CopilotConversation>;
 
-struct Inner {
+/// The state of a conversation with Copilot (see [`CopilotSession`]).
+pub struct CopilotConversation {
     config: Arc<CopilotConfig>,
     session: SessionUri,
     working_directory: PathBuf,
@@ -85,28 +79,19 @@ type Answer = Result<Value, ProviderError>;
 
 #[derive(Default)]
 struct State {
-    process: Option<Live>,
-    next_generation: u64,
-    next_request: u64,
-    waiters: HashMap<u64, oneshot::Sender<Answer>>,
+    process: ProcessSlot<AgentProcess>,
+    waiters: Waiters<u64, Value>,
     copilot_session: Option<String>,
     /// Whether the current process has the Copilot session loaded (created or resumed).
     session_loaded: bool,
     turn: Option<RunningTurn>,
     permissions: HashMap<String, String>,
-    drain: Option<oneshot::Sender<()>>,
     /// An abort interrupted running tools: Copilot leaves a command running in its shell, so
     /// the process is replaced to stop it.
     interrupted_tools: bool,
     disposed: bool,
     /// A turn of this conversation ran in `plan` or `autopilot`.
     other_mode_used: bool,
-}
-
-struct Live {
-    generation: u64,
-    process: Arc<AgentProcess>,
-    reader: JoinHandle<()>,
 }
 
 struct RunningTurn {
@@ -176,12 +161,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl CopilotSession {
-    pub(crate) fn new(
+impl CopilotConversation {
+    pub(crate) fn start(
         config: Arc<CopilotConfig>,
         start: StartSession,
         copilot_session: Option<String>,
-    ) -> Self {
+    ) -> CopilotSession {
         let default_model = start.model.map(|model| model.id);
         let mut translator = Translator::new(start.session.clone());
         if let Some(id) = &copilot_session {
@@ -189,43 +174,34 @@ impl CopilotSession {
         }
         translator.set_working_directory(&start.working_directory.to_string_lossy());
         translator.set_temp_dir(&std::env::temp_dir().to_string_lossy());
-        Self {
-            inner: Arc::new(Inner {
-                config,
-                translator: Mutex::new(translator),
-                session: start.session,
-                working_directory: start.working_directory,
-                default_model,
-                signals: start.signals,
-                state: Mutex::new(State {
-                    copilot_session,
-                    ..State::default()
-                }),
-                lifecycle: tokio::sync::Mutex::new(()),
+        Conversation::new(Self {
+            config,
+            translator: Mutex::new(translator),
+            session: start.session,
+            working_directory: start.working_directory,
+            default_model,
+            signals: start.signals,
+            state: Mutex::new(State {
+                copilot_session,
+                ..State::default()
             }),
-        }
+            lifecycle: tokio::sync::Mutex::new(()),
+        })
     }
 
     /// The process id of the running `copilot`, if one runs.
     pub fn process_id(&self) -> Option<i32> {
-        lock(&self.inner.state)
-            .process
-            .as_ref()
-            .and_then(|live| live.process.pid())
+        self.current_process()
+            .and_then(|(_, process)| process.pid())
     }
 
     /// The Copilot session this conversation follows, once known.
     pub fn copilot_session_id(&self) -> Option<String> {
-        lock(&self.inner.state).copilot_session.clone()
+        lock(&self.state).copilot_session.clone()
     }
-}
 
-impl Inner {
     fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
-        lock(&self.state)
-            .process
-            .as_ref()
-            .map(|live| (live.generation, Arc::clone(&live.process)))
+        lock(&self.state).process.current()
     }
 
     fn model(&self, turn: Option<&TurnRequest>) -> Option<String> {
@@ -235,22 +211,10 @@ impl Inner {
             .filter(|model| model != DEFAULT_MODEL)
     }
 
-    async fn send_signals(&self, signals: Vec<AgentSignal>) {
-        for signal in signals {
-            if self.signals.send(signal).await.is_err() {
-                tracing::debug!("the host no longer listens to this chat");
-                return;
-            }
-        }
-    }
-
     fn allocate_request(&self) -> (u64, oneshot::Receiver<Answer>) {
         let mut state = lock(&self.state);
-        state.next_request += 1;
-        let id = state.next_request;
-        let (tx, rx) = oneshot::channel();
-        state.waiters.insert(id, tx);
-        (id, rx)
+        let id = state.waiters.next_id();
+        (id, state.waiters.register(id))
     }
 
     async fn write(&self, process: &AgentProcess, body: &str) -> std::io::Result<()> {
@@ -279,127 +243,22 @@ impl Inner {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        if let Err(error) = self
+        let written = self
             .write(process, &control::request(id, method, &params))
-            .await
-        {
-            lock(&self.state).waiters.remove(&id);
-            let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-            return Err(ProviderError::input_closed(error, stderr_tail));
-        }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(ProviderError::Exited {
-                status: "it stopped before answering".into(),
-                stderr_tail: process.stderr_tail(STDERR_SETTLE).await,
-            }),
-            Err(_) => {
-                lock(&self.state).waiters.remove(&id);
-                Err(ProviderError::Protocol {
-                    message: format!(
-                        "copilot did not answer `{method}` within {} ms{}",
-                        timeout.as_millis(),
-                        stderr_suffix(&process.stderr_tail(Duration::ZERO).await)
-                    ),
-                })
-            }
-        }
+            .await;
+        let forget = || lock(&self.state).waiters.forget(&id);
+        await_answer(process, written, rx, timeout, ("copilot", method), forget).await
     }
 
     /// Sends request `method` without waiting for its answer (from the reader).
     async fn notify_request(&self, process: &AgentProcess, method: &str, params: Value) {
-        let id = {
-            let mut state = lock(&self.state);
-            state.next_request += 1;
-            state.next_request
-        };
+        let id = lock(&self.state).waiters.next_id();
         if let Err(error) = self
             .write(process, &control::request(id, method, &params))
             .await
         {
             tracing::warn!(%error, method, "could not send a request to copilot");
         }
-    }
-
-    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
-        {
-            let state = lock(&self.state);
-            if state.disposed {
-                return Err(ProviderError::NotRunning {
-                    message: "this Copilot conversation has been disposed".into(),
-                });
-            }
-            if let Some(running) = &state.turn {
-                return Err(ProviderError::NotRunning {
-                    message: format!(
-                        "Copilot is still running turn `{}`: cancel it or wait for it to end \
-                         before sending `{}`",
-                        running.id, turn.turn_id
-                    ),
-                });
-            }
-        }
-        let model = self.model(Some(&turn));
-        let process = self.ensure_process(model.as_deref()).await?;
-        let (session_id, mut notices) = self.ensure_session(&process, model.as_deref()).await?;
-        let (items, skipped) = attachments(&turn.attachments, |path| std::fs::read_to_string(path));
-        notices.extend(
-            skipped
-                .into_iter()
-                .map(|note| format!("Not sent to Copilot: {note}")),
-        );
-        let mut prompt = turn.text.clone();
-        for instruction in &turn.instructions {
-            prompt.push_str("\n\n");
-            prompt.push_str(instruction);
-        }
-        {
-            {
-                let mut translator = lock(&self.translator);
-                translator
-                    .set_model(turn.listed_model(self.default_model.as_deref(), DEFAULT_MODEL));
-                translator.begin_turn(&turn.turn_id);
-            }
-            lock(&self.state).turn = Some(RunningTurn {
-                id: turn.turn_id.clone(),
-                started: Instant::now(),
-            });
-        }
-        let notices = notices
-            .into_iter()
-            .map(|text| system_notice(&self.session, &turn.turn_id, text))
-            .collect();
-        self.send_signals(notices).await;
-        // Copilot's own agent mode for this message; `interactive` is said explicitly only
-        // after another mode was used (Copilot's default otherwise).
-        let agent_mode = {
-            let mut state = lock(&self.state);
-            let mode = turn.mode;
-            let said = match mode {
-                AgentMode::Interactive if !state.other_mode_used => None,
-                mode => Some(mode.as_str()),
-            };
-            state.other_mode_used |= mode != AgentMode::Interactive;
-            said
-        };
-        let request = self.allocate_request();
-        lock(&self.translator).send_sent(&json!(request.0));
-        let sent = self
-            .send_request(
-                &process,
-                request,
-                control::SESSION_SEND,
-                control::session_send_params(&session_id, &prompt, items, agent_mode),
-                self.config.request_timeout,
-            )
-            .await;
-        if let Err(error) = sent {
-            lock(&self.translator).abort_turn();
-            lock(&self.state).turn = None;
-            return Err(error);
-        }
-        Ok(())
     }
 
     /// The running CLI, started and pinged when there is none.
@@ -431,20 +290,12 @@ impl Inner {
         let process = spawned.process;
         let generation = {
             let mut state = lock(&self.state);
-            let generation = state.next_generation;
-            state.next_generation += 1;
             state.session_loaded = false;
-            let reader = tokio::spawn(read_stdout(
-                Arc::downgrade(self),
-                generation,
-                spawned.stdout,
-            ));
-            state.process = Some(Live {
-                generation,
-                process: Arc::clone(&process),
-                reader,
-            });
-            generation
+            let frames = Frames::new(spawned.stdout);
+            let weak = Arc::downgrade(self);
+            state.process.install(Arc::clone(&process), |generation| {
+                spawn_reader(weak, generation, frames)
+            })
         };
         tracing::debug!(pid = process.pid(), "started copilot");
         let pinged = self
@@ -547,47 +398,30 @@ impl Inner {
         }
     }
 
+    /// Takes process `generation` out if it is still the current one.
+    fn take_process(&self, generation: u64) -> Option<Live<AgentProcess>> {
+        let mut state = lock(&self.state);
+        let live = state.process.take_generation(generation);
+        if live.is_some() {
+            state.session_loaded = false;
+        }
+        live
+    }
+
     /// Terminates process `generation` if it is still current; `from_reader` when its own
     /// reader calls (which must not abort itself).
     async fn stop_process(&self, generation: u64, from_reader: bool) {
-        let live = {
-            let mut state = lock(&self.state);
-            match &state.process {
-                Some(live) if live.generation == generation => {
-                    state.session_loaded = false;
-                    state.process.take()
-                }
-                _ => None,
-            }
-        };
-        if let Some(live) = live {
-            let status = live.process.terminate(self.config.kill_grace).await;
-            if !from_reader {
-                live.reader.abort();
-            }
+        if let Some(live) = self.take_process(generation) {
+            let status = live.stop(self.config.kill_grace, from_reader).await;
             tracing::debug!(status, "stopped copilot");
             self.fail_waiters(&status, &live.process).await;
         }
     }
 
+    /// Fails every request waiting for process `process` (it ended with `status`).
     async fn fail_waiters(&self, status: &str, process: &AgentProcess) {
-        let (waiters, drain) = {
-            let mut state = lock(&self.state);
-            (std::mem::take(&mut state.waiters), state.drain.take())
-        };
-        if let Some(drain) = drain {
-            let _ = drain.send(());
-        }
-        if waiters.is_empty() {
-            return;
-        }
-        let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
-        for (_, waiter) in waiters {
-            let _ = waiter.send(Err(ProviderError::Exited {
-                status: status.to_owned(),
-                stderr_tail: stderr_tail.clone(),
-            }));
-        }
+        let taken = lock(&self.state).waiters.take_all();
+        fail_waiters(taken, status, process).await;
     }
 
     fn end_turn_state(&self) {
@@ -596,6 +430,71 @@ impl Inner {
         state.turn = None;
     }
 
+    /// The CLI sent something unreadable: the turn fails and the process is stopped.
+    async fn protocol_failure(&self, generation: u64, process: &AgentProcess, message: String) {
+        let tail = process.stderr_tail(Duration::ZERO).await;
+        let info = ProviderError::Protocol {
+            message: format!("{message}{}", stderr_suffix(&tail)),
+        }
+        .to_error_info();
+        let signals = lock(&self.translator).fail_turn(info);
+        self.end_turn_state();
+        self.signals.send_all(signals).await;
+        self.stop_process(generation, true).await;
+    }
+}
+
+/// Copilot's stdout as messages: `Content-Length` framed JSON-RPC bodies.
+struct Frames {
+    stdout: ChildStdout,
+    decoder: FrameDecoder,
+    chunk: Vec<u8>,
+    ready: VecDeque<String>,
+    /// A framing error met after the frames in `ready`: reported once they are read.
+    broken: Option<String>,
+}
+
+impl Frames {
+    fn new(stdout: ChildStdout) -> Self {
+        Self {
+            stdout,
+            decoder: FrameDecoder::new(MAX_HEADER_BYTES, MAX_BODY_BYTES),
+            chunk: vec![0u8; 64 * 1024],
+            ready: VecDeque::new(),
+            broken: None,
+        }
+    }
+}
+
+impl MessageSource for Frames {
+    async fn next_message(&mut self) -> Result<Option<String>, SourceError> {
+        loop {
+            if let Some(body) = self.ready.pop_front() {
+                return Ok(Some(body));
+            }
+            if let Some(error) = self.broken.take() {
+                return Err(SourceError::Framing(error));
+            }
+            let n = self.stdout.read(&mut self.chunk).await?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.decoder.push(&self.chunk[..n]);
+            loop {
+                match self.decoder.next_frame() {
+                    Ok(Some(body)) => self.ready.push_back(String::from_utf8_lossy(&body).into()),
+                    Ok(None) => break,
+                    Err(error) => {
+                        self.broken = Some(error.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl MessageHandler for CopilotConversation {
     /// One message of process `generation`; `false` when reading must stop.
     async fn handle_message(&self, generation: u64, body: &str) -> bool {
         let Some((current, process)) = self.current_process() else {
@@ -624,15 +523,14 @@ impl Inner {
                 match output {
                     Output::Signal(signal) => signals.push(signal),
                     Output::Response { id, result } => {
-                        let waiter = id.as_u64().and_then(|id| state.waiters.remove(&id));
-                        match waiter {
-                            Some(waiter) => {
-                                let _ =
-                                    waiter.send(result.map_err(|error| ProviderError::Protocol {
-                                        message: error.to_string(),
-                                    }));
-                            }
-                            None => tracing::debug!(%id, "a response nobody waits for"),
+                        let answer = result.map_err(|error| ProviderError::Protocol {
+                            message: error.to_string(),
+                        });
+                        let waited = id
+                            .as_u64()
+                            .is_some_and(|key| state.waiters.resolve(&key, answer));
+                        if !waited {
+                            tracing::debug!(%id, "a response nobody waits for");
                         }
                     }
                     Output::PermissionRequest {
@@ -663,10 +561,8 @@ impl Inner {
             if markers.interrupted_tools {
                 state.interrupted_tools = true;
             }
-            if markers.idle
-                && let Some(drain) = state.drain.take()
-            {
-                let _ = drain.send(());
+            if markers.idle {
+                state.waiters.wound_down();
             }
             state.copilot_session.clone()
         };
@@ -691,55 +587,116 @@ impl Inner {
                     .await;
             }
         }
-        self.send_signals(signals).await;
+        self.signals.send_all(signals).await;
         true
-    }
-
-    /// The CLI sent something unreadable: the turn fails and the process is stopped.
-    async fn protocol_failure(&self, generation: u64, process: &AgentProcess, message: String) {
-        let tail = process.stderr_tail(Duration::ZERO).await;
-        let info = ProviderError::Protocol {
-            message: format!("{message}{}", stderr_suffix(&tail)),
-        }
-        .to_error_info();
-        let signals = lock(&self.translator).fail_turn(info);
-        self.end_turn_state();
-        self.send_signals(signals).await;
-        self.stop_process(generation, true).await;
     }
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let live = {
-            let mut state = lock(&self.state);
-            match &state.process {
-                Some(live) if live.generation == generation => {
-                    state.session_loaded = false;
-                    state.process.take()
-                }
-                _ => None,
-            }
-        };
-        let Some(live) = live else {
+        let Some(live) = self.take_process(generation) else {
             return;
         };
-        let mut status = live.process.reap(self.config.kill_grace).await;
-        if let Some(read_error) = read_error {
-            status = format!("{status}; {read_error}");
-        }
-        let stderr_tail = live.process.stderr_tail(STDERR_SETTLE).await;
+        let (status, error) = live.exited(self.config.kill_grace, read_error).await;
         tracing::debug!(status, "copilot exited");
         self.fail_waiters(&status, &live.process).await;
-        let error = ProviderError::Exited {
-            status,
-            stderr_tail,
-        };
         let signals = lock(&self.translator).fail_turn(error.to_error_info());
         self.end_turn_state();
-        self.send_signals(signals).await;
+        self.signals.send_all(signals).await;
     }
 
-    async fn respond(
+    async fn unreadable(&self, generation: u64, error: SourceError) {
+        if let Some((current, process)) = self.current_process()
+            && current == generation
+        {
+            self.protocol_failure(generation, &process, error.to_string())
+                .await;
+        }
+    }
+}
+
+impl AgentConversation for CopilotConversation {
+    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        {
+            let state = lock(&self.state);
+            if state.disposed {
+                return Err(ProviderError::NotRunning {
+                    message: "this Copilot conversation has been disposed".into(),
+                });
+            }
+            if let Some(running) = &state.turn {
+                return Err(ProviderError::NotRunning {
+                    message: format!(
+                        "Copilot is still running turn `{}`: cancel it or wait for it to end \
+                         before sending `{}`",
+                        running.id, turn.turn_id
+                    ),
+                });
+            }
+        }
+        let model = self.model(Some(&turn));
+        let process = self.ensure_process(model.as_deref()).await?;
+        let (session_id, mut notices) = self.ensure_session(&process, model.as_deref()).await?;
+        let (items, skipped) = attachments(&turn.attachments, |path| std::fs::read_to_string(path));
+        notices.extend(
+            skipped
+                .into_iter()
+                .map(|note| format!("Not sent to Copilot: {note}")),
+        );
+        let mut prompt = turn.text.clone();
+        for instruction in &turn.instructions {
+            prompt.push_str("\n\n");
+            prompt.push_str(instruction);
+        }
+        {
+            {
+                let mut translator = lock(&self.translator);
+                translator
+                    .set_model(turn.listed_model(self.default_model.as_deref(), DEFAULT_MODEL));
+                translator.begin_turn(&turn.turn_id);
+            }
+            lock(&self.state).turn = Some(RunningTurn {
+                id: turn.turn_id.clone(),
+                started: Instant::now(),
+            });
+        }
+        let notices: Vec<_> = notices
+            .into_iter()
+            .map(|text| system_notice(&self.session, &turn.turn_id, text))
+            .collect();
+        self.signals.send_all(notices).await;
+        // Copilot's own agent mode for this message; `interactive` is said explicitly only
+        // after another mode was used (Copilot's default otherwise).
+        let agent_mode = {
+            let mut state = lock(&self.state);
+            let mode = turn.mode;
+            let said = match mode {
+                AgentMode::Interactive if !state.other_mode_used => None,
+                mode => Some(mode.as_str()),
+            };
+            state.other_mode_used |= mode != AgentMode::Interactive;
+            said
+        };
+        let request = self.allocate_request();
+        lock(&self.translator).send_sent(&json!(request.0));
+        let sent = self
+            .send_request(
+                &process,
+                request,
+                control::SESSION_SEND,
+                control::session_send_params(&session_id, &prompt, items, agent_mode),
+                self.config.request_timeout,
+            )
+            .await;
+        if let Err(error) = sent {
+            lock(&self.translator).abort_turn();
+            lock(&self.state).turn = None;
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    async fn respond_to_permission(
         &self,
         tool_call_id: &str,
         decision: PermissionDecision,
@@ -756,8 +713,8 @@ impl Inner {
             let session_id = state.copilot_session.clone().ok_or_else(not_waiting)?;
             let process = state
                 .process
-                .as_ref()
-                .map(|live| Arc::clone(&live.process))
+                .current()
+                .map(|(_, process)| process)
                 .ok_or_else(not_waiting)?;
             (request_id, session_id, process)
         };
@@ -835,12 +792,11 @@ impl Inner {
                         self.notify_request(&process, control::HANDLE_PERMISSION, params)
                             .await;
                     }
-                    let (tx, rx) = oneshot::channel();
-                    {
+                    let rx = {
                         let mut state = lock(&self.state);
-                        state.drain = Some(tx);
                         state.interrupted_tools = false;
-                    }
+                        state.waiters.expect_wind_down()
+                    };
                     let grace = self.config.abort_grace;
                     let deadline = Instant::now() + grace;
                     let asked = self
@@ -856,7 +812,7 @@ impl Inner {
                         asked && matches!(tokio::time::timeout_at(deadline, rx).await, Ok(Ok(())));
                     let interrupted_tools = {
                         let mut state = lock(&self.state);
-                        state.drain = None;
+                        state.waiters.stop_expecting_wind_down();
                         std::mem::take(&mut state.interrupted_tools)
                     };
                     // Copilot's abort leaves a command already running in its shell: only
@@ -871,9 +827,14 @@ impl Inner {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.send_signals(vec![turn_cancelled(&self.session, turn_id, duration)])
+        self.signals
+            .send_all(vec![turn_cancelled(&self.session, turn_id, duration)])
             .await;
         Ok(())
+    }
+
+    fn resume_handle(&self) -> Option<Value> {
+        self.copilot_session_id().map(|id| RESUME.handle(&id))
     }
 
     async fn dispose(&self) {
@@ -891,84 +852,5 @@ impl Inner {
             tracing::debug!(status, "disposed copilot");
             self.fail_waiters(&status, &live.process).await;
         }
-    }
-}
-
-async fn read_stdout(inner: Weak<Inner>, generation: u64, mut stdout: ChildStdout) {
-    let mut decoder = FrameDecoder::new(MAX_HEADER_BYTES, MAX_BODY_BYTES);
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        let read = stdout.read(&mut chunk).await;
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
-        let n = match read {
-            Ok(0) => {
-                inner.process_ended(generation, None).await;
-                return;
-            }
-            Ok(n) => n,
-            Err(error) => {
-                inner
-                    .process_ended(
-                        generation,
-                        Some(format!("reading its output failed: {error}")),
-                    )
-                    .await;
-                return;
-            }
-        };
-        decoder.push(&chunk[..n]);
-        loop {
-            match decoder.next_frame() {
-                Ok(Some(body)) => {
-                    let body = String::from_utf8_lossy(&body);
-                    if !inner.handle_message(generation, &body).await {
-                        return;
-                    }
-                }
-                Ok(None) => break,
-                Err(error) => {
-                    let Some((_, process)) = inner.current_process() else {
-                        return;
-                    };
-                    inner
-                        .protocol_failure(
-                            generation,
-                            &process,
-                            format!("unreadable output framing: {error}"),
-                        )
-                        .await;
-                    return;
-                }
-            }
-        }
-    }
-}
-
-impl ProviderSession for CopilotSession {
-    fn send_turn(&self, turn: TurnRequest) -> BoxFuture<'_, Result<(), ProviderError>> {
-        Box::pin(self.inner.send_turn(turn))
-    }
-
-    fn respond_to_permission<'a>(
-        &'a self,
-        tool_call_id: &'a str,
-        decision: PermissionDecision,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.respond(tool_call_id, decision))
-    }
-
-    fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
-        Box::pin(self.inner.cancel(turn_id))
-    }
-
-    fn resume_handle(&self) -> Option<serde_json::Value> {
-        self.copilot_session_id()
-            .map(|id| json!({ "sessionId": id }))
-    }
-
-    fn dispose(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.inner.dispose())
     }
 }

@@ -14,6 +14,8 @@
 //! turn ends instead of reading forever).
 #![deny(missing_docs)]
 
+pub mod driver;
+
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};

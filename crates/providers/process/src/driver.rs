@@ -1,0 +1,27 @@
+//! What every agent-CLI provider drives its child process with, besides the process itself: a
+//! provider is its wire types, its translator, its configuration and a thin adapter onto these
+//! pieces.
+//!
+//! - [`ProcessSlot`]: the current process of a conversation and its generation, so output of a
+//!   process that was replaced or stopped is recognised and dropped.
+//! - [`spawn_reader`]: the stdout reader task — one message at a time from a
+//!   [`MessageSource`] (bounded lines, [`LineReader`](crate::LineReader), or a provider's own
+//!   framing) to a [`MessageHandler`], ending with [`MessageHandler::process_ended`].
+//! - [`Waiters`] and [`await_answer`]: request/response correlation — a request registers a
+//!   waiter, the reader resolves it, a timeout or the end of the process fails it with the
+//!   stderr tail.
+//! - [`AgentConversation`] and [`Conversation`]: the `ProviderSession` a provider hands the
+//!   host, written once over a conversation's async methods.
+
+mod conversation;
+mod reader;
+mod slot;
+mod waiters;
+
+pub use conversation::{AgentConversation, Conversation};
+pub use reader::{MessageHandler, MessageSource, SourceError, spawn_reader};
+pub use slot::{Live, ProcessSlot};
+pub use waiters::{Answer, Taken, Waiters, await_answer, fail_waiters};
+
+/// How long to wait for the stderr reader to catch up before quoting the tail in an error.
+pub const STDERR_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);

@@ -1,0 +1,345 @@
+//! The shared agent-CLI driver: process generations, the reader task, request correlation and
+//! the `ProviderSession` adapter.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agenthost_protocol::state::ChatInputResponseKind;
+use agenthost_provider_api::{
+    AgentMode, InputResponse, PermissionDecision, ProviderError, ProviderSession, TurnRequest,
+};
+use agenthost_provider_process::driver::{
+    AgentConversation, Conversation, MessageHandler, MessageSource, ProcessSlot, SourceError,
+    Waiters, await_answer, fail_waiters, spawn_reader,
+};
+use agenthost_provider_process::{AgentProcess, Launch};
+
+/// A child that reads stdin forever and writes `stderr` once to its stderr.
+fn child(stderr: &str) -> Arc<AgentProcess> {
+    let dir = std::env::temp_dir();
+    let args = vec![
+        "-c".to_owned(),
+        format!("printf '{stderr}' >&2; cat >/dev/null"),
+    ];
+    AgentProcess::spawn(&Launch {
+        binary: Path::new("/bin/sh"),
+        args: &args,
+        working_directory: &dir,
+        env: &[],
+        env_remove: &[],
+    })
+    .unwrap()
+    .process
+}
+
+#[test]
+fn a_slot_hands_out_generations_and_gives_up_only_the_current_one() {
+    let mut slot: ProcessSlot<&str> = ProcessSlot::default();
+    assert!(slot.current().is_none());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let _guard = runtime.enter();
+    let first = slot.install(Arc::new("first"), |_| tokio::spawn(async {}));
+    assert_eq!(first, 0);
+    assert!(slot.is_current(0));
+    let (generation, process) = slot.current().unwrap();
+    assert_eq!((generation, *process), (0, "first"));
+
+    // A replacement gets the next generation; the old generation can no longer take it.
+    let _ = slot.take();
+    let second = slot.install(Arc::new("second"), |generation| {
+        assert_eq!(generation, 1);
+        tokio::spawn(async {})
+    });
+    assert_eq!(second, 1);
+    assert!(slot.take_generation(0).is_none());
+    assert!(slot.is_current(1));
+    assert_eq!(*slot.take_generation(1).unwrap().process, "second");
+    assert!(slot.current().is_none());
+}
+
+#[test]
+fn waiters_answer_each_request_once_and_ignore_unknown_answers() {
+    let mut waiters: Waiters<u64, &str> = Waiters::default();
+    let (one, two) = (waiters.next_id(), waiters.next_id());
+    assert_eq!((one, two), (1, 2));
+    let mut first = waiters.register(one);
+    let mut second = waiters.register(two);
+    assert!(waiters.resolve(&one, Ok("a")));
+    assert!(!waiters.resolve(&one, Ok("again")), "answered twice");
+    assert!(!waiters.resolve(&99, Ok("nobody")));
+    assert_eq!(first.try_recv().unwrap().unwrap(), "a");
+    waiters.forget(&two);
+    assert!(second.try_recv().is_err(), "a forgotten waiter is dropped");
+    assert!(waiters.take_all().is_empty());
+}
+
+#[tokio::test]
+async fn the_end_of_a_process_fails_every_waiter_with_its_stderr() {
+    let process = child("boom\\n");
+    // Across the process boundary: wait, with a deadline, until the child has written.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !process.stderr_tail(Duration::ZERO).await.contains("boom") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child wrote nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut waiters: Waiters<String, ()> = Waiters::default();
+    let pending = waiters.register("init".into());
+    fail_waiters(waiters.take_all(), "exit status: 3", &process).await;
+    match pending.await.unwrap() {
+        Err(ProviderError::Exited {
+            status,
+            stderr_tail,
+        }) => {
+            assert_eq!(status, "exit status: 3");
+            assert!(stderr_tail.contains("boom"), "{stderr_tail}");
+        }
+        other => panic!("expected an exit, got {other:?}"),
+    }
+    process.terminate(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_request_times_out_naming_the_agent_and_method_and_is_forgotten() {
+    let process = child("");
+    let mut waiters: Waiters<u64, ()> = Waiters::default();
+    let id = waiters.next_id();
+    let answer = waiters.register(id);
+    let waiters = Mutex::new(waiters);
+    let forget = || waiters.lock().unwrap().forget(&id);
+    let error = await_answer(
+        &process,
+        Ok(()),
+        answer,
+        Duration::from_secs(30),
+        ("codex", "thread/start"),
+        forget,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("codex did not answer `thread/start` within 30000 ms"),
+        "{error}"
+    );
+    assert!(waiters.lock().unwrap().take_all().is_empty());
+    process.terminate(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn a_failed_write_is_the_agents_input_closing() {
+    let process = child("");
+    let (_, answer) = tokio::sync::oneshot::channel::<Result<(), ProviderError>>();
+    let mut forgotten = false;
+    let error = await_answer(
+        &process,
+        Err(std::io::Error::other("broken pipe")),
+        answer,
+        Duration::from_secs(1),
+        ("copilot", "ping"),
+        || forgotten = true,
+    )
+    .await
+    .unwrap_err();
+    assert!(forgotten);
+    assert!(
+        error
+            .to_string()
+            .contains("its input is closed: broken pipe"),
+        "{error}"
+    );
+    process.terminate(Duration::from_millis(100)).await;
+}
+
+/// Messages from memory, then the end or a failure.
+struct Script(VecDeque<Result<Option<String>, SourceError>>);
+
+impl MessageSource for Script {
+    async fn next_message(&mut self) -> Result<Option<String>, SourceError> {
+        self.0.pop_front().unwrap_or(Ok(None))
+    }
+}
+
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<String>>,
+    stop_at: Option<&'static str>,
+}
+
+impl MessageHandler for Recorder {
+    async fn handle_message(&self, generation: u64, message: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("{generation}:{message}"));
+        self.stop_at != Some(message)
+    }
+
+    async fn process_ended(&self, generation: u64, reason: Option<String>) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("{generation}:ended:{reason:?}"));
+    }
+}
+
+fn script(items: Vec<Result<Option<String>, SourceError>>) -> Script {
+    Script(items.into())
+}
+
+#[tokio::test]
+async fn the_reader_hands_over_messages_in_order_then_the_end() {
+    let handler = Arc::new(Recorder::default());
+    let source = script(vec![Ok(Some("a".into())), Ok(Some("b".into()))]);
+    spawn_reader(Arc::downgrade(&handler), 4, source)
+        .await
+        .unwrap();
+    assert_eq!(
+        *handler.seen.lock().unwrap(),
+        ["4:a", "4:b", "4:ended:None"]
+    );
+}
+
+#[tokio::test]
+async fn a_read_failure_or_bad_framing_ends_the_process_with_the_reason() {
+    let handler = Arc::new(Recorder::default());
+    let failing = script(vec![
+        Ok(Some("a".into())),
+        Err(SourceError::Io(std::io::Error::other("line over its cap"))),
+    ]);
+    spawn_reader(Arc::downgrade(&handler), 0, failing)
+        .await
+        .unwrap();
+    let framing = script(vec![Err(SourceError::Framing("no header".into()))]);
+    spawn_reader(Arc::downgrade(&handler), 1, framing)
+        .await
+        .unwrap();
+    assert_eq!(
+        *handler.seen.lock().unwrap(),
+        [
+            "0:a",
+            "0:ended:Some(\"reading its output failed: line over its cap\")",
+            "1:ended:Some(\"unreadable output framing: no header\")",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_reader_stops_when_told_or_when_the_conversation_is_gone() {
+    let handler = Arc::new(Recorder {
+        stop_at: Some("stop"),
+        ..Recorder::default()
+    });
+    let source = script(vec![Ok(Some("stop".into())), Ok(Some("never".into()))]);
+    spawn_reader(Arc::downgrade(&handler), 0, source)
+        .await
+        .unwrap();
+    assert_eq!(*handler.seen.lock().unwrap(), ["0:stop"]);
+
+    let dropped = Arc::new(Recorder::default());
+    let weak = Arc::downgrade(&dropped);
+    drop(dropped);
+    spawn_reader(weak, 0, script(vec![Ok(Some("a".into()))]))
+        .await
+        .unwrap();
+}
+
+/// A conversation recording what the adapter calls.
+#[derive(Default)]
+struct Calls(Mutex<Vec<String>>);
+
+impl Calls {
+    fn push(&self, call: String) {
+        self.0.lock().unwrap().push(call);
+    }
+}
+
+impl AgentConversation for Calls {
+    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
+        self.push(format!("send_turn {}", turn.turn_id));
+        Ok(())
+    }
+
+    async fn respond_to_permission(
+        &self,
+        tool_call_id: &str,
+        decision: PermissionDecision,
+    ) -> Result<(), ProviderError> {
+        self.push(format!("permission {tool_call_id} {decision:?}"));
+        Ok(())
+    }
+
+    async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
+        self.push(format!("cancel {turn_id}"));
+        Ok(())
+    }
+
+    fn resume_handle(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ "threadId": "t1" }))
+    }
+
+    async fn dispose(&self) {
+        self.push("dispose".into());
+    }
+}
+
+#[tokio::test]
+async fn the_adapter_forwards_every_call_and_reports_input_unsupported_by_default() {
+    let session = Conversation::new(Calls::default());
+    let provider_session: &dyn ProviderSession = &session;
+    let turn = TurnRequest {
+        turn_id: "t1".into(),
+        text: "hi".into(),
+        instructions: Vec::new(),
+        attachments: Vec::new(),
+        model: None,
+        mode: AgentMode::default(),
+    };
+    provider_session.send_turn(turn).await.unwrap();
+    provider_session
+        .respond_to_permission("call-1", PermissionDecision::Approve)
+        .await
+        .unwrap();
+    let input = provider_session
+        .respond_to_input(
+            "q1",
+            InputResponse {
+                response: ChatInputResponseKind::Cancel,
+                answers: Default::default(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            input,
+            ProviderError::Unsupported {
+                operation: "input requests"
+            }
+        ),
+        "{input}"
+    );
+    provider_session.cancel("t1").await.unwrap();
+    assert_eq!(
+        provider_session.resume_handle(),
+        Some(serde_json::json!({ "threadId": "t1" }))
+    );
+    provider_session.dispose().await;
+    assert_eq!(
+        *session.0.lock().unwrap(),
+        [
+            "send_turn t1",
+            "permission call-1 Approve",
+            "cancel t1",
+            "dispose"
+        ]
+    );
+}
