@@ -27,7 +27,6 @@ pub const PENDING: &[&str] = &[
     "crates/providers/api/src/mapper.rs",
     "crates/providers/claude/src/translate.rs",
     "crates/providers/codex/src/items.rs",
-    "crates/providers/codex/src/session.rs",
     "crates/providers/codex/src/translate.rs",
     "crates/providers/codex/src/wire.rs",
     "crates/providers/copilot/src/session.rs",
