@@ -194,18 +194,24 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
                     .claude
                     .clone()
                     .unwrap_or_else(|| ClaudeConfig::new("claude"));
-                providers.push(Arc::new(ClaudeProvider::new(config)?));
+                providers.push(Arc::new(
+                    ClaudeProvider::new(config).map_err(|error| error.to_string())?,
+                ));
             }
             "codex" => {
                 let config = options
                     .codex
                     .clone()
                     .unwrap_or_else(|| CodexConfig::new("codex"));
-                providers.push(Arc::new(CodexProvider::new(config)?));
+                providers.push(Arc::new(
+                    CodexProvider::new(config).map_err(|error| error.to_string())?,
+                ));
             }
             "copilot" => {
                 let config = copilot_config(options.copilot.as_ref(), options.data_dir.as_deref());
-                providers.push(Arc::new(CopilotProvider::new(config)?));
+                providers.push(Arc::new(
+                    CopilotProvider::new(config).map_err(|error| error.to_string())?,
+                ));
             }
             other => {
                 return Err(format!(

@@ -44,6 +44,11 @@ use agenthost_protocol::{AgentSignal, ChatUri, SessionUri};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
+/// A provider configuration the agent would refuse, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidConfig(pub String);
+
 /// Why a provider operation failed. Messages are written for the person reading the chat error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -110,6 +115,24 @@ impl ProviderError {
             ProviderError::Unsupported { .. } => "providerUnsupported",
         };
         error_info(error_type, self.to_string())
+    }
+}
+
+/// The models a CLI provider lists: each configured model id (`default`, the CLI's own
+/// default, is shown as "Default model"), or the default alone when none is configured.
+pub fn listed_models(
+    provider: &str,
+    default: &str,
+    configured: &[String],
+) -> Vec<SessionModelInfo> {
+    let entry = |id: &str| {
+        let name = if id == default { "Default model" } else { id };
+        model_info(provider, id, name)
+    };
+    if configured.is_empty() {
+        vec![entry(default)]
+    } else {
+        configured.iter().map(|id| entry(id)).collect()
     }
 }
 

@@ -5,6 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agenthost_provider_api::InvalidConfig;
+
 /// The permission modes `claude --permission-mode` accepts.
 pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions"];
 
@@ -71,7 +73,11 @@ impl ClaudeConfig {
     }
 
     /// Checks the settings a user can get wrong before any process starts.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        self.check().map_err(InvalidConfig)
+    }
+
+    fn check(&self) -> Result<(), String> {
         if let Some(mode) = &self.permission_mode
             && !PERMISSION_MODES.contains(&mode.as_str())
         {

@@ -41,7 +41,7 @@ pub mod wire;
 
 pub use config::{ClaudeConfig, DEFAULT_MODEL, PERMISSION_MODES};
 #[cfg(feature = "driver")]
-pub use provider::{ClaudeProvider, PROVIDER_ID, is_valid_cli_session_id};
+pub use provider::{Claude, ClaudeProvider, PROVIDER_ID, is_valid_cli_session_id};
 #[cfg(feature = "driver")]
 pub use session::{ClaudeConversation, ClaudeSession, DECLINED_MESSAGE};
 pub use translate::{

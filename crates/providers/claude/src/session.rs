@@ -15,16 +15,14 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agenthost_protocol::ahp_types::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart};
-use agenthost_protocol::{ActionSignal, AgentSignal, SessionUri, StateAction};
+use agenthost_protocol::{ActionSignal, AgentSignal, StateAction};
 use agenthost_provider_api::{
-    InputResponse, PermissionDecision, ProviderError, SignalSink, TurnRequest, stderr_suffix,
-    turn_cancelled,
+    InputResponse, PermissionDecision, ProviderError, TurnRequest, stderr_suffix, turn_cancelled,
 };
 use serde::Deserialize;
 use tokio::time::Instant;
@@ -36,10 +34,11 @@ use crate::provider::is_valid_cli_session_id;
 use crate::questions::{self, Answer};
 use crate::translate::{Output, Translator};
 use agenthost_provider_process::driver::{
-    AgentConversation, Conversation, Live, MessageHandler, ProcessSlot, STDERR_SETTLE, Waiters,
-    fail_waiters, spawn_reader,
+    AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
+    STDERR_SETTLE, Waiters, current_process, fail_requests, reap_process, spawn_reader,
+    stop_process,
 };
-use agenthost_provider_process::{AgentProcess as ClaudeProcess, Launch, LineReader};
+use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 
 /// The longest stdout line read whole (larger lines are cut and then fail to parse).
 const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
@@ -52,18 +51,14 @@ pub type ClaudeSession = Conversation<ClaudeConversation>;
 /// The state of a conversation with Claude Code (see [`ClaudeSession`]).
 pub struct ClaudeConversation {
     config: Arc<ClaudeConfig>,
-    session: SessionUri,
-    working_directory: PathBuf,
-    default_model: Option<String>,
-    signals: SignalSink,
+    chat: ChatBinding,
     translator: Mutex<Translator>,
     state: Mutex<State>,
-    lifecycle: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
 struct State {
-    process: ProcessSlot<ClaudeProcess>,
+    process: ProcessSlot<AgentProcess>,
     /// The model and plan mode the current process was launched with.
     launched_with: (Option<String>, bool),
     cli_session_id: Option<String>,
@@ -74,6 +69,19 @@ struct State {
     questions: HashMap<String, Parked>,
     waiters: Waiters<String, ControlAnswer>,
     disposed: bool,
+}
+
+impl DriverState for State {
+    type Key = String;
+    type Answer = ControlAnswer;
+
+    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
+        &mut self.process
+    }
+
+    fn waiters(&mut self) -> &mut Waiters<String, ControlAnswer> {
+        &mut self.waiters
+    }
 }
 
 struct RunningTurn {
@@ -120,19 +128,14 @@ impl ClaudeConversation {
         start: agenthost_provider_api::StartSession,
         cli_session_id: Option<String>,
     ) -> ClaudeSession {
-        let default_model = start.model.map(|model| model.id);
         Conversation::new(Self {
             config,
             translator: Mutex::new(Translator::new(start.session.clone())),
-            session: start.session,
-            working_directory: start.working_directory,
-            default_model,
-            signals: start.signals,
             state: Mutex::new(State {
                 cli_session_id,
                 ..State::default()
             }),
-            lifecycle: tokio::sync::Mutex::new(()),
+            chat: ChatBinding::new(start),
         })
     }
 
@@ -152,8 +155,8 @@ impl ClaudeConversation {
         format!("agenthost-{prefix}-{id}")
     }
 
-    fn current_process(&self) -> Option<(u64, Arc<ClaudeProcess>)> {
-        lock(&self.state).process.current()
+    fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
+        current_process(&self.state)
     }
 
     /// The running process, started (and initialized) when there is none or when it runs
@@ -162,7 +165,7 @@ impl ClaudeConversation {
         self: &Arc<Self>,
         model: Option<String>,
         plan: bool,
-    ) -> Result<Arc<ClaudeProcess>, ProviderError> {
+    ) -> Result<Arc<AgentProcess>, ProviderError> {
         let (stale, resume) = {
             let state = lock(&self.state);
             match state.process.current() {
@@ -181,10 +184,10 @@ impl ClaudeConversation {
         let args = self
             .config
             .args_in_mode(model.as_deref(), resume.as_deref(), plan);
-        let spawned = ClaudeProcess::spawn(&Launch {
+        let spawned = AgentProcess::spawn(&Launch {
             binary: &self.config.binary,
             args: &args,
-            working_directory: &self.working_directory,
+            working_directory: &self.chat.working_directory,
             env: &self.config.env,
             env_remove: &self.config.env_remove,
         })
@@ -249,11 +252,6 @@ impl ClaudeConversation {
         }
     }
 
-    /// Takes process `generation` out if it is still the current one.
-    fn take_process(&self, generation: u64) -> Option<Live<ClaudeProcess>> {
-        lock(&self.state).process.take_generation(generation)
-    }
-
     /// Terminates process `generation` (if it is still the current one) and reaps it.
     async fn stop_process(&self, generation: u64) {
         self.stop_process_from(generation, false).await;
@@ -262,17 +260,8 @@ impl ClaudeConversation {
     /// [`Self::stop_process`]; `from_reader` when called by that process's own reader task,
     /// which must not abort itself.
     async fn stop_process_from(&self, generation: u64, from_reader: bool) {
-        if let Some(live) = self.take_process(generation) {
-            let status = live.stop(self.config.kill_grace, from_reader).await;
-            tracing::debug!(status, "stopped claude");
-            self.fail_waiters(&status, &live.process).await;
-        }
-    }
-
-    /// Fails every request waiting for process `process` (it ended with `status`).
-    async fn fail_waiters(&self, status: &str, process: &ClaudeProcess) {
-        let taken = lock(&self.state).waiters.take_all();
-        fail_waiters(taken, status, process).await;
+        let grace = self.config.kill_grace;
+        stop_process(&self.state, generation, grace, from_reader, "claude").await;
     }
 
     /// The turn failed with the process (it is gone or being stopped): nothing to answer.
@@ -313,7 +302,7 @@ impl ClaudeConversation {
     }
 
     /// Writes `answers` to `process`, logging what cannot be written.
-    async fn write_answers(process: &ClaudeProcess, answers: Vec<String>) {
+    async fn write_answers(process: &AgentProcess, answers: Vec<String>) {
         for answer in answers {
             if let Err(error) = process.write_line(&answer).await {
                 tracing::debug!(%error, "could not withdraw a question");
@@ -346,7 +335,7 @@ impl MessageHandler for ClaudeConversation {
                 .to_error_info();
                 let signals = lock(&self.translator).fail_turn(info);
                 self.end_turn_state();
-                self.signals.send_all(signals).await;
+                self.chat.signals.send_all(signals).await;
                 // The conversation is in an unknown state: a fresh process resumes it.
                 self.stop_process_from(generation, true).await;
                 return false;
@@ -439,28 +428,27 @@ impl MessageHandler for ClaudeConversation {
                 tracing::warn!(%error, "could not answer a control request");
             }
         }
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
         true
     }
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let Some(live) = self.take_process(generation) else {
+        let grace = self.config.kill_grace;
+        let reaped = reap_process(&self.state, generation, grace, read_error, "claude").await;
+        let Some(error) = reaped else {
             return;
         };
-        let (status, error) = live.exited(self.config.kill_grace, read_error).await;
-        tracing::debug!(status, "claude exited");
-        self.fail_waiters(&status, &live.process).await;
         let signals = lock(&self.translator).fail_turn(error.to_error_info());
         self.end_turn_state();
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
     }
 }
 
 impl AgentConversation for ClaudeConversation {
     /// Starts the turn: the process if needed, then the user message.
     async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         {
             let state = lock(&self.state);
             if state.disposed {
@@ -482,8 +470,9 @@ impl AgentConversation for ClaudeConversation {
             .model
             .as_ref()
             .map(|model| model.id.clone())
-            .or_else(|| self.default_model.clone());
-        let advertised = turn.listed_model(self.default_model.as_deref(), crate::DEFAULT_MODEL);
+            .or_else(|| self.chat.default_model.clone());
+        let advertised =
+            turn.listed_model(self.chat.default_model.as_deref(), crate::DEFAULT_MODEL);
         let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
         let process = self.ensure_process(model, plan).await?;
         let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);
@@ -502,7 +491,7 @@ impl AgentConversation for ClaudeConversation {
             .into_iter()
             .map(|note| {
                 AgentSignal::from(ActionSignal {
-                    session: self.session.clone(),
+                    session: self.chat.session.clone(),
                     action: StateAction::ChatResponsePart(ChatResponsePartAction {
                         turn_id: turn.turn_id.clone(),
                         part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
@@ -515,7 +504,7 @@ impl AgentConversation for ClaudeConversation {
                 })
             })
             .collect();
-        self.signals.send_all(notices).await;
+        self.chat.signals.send_all(notices).await;
         if let Err(error) = process
             .write_line(&control::user_message(&content, None))
             .await
@@ -571,7 +560,7 @@ impl AgentConversation for ClaudeConversation {
     }
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         let (started, withdrawn) = {
             let mut state = lock(&self.state);
             match &state.turn {
@@ -605,8 +594,9 @@ impl AgentConversation for ClaudeConversation {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.signals
-            .send_all(vec![turn_cancelled(&self.session, turn_id, duration)])
+        self.chat
+            .signals
+            .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])
             .await;
         Ok(())
     }
@@ -617,7 +607,7 @@ impl AgentConversation for ClaudeConversation {
     }
 
     async fn dispose(&self) {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         let (live, withdrawn) = {
             let mut state = lock(&self.state);
             state.disposed = true;
@@ -633,7 +623,7 @@ impl AgentConversation for ClaudeConversation {
             let status = live.process.terminate(self.config.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed claude");
-            self.fail_waiters(&status, &live.process).await;
+            fail_requests(&self.state, &status, &live.process).await;
         }
     }
 }

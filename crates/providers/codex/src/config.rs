@@ -5,6 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agenthost_provider_api::InvalidConfig;
+
 /// The approval policies `thread/start` accepts (`untrusted` is refused by Codex 0.169).
 pub const APPROVAL_POLICIES: &[&str] = &["on-request", "never"];
 /// The sandbox modes `thread/start` accepts.
@@ -122,7 +124,11 @@ impl CodexConfig {
     }
 
     /// Checks the settings before any process starts; the message names the bad one.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        self.check().map_err(InvalidConfig)
+    }
+
+    fn check(&self) -> Result<(), String> {
         if self.binary.as_os_str().is_empty() {
             return Err("the path of the `codex` executable is empty".to_owned());
         }
@@ -288,12 +294,12 @@ mod tests {
             approval_policy: "untrusted".into(),
             ..CodexConfig::new("codex")
         };
-        assert!(untrusted.validate().unwrap_err().contains("untrusted"));
+        assert!(untrusted.validate().unwrap_err().0.contains("untrusted"));
         let sandbox = CodexConfig {
             sandbox: "none".into(),
             ..CodexConfig::new("codex")
         };
-        assert!(sandbox.validate().unwrap_err().contains("sandbox"));
+        assert!(sandbox.validate().unwrap_err().0.contains("sandbox"));
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub use config::{
 pub use control::{ApprovalKind, FieldKind, FormField, InputKind};
 pub use exec::ExecTranslator;
 #[cfg(feature = "driver")]
-pub use provider::{CodexProvider, PROVIDER_ID};
+pub use provider::{Codex, CodexProvider, PROVIDER_ID};
 #[cfg(feature = "driver")]
 pub use session::{CLIENT_NAME, CodexConversation, CodexSession, is_valid_thread_id};
 pub use translate::{

@@ -1,91 +1,48 @@
-//! The Codex backend: advertises itself and starts conversations.
+//! The Codex backend: advertises itself and starts conversations, as an [`AgentCli`] of the
+//! shared driver.
 
 use std::sync::Arc;
 
-use agenthost_protocol::ahp_types::state::AgentInfo;
-use agenthost_provider_api::{
-    Provider, ProviderError, ProviderSession, RestoreSession, StartSession, model_info,
-};
-use futures::future::BoxFuture;
+use agenthost_protocol::ahp_types::state::SessionModelInfo;
+use agenthost_provider_api::{InvalidConfig, ResumeKey, StartSession, listed_models};
+use agenthost_provider_process::driver::{AgentCli, CliProvider, Conversation};
 
 use crate::config::{CodexConfig, DEFAULT_MODEL};
-use crate::session::{CodexConversation, CodexSession, RESUME};
+use crate::session::{CodexConversation, RESUME};
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "codex";
 
-/// The Codex provider: each chat gets its own `codex app-server` and thread.
-#[derive(Debug, Clone)]
-pub struct CodexProvider {
-    config: Arc<CodexConfig>,
-}
+/// Codex as the driver runs it: each chat gets its own `codex app-server` and thread.
+#[derive(Debug, Clone, Copy)]
+pub struct Codex;
 
-impl CodexProvider {
-    /// A provider launching Codex as `config` says; fails on settings Codex would refuse.
-    pub fn new(config: CodexConfig) -> Result<Self, String> {
-        config.validate()?;
-        Ok(Self {
-            config: Arc::new(config),
-        })
+/// The Codex provider.
+pub type CodexProvider = CliProvider<Codex>;
+
+impl AgentCli for Codex {
+    type Config = CodexConfig;
+    type Conversation = CodexConversation;
+
+    const ID: &'static str = PROVIDER_ID;
+    const DISPLAY_NAME: &'static str = "Codex";
+    const DESCRIPTION: &'static str = "OpenAI's Codex CLI, driven over `codex app-server`: \
+        streamed messages and reasoning, shell commands and file changes with host approvals.";
+    const RESUME: ResumeKey = RESUME;
+
+    fn validate(config: &CodexConfig) -> Result<(), InvalidConfig> {
+        config.validate()
     }
 
-    /// The launch settings.
-    pub fn config(&self) -> &CodexConfig {
-        &self.config
+    fn models(config: &CodexConfig) -> Vec<SessionModelInfo> {
+        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.models)
     }
 
-    /// Starts a conversation and returns the concrete session.
-    pub fn start(&self, request: StartSession) -> CodexSession {
-        CodexConversation::start(Arc::clone(&self.config), request, None)
-    }
-}
-
-impl Provider for CodexProvider {
-    fn id(&self) -> &str {
-        PROVIDER_ID
-    }
-
-    fn agent_info(&self) -> AgentInfo {
-        let models = if self.config.models.is_empty() {
-            vec![model_info(PROVIDER_ID, DEFAULT_MODEL, "Default model")]
-        } else {
-            self.config
-                .models
-                .iter()
-                .map(|id| model_info(PROVIDER_ID, id, id))
-                .collect()
-        };
-        AgentInfo {
-            provider: PROVIDER_ID.into(),
-            display_name: "Codex".into(),
-            description: "OpenAI's Codex CLI, driven over `codex app-server`: streamed messages \
-                          and reasoning, shell commands and file changes with host approvals."
-                .into(),
-            models,
-            protected_resources: Some(Vec::new()),
-            customizations: None,
-            capabilities: None,
-        }
-    }
-
-    fn start_session(
-        &self,
-        request: StartSession,
-    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
-        let session: Arc<dyn ProviderSession> = Arc::new(self.start(request));
-        Box::pin(async move { Ok(session) })
-    }
-
-    fn restore_session(
-        &self,
-        request: RestoreSession,
-    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
-        let config = Arc::clone(&self.config);
-        Box::pin(async move {
-            let id = RESUME.id(&request.resume_handle)?;
-            let session: Arc<dyn ProviderSession> =
-                Arc::new(CodexConversation::start(config, request.start, Some(id)));
-            Ok(session)
-        })
+    fn start(
+        config: Arc<CodexConfig>,
+        start: StartSession,
+        thread_id: Option<String>,
+    ) -> Conversation<CodexConversation> {
+        CodexConversation::start(config, start, thread_id)
     }
 }

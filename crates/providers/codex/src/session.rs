@@ -14,15 +14,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use agenthost_protocol::SessionUri;
 use agenthost_protocol::state::ChatInputResponseKind;
 use agenthost_provider_api::{
-    InputResponse, PermissionDecision, ProviderError, ResumeKey, SignalSink, StartSession,
-    TurnRequest, is_valid_resume_id, stderr_suffix, system_notice, turn_cancelled,
+    InputResponse, PermissionDecision, ProviderError, ResumeKey, StartSession, TurnRequest,
+    is_valid_resume_id, stderr_suffix, system_notice, turn_cancelled,
 };
 use agenthost_provider_process::driver::{
-    AgentConversation, Conversation, Live, MessageHandler, ProcessSlot, STDERR_SETTLE, Waiters,
-    await_answer, fail_waiters, spawn_reader,
+    AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
+    STDERR_SETTLE, Waiters, await_answer, current_process, fail_requests, reap_process,
+    spawn_reader, stop_process,
 };
 use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 use serde::Deserialize;
@@ -58,13 +58,9 @@ pub type CodexSession = Conversation<CodexConversation>;
 /// The state of a conversation with Codex (see [`CodexSession`]).
 pub struct CodexConversation {
     config: Arc<CodexConfig>,
-    session: SessionUri,
-    working_directory: PathBuf,
-    default_model: Option<String>,
-    signals: SignalSink,
+    chat: ChatBinding,
     translator: Mutex<Translator>,
     state: Mutex<State>,
-    lifecycle: tokio::sync::Mutex<()>,
 }
 
 type Answer = Result<Value, ProviderError>;
@@ -83,6 +79,23 @@ struct State {
     disposed: bool,
     /// The last turn started with the plan-mode overrides.
     plan_overrides: bool,
+}
+
+impl DriverState for State {
+    type Key = u64;
+    type Answer = Value;
+
+    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
+        &mut self.process
+    }
+
+    fn waiters(&mut self) -> &mut Waiters<u64, Value> {
+        &mut self.waiters
+    }
+
+    fn process_gone(&mut self) {
+        self.thread_loaded = false;
+    }
 }
 
 struct RunningTurn {
@@ -136,19 +149,14 @@ impl CodexConversation {
         start: StartSession,
         thread_id: Option<String>,
     ) -> CodexSession {
-        let default_model = start.model.map(|model| model.id);
         Conversation::new(Self {
             config,
             translator: Mutex::new(Translator::new(start.session.clone())),
-            session: start.session,
-            working_directory: start.working_directory,
-            default_model,
-            signals: start.signals,
             state: Mutex::new(State {
                 thread_id,
                 ..State::default()
             }),
-            lifecycle: tokio::sync::Mutex::new(()),
+            chat: ChatBinding::new(start),
         })
     }
 
@@ -164,7 +172,7 @@ impl CodexConversation {
     }
 
     fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
-        lock(&self.state).process.current()
+        current_process(&self.state)
     }
 
     /// Sends request `method` and waits up to `timeout` for its result.
@@ -218,7 +226,7 @@ impl CodexConversation {
         let spawned = AgentProcess::spawn(&Launch {
             binary: &self.config.binary,
             args: &args,
-            working_directory: &self.working_directory,
+            working_directory: &self.chat.working_directory,
             env: &env,
             env_remove: &self.config.env_remove,
         })
@@ -305,7 +313,7 @@ impl CodexConversation {
                 Err(error) => return Err(error),
             }
         }
-        let cwd = self.working_directory.to_string_lossy();
+        let cwd = self.chat.working_directory.to_string_lossy();
         let result = self
             .request(
                 process,
@@ -336,30 +344,11 @@ impl CodexConversation {
         Ok((id, notices))
     }
 
-    /// Takes process `generation` out if it is still the current one.
-    fn take_process(&self, generation: u64) -> Option<Live<AgentProcess>> {
-        let mut state = lock(&self.state);
-        let live = state.process.take_generation(generation);
-        if live.is_some() {
-            state.thread_loaded = false;
-        }
-        live
-    }
-
     /// Terminates process `generation` if it is still current; `from_reader` when its own
     /// reader calls (which must not abort itself).
     async fn stop_process(&self, generation: u64, from_reader: bool) {
-        if let Some(live) = self.take_process(generation) {
-            let status = live.stop(self.config.kill_grace, from_reader).await;
-            tracing::debug!(status, "stopped codex");
-            self.fail_waiters(&status, &live.process).await;
-        }
-    }
-
-    /// Fails every request waiting for process `process` (it ended with `status`).
-    async fn fail_waiters(&self, status: &str, process: &AgentProcess) {
-        let taken = lock(&self.state).waiters.take_all();
-        fail_waiters(taken, status, process).await;
+        let grace = self.config.kill_grace;
+        stop_process(&self.state, generation, grace, from_reader, "codex").await;
     }
 
     /// Forgets the running turn and its parked approvals; returns its parked input requests,
@@ -428,7 +417,7 @@ impl MessageHandler for CodexConversation {
                 let signals = lock(&self.translator).fail_turn(info);
                 // The process is stopped: its requests need no answer.
                 self.end_turn_state();
-                self.signals.send_all(signals).await;
+                self.chat.signals.send_all(signals).await;
                 self.stop_process(generation, true).await;
                 return false;
             }
@@ -516,28 +505,27 @@ impl MessageHandler for CodexConversation {
                 tracing::warn!(%error, "could not answer a codex request");
             }
         }
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
         true
     }
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let Some(live) = self.take_process(generation) else {
+        let grace = self.config.kill_grace;
+        let reaped = reap_process(&self.state, generation, grace, read_error, "codex").await;
+        let Some(error) = reaped else {
             return;
         };
-        let (status, error) = live.exited(self.config.kill_grace, read_error).await;
-        tracing::debug!(status, "codex exited");
-        self.fail_waiters(&status, &live.process).await;
         let signals = lock(&self.translator).fail_turn(error.to_error_info());
         // The process is gone: its requests need no answer.
         self.end_turn_state();
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
     }
 }
 
 impl AgentConversation for CodexConversation {
     async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         {
             let state = lock(&self.state);
             if state.disposed {
@@ -560,7 +548,7 @@ impl AgentConversation for CodexConversation {
             .model
             .as_ref()
             .map(|model| model.id.clone())
-            .or_else(|| self.default_model.clone())
+            .or_else(|| self.chat.default_model.clone())
             .or_else(|| self.config.model.clone())
             .filter(|model| model != DEFAULT_MODEL);
         let (thread_id, mut notices) = self.ensure_thread(&process, model.as_deref()).await?;
@@ -583,7 +571,7 @@ impl AgentConversation for CodexConversation {
             {
                 let mut translator = lock(&self.translator);
                 translator.set_advertised_model(
-                    turn.listed_model(self.default_model.as_deref(), DEFAULT_MODEL),
+                    turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL),
                 );
                 translator.begin_turn(&turn.turn_id);
             }
@@ -596,9 +584,9 @@ impl AgentConversation for CodexConversation {
         }
         let notices: Vec<_> = notices
             .into_iter()
-            .map(|text| system_notice(&self.session, &turn.turn_id, text))
+            .map(|text| system_notice(&self.chat.session, &turn.turn_id, text))
             .collect();
-        self.signals.send_all(notices).await;
+        self.chat.signals.send_all(notices).await;
         let mut params = control::turn_start_params(&thread_id, input);
         if let (Some(model), Some(object)) = (&model, params.as_object_mut()) {
             object.insert("model".into(), json!(model));
@@ -647,7 +635,7 @@ impl AgentConversation for CodexConversation {
             }
             Err(error) => {
                 let signals = lock(&self.translator).abort_turn();
-                self.signals.send_all(signals).await;
+                self.chat.signals.send_all(signals).await;
                 for parked in self.end_turn_state() {
                     let _ = process.write_line(&parked.cancelled()).await;
                 }
@@ -680,7 +668,7 @@ impl AgentConversation for CodexConversation {
         let approved = matches!(decision, PermissionDecision::Approve);
         let signals = lock(&self.translator).record_decision(tool_call_id, approved);
         // Before the answer: Codex goes on (and may end the turn) only once it has it.
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
         let answer = control::approval_answer(parked.kind, approved);
         process
             .write_line(&control::reply(&parked.request_id, &answer))
@@ -697,7 +685,7 @@ impl AgentConversation for CodexConversation {
     }
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         let (started, app_turn, approvals, inputs, thread) = {
             let mut state = lock(&self.state);
             match state.turn.take() {
@@ -723,7 +711,7 @@ impl AgentConversation for CodexConversation {
         };
         let app_turn = app_turn.or_else(|| lock(&self.translator).app_turn_id().map(str::to_owned));
         let cleared = lock(&self.translator).abort_turn();
-        self.signals.send_all(cleared).await;
+        self.chat.signals.send_all(cleared).await;
         if let Some((generation, process)) = self.current_process() {
             // Approvals still waiting are declined, so the command does not run meanwhile;
             // input requests still waiting are cancelled.
@@ -759,8 +747,9 @@ impl AgentConversation for CodexConversation {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.signals
-            .send_all(vec![turn_cancelled(&self.session, turn_id, duration)])
+        self.chat
+            .signals
+            .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])
             .await;
         Ok(())
     }
@@ -770,7 +759,7 @@ impl AgentConversation for CodexConversation {
     }
 
     async fn dispose(&self) {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         let live = {
             let mut state = lock(&self.state);
             state.disposed = true;
@@ -778,7 +767,7 @@ impl AgentConversation for CodexConversation {
         };
         let inputs = self.end_turn_state();
         let cleared = lock(&self.translator).abort_turn();
-        self.signals.send_all(cleared).await;
+        self.chat.signals.send_all(cleared).await;
         if let Some(live) = live {
             // Input requests still waiting are cancelled before the process goes.
             for parked in inputs {
@@ -787,7 +776,7 @@ impl AgentConversation for CodexConversation {
             let status = live.process.terminate(self.config.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed codex");
-            self.fail_waiters(&status, &live.process).await;
+            fail_requests(&self.state, &status, &live.process).await;
         }
     }
 }

@@ -5,6 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agenthost_provider_api::InvalidConfig;
+
 pub use crate::control::ByokProvider;
 
 /// The arguments of every launch.
@@ -89,7 +91,11 @@ impl CopilotConfig {
     }
 
     /// Checks the settings before any process starts; the message names the bad one.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        self.check().map_err(InvalidConfig)
+    }
+
+    fn check(&self) -> Result<(), String> {
         if self.binary.as_os_str().is_empty() {
             return Err("the path of the `copilot` executable is empty".to_owned());
         }
@@ -256,7 +262,7 @@ mod tests {
             }),
             ..CopilotConfig::new("copilot")
         };
-        assert!(bad.validate().unwrap_err().contains("gemini"));
+        assert!(bad.validate().unwrap_err().0.contains("gemini"));
         let url = CopilotConfig {
             byok: Some(ByokProvider {
                 base_url: "file:///etc/passwd".into(),

@@ -75,7 +75,7 @@ pub use config::{BASE_ARGS, BYOK_TYPES, CopilotConfig, DEFAULT_MODEL, GITHUB_TOK
 pub use control::ByokProvider;
 pub use framing::{FrameDecoder, FrameError, encode};
 #[cfg(feature = "driver")]
-pub use provider::{CopilotProvider, PROVIDER_ID};
+pub use provider::{Copilot, CopilotProvider, PROVIDER_ID};
 #[cfg(feature = "driver")]
 pub use session::{
     CLIENT_NAME, CopilotConversation, CopilotSession, DECLINED_MESSAGE, is_valid_copilot_session_id,

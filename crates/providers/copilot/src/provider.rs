@@ -1,91 +1,49 @@
-//! The Copilot backend: advertises itself and starts conversations.
+//! The Copilot backend: advertises itself and starts conversations, as an [`AgentCli`] of the
+//! shared driver.
 
 use std::sync::Arc;
 
-use agenthost_protocol::ahp_types::state::AgentInfo;
-use agenthost_provider_api::{
-    Provider, ProviderError, ProviderSession, RestoreSession, StartSession, model_info,
-};
-use futures::future::BoxFuture;
+use agenthost_protocol::ahp_types::state::SessionModelInfo;
+use agenthost_provider_api::{InvalidConfig, ResumeKey, StartSession, listed_models};
+use agenthost_provider_process::driver::{AgentCli, CliProvider, Conversation};
 
 use crate::config::{CopilotConfig, DEFAULT_MODEL};
-use crate::session::{CopilotConversation, CopilotSession, RESUME};
+use crate::session::{CopilotConversation, RESUME};
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "copilot";
 
-/// The GitHub Copilot provider: each chat gets its own `copilot --headless --stdio` and session.
-#[derive(Debug, Clone)]
-pub struct CopilotProvider {
-    config: Arc<CopilotConfig>,
-}
+/// GitHub Copilot as the driver runs it: each chat gets its own `copilot --headless --stdio`
+/// and session.
+#[derive(Debug, Clone, Copy)]
+pub struct Copilot;
 
-impl CopilotProvider {
-    /// A provider launching Copilot as `config` says; fails on settings it would refuse.
-    pub fn new(config: CopilotConfig) -> Result<Self, String> {
-        config.validate()?;
-        Ok(Self {
-            config: Arc::new(config),
-        })
+/// The GitHub Copilot provider.
+pub type CopilotProvider = CliProvider<Copilot>;
+
+impl AgentCli for Copilot {
+    type Config = CopilotConfig;
+    type Conversation = CopilotConversation;
+
+    const ID: &'static str = PROVIDER_ID;
+    const DISPLAY_NAME: &'static str = "GitHub Copilot";
+    const DESCRIPTION: &'static str = "The GitHub Copilot CLI, driven over its headless JSON-RPC \
+        protocol: streamed messages and reasoning, tools with host approvals, subagents.";
+    const RESUME: ResumeKey = RESUME;
+
+    fn validate(config: &CopilotConfig) -> Result<(), InvalidConfig> {
+        config.validate()
     }
 
-    /// The launch settings.
-    pub fn config(&self) -> &CopilotConfig {
-        &self.config
+    fn models(config: &CopilotConfig) -> Vec<SessionModelInfo> {
+        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.models)
     }
 
-    /// Starts a conversation and returns the concrete session.
-    pub fn start(&self, request: StartSession) -> CopilotSession {
-        CopilotConversation::start(Arc::clone(&self.config), request, None)
-    }
-}
-
-impl Provider for CopilotProvider {
-    fn id(&self) -> &str {
-        PROVIDER_ID
-    }
-
-    fn agent_info(&self) -> AgentInfo {
-        let models = if self.config.models.is_empty() {
-            vec![model_info(PROVIDER_ID, DEFAULT_MODEL, "Default model")]
-        } else {
-            self.config
-                .models
-                .iter()
-                .map(|id| model_info(PROVIDER_ID, id, id))
-                .collect()
-        };
-        AgentInfo {
-            provider: PROVIDER_ID.into(),
-            display_name: "GitHub Copilot".into(),
-            description: "The GitHub Copilot CLI, driven over its headless JSON-RPC protocol: \
-                          streamed messages and reasoning, tools with host approvals, subagents."
-                .into(),
-            models,
-            protected_resources: Some(Vec::new()),
-            customizations: None,
-            capabilities: None,
-        }
-    }
-
-    fn start_session(
-        &self,
-        request: StartSession,
-    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
-        let session: Arc<dyn ProviderSession> = Arc::new(self.start(request));
-        Box::pin(async move { Ok(session) })
-    }
-
-    fn restore_session(
-        &self,
-        request: RestoreSession,
-    ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
-        let config = Arc::clone(&self.config);
-        Box::pin(async move {
-            let id = RESUME.id(&request.resume_handle)?;
-            let session: Arc<dyn ProviderSession> =
-                Arc::new(CopilotConversation::start(config, request.start, Some(id)));
-            Ok(session)
-        })
+    fn start(
+        config: Arc<CopilotConfig>,
+        start: StartSession,
+        session_id: Option<String>,
+    ) -> Conversation<CopilotConversation> {
+        CopilotConversation::start(config, start, session_id)
     }
 }

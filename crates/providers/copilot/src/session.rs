@@ -12,18 +12,17 @@
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use agenthost_protocol::SessionUri;
 use agenthost_provider_api::{
-    AgentMode, PermissionDecision, ProviderError, SignalSink, StartSession, TurnRequest,
-    stderr_suffix, system_notice, turn_cancelled,
+    AgentMode, PermissionDecision, ProviderError, StartSession, TurnRequest, stderr_suffix,
+    system_notice, turn_cancelled,
 };
 use agenthost_provider_process::driver::{
-    AgentConversation, Conversation, Live, MessageHandler, MessageSource, ProcessSlot, SourceError,
-    Waiters, await_answer, fail_waiters, spawn_reader,
+    AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, MessageSource,
+    ProcessSlot, SourceError, Waiters, await_answer, current_process, fail_requests, reap_process,
+    spawn_reader, stop_process,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
 use serde::Deserialize;
@@ -66,13 +65,9 @@ pub type CopilotSession = Conversation<CopilotConversation>;
 /// The state of a conversation with Copilot (see [`CopilotSession`]).
 pub struct CopilotConversation {
     config: Arc<CopilotConfig>,
-    session: SessionUri,
-    working_directory: PathBuf,
-    default_model: Option<String>,
-    signals: SignalSink,
+    chat: ChatBinding,
     translator: Mutex<Translator>,
     state: Mutex<State>,
-    lifecycle: tokio::sync::Mutex<()>,
 }
 
 type Answer = Result<Value, ProviderError>;
@@ -92,6 +87,23 @@ struct State {
     disposed: bool,
     /// A turn of this conversation ran in `plan` or `autopilot`.
     other_mode_used: bool,
+}
+
+impl DriverState for State {
+    type Key = u64;
+    type Answer = Value;
+
+    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
+        &mut self.process
+    }
+
+    fn waiters(&mut self) -> &mut Waiters<u64, Value> {
+        &mut self.waiters
+    }
+
+    fn process_gone(&mut self) {
+        self.session_loaded = false;
+    }
 }
 
 struct RunningTurn {
@@ -167,7 +179,6 @@ impl CopilotConversation {
         start: StartSession,
         copilot_session: Option<String>,
     ) -> CopilotSession {
-        let default_model = start.model.map(|model| model.id);
         let mut translator = Translator::new(start.session.clone());
         if let Some(id) = &copilot_session {
             translator.set_copilot_session(id);
@@ -177,15 +188,11 @@ impl CopilotConversation {
         Conversation::new(Self {
             config,
             translator: Mutex::new(translator),
-            session: start.session,
-            working_directory: start.working_directory,
-            default_model,
-            signals: start.signals,
             state: Mutex::new(State {
                 copilot_session,
                 ..State::default()
             }),
-            lifecycle: tokio::sync::Mutex::new(()),
+            chat: ChatBinding::new(start),
         })
     }
 
@@ -201,12 +208,12 @@ impl CopilotConversation {
     }
 
     fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
-        lock(&self.state).process.current()
+        current_process(&self.state)
     }
 
     fn model(&self, turn: Option<&TurnRequest>) -> Option<String> {
         turn.and_then(|turn| turn.model.as_ref().map(|model| model.id.clone()))
-            .or_else(|| self.default_model.clone())
+            .or_else(|| self.chat.default_model.clone())
             .or_else(|| self.config.model.clone())
             .filter(|model| model != DEFAULT_MODEL)
     }
@@ -280,7 +287,7 @@ impl CopilotConversation {
         let spawned = AgentProcess::spawn(&Launch {
             binary: &self.config.binary,
             args: &args,
-            working_directory: &self.working_directory,
+            working_directory: &self.chat.working_directory,
             env: &env,
             env_remove: &env_remove,
         })
@@ -335,7 +342,7 @@ impl CopilotConversation {
         if loaded && let Some(id) = known {
             return Ok((id, Vec::new()));
         }
-        let cwd = self.working_directory.to_string_lossy().into_owned();
+        let cwd = self.chat.working_directory.to_string_lossy().into_owned();
         let byok = self.config.byok.as_ref();
         let mut notices = Vec::new();
         if let Some(id) = known {
@@ -398,30 +405,11 @@ impl CopilotConversation {
         }
     }
 
-    /// Takes process `generation` out if it is still the current one.
-    fn take_process(&self, generation: u64) -> Option<Live<AgentProcess>> {
-        let mut state = lock(&self.state);
-        let live = state.process.take_generation(generation);
-        if live.is_some() {
-            state.session_loaded = false;
-        }
-        live
-    }
-
     /// Terminates process `generation` if it is still current; `from_reader` when its own
     /// reader calls (which must not abort itself).
     async fn stop_process(&self, generation: u64, from_reader: bool) {
-        if let Some(live) = self.take_process(generation) {
-            let status = live.stop(self.config.kill_grace, from_reader).await;
-            tracing::debug!(status, "stopped copilot");
-            self.fail_waiters(&status, &live.process).await;
-        }
-    }
-
-    /// Fails every request waiting for process `process` (it ended with `status`).
-    async fn fail_waiters(&self, status: &str, process: &AgentProcess) {
-        let taken = lock(&self.state).waiters.take_all();
-        fail_waiters(taken, status, process).await;
+        let grace = self.config.kill_grace;
+        stop_process(&self.state, generation, grace, from_reader, "copilot").await;
     }
 
     fn end_turn_state(&self) {
@@ -439,7 +427,7 @@ impl CopilotConversation {
         .to_error_info();
         let signals = lock(&self.translator).fail_turn(info);
         self.end_turn_state();
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
         self.stop_process(generation, true).await;
     }
 }
@@ -587,21 +575,20 @@ impl MessageHandler for CopilotConversation {
                     .await;
             }
         }
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
         true
     }
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let Some(live) = self.take_process(generation) else {
+        let grace = self.config.kill_grace;
+        let reaped = reap_process(&self.state, generation, grace, read_error, "copilot").await;
+        let Some(error) = reaped else {
             return;
         };
-        let (status, error) = live.exited(self.config.kill_grace, read_error).await;
-        tracing::debug!(status, "copilot exited");
-        self.fail_waiters(&status, &live.process).await;
         let signals = lock(&self.translator).fail_turn(error.to_error_info());
         self.end_turn_state();
-        self.signals.send_all(signals).await;
+        self.chat.signals.send_all(signals).await;
     }
 
     async fn unreadable(&self, generation: u64, error: SourceError) {
@@ -616,7 +603,7 @@ impl MessageHandler for CopilotConversation {
 
 impl AgentConversation for CopilotConversation {
     async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         {
             let state = lock(&self.state);
             if state.disposed {
@@ -651,8 +638,9 @@ impl AgentConversation for CopilotConversation {
         {
             {
                 let mut translator = lock(&self.translator);
-                translator
-                    .set_model(turn.listed_model(self.default_model.as_deref(), DEFAULT_MODEL));
+                translator.set_model(
+                    turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL),
+                );
                 translator.begin_turn(&turn.turn_id);
             }
             lock(&self.state).turn = Some(RunningTurn {
@@ -662,9 +650,9 @@ impl AgentConversation for CopilotConversation {
         }
         let notices: Vec<_> = notices
             .into_iter()
-            .map(|text| system_notice(&self.session, &turn.turn_id, text))
+            .map(|text| system_notice(&self.chat.session, &turn.turn_id, text))
             .collect();
-        self.signals.send_all(notices).await;
+        self.chat.signals.send_all(notices).await;
         // Copilot's own agent mode for this message; `interactive` is said explicitly only
         // after another mode was used (Copilot's default otherwise).
         let agent_mode = {
@@ -756,7 +744,7 @@ impl AgentConversation for CopilotConversation {
     }
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         let (started, session_id, permissions) = {
             let mut state = lock(&self.state);
             match state.turn.take() {
@@ -827,8 +815,9 @@ impl AgentConversation for CopilotConversation {
             }
         }
         let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.signals
-            .send_all(vec![turn_cancelled(&self.session, turn_id, duration)])
+        self.chat
+            .signals
+            .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])
             .await;
         Ok(())
     }
@@ -838,7 +827,7 @@ impl AgentConversation for CopilotConversation {
     }
 
     async fn dispose(&self) {
-        let _lifecycle = self.lifecycle.lock().await;
+        let _lifecycle = self.chat.lifecycle.lock().await;
         let live = {
             let mut state = lock(&self.state);
             state.disposed = true;
@@ -850,7 +839,7 @@ impl AgentConversation for CopilotConversation {
             let status = live.process.terminate(self.config.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed copilot");
-            self.fail_waiters(&status, &live.process).await;
+            fail_requests(&self.state, &status, &live.process).await;
         }
     }
 }

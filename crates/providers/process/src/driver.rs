@@ -11,16 +11,26 @@
 //!   waiter, the reader resolves it, a timeout or the end of the process fails it with the
 //!   stderr tail.
 //! - [`AgentConversation`] and [`Conversation`]: the `ProviderSession` a provider hands the
-//!   host, written once over a conversation's async methods.
+//!   host, written once over a conversation's async methods; [`AgentCli`] and [`CliProvider`]:
+//!   the `Provider`, written once over what distinguishes one CLI from another.
+//! - [`DriverState`], [`stop_process`], [`reap_process`], [`ChatBinding`]: the process
+//!   teardown and the per-chat fields every conversation shares.
 
 mod conversation;
+mod provider;
 mod reader;
 mod slot;
+mod state;
 mod waiters;
 
 pub use conversation::{AgentConversation, Conversation};
+pub use provider::{AgentCli, CliProvider};
 pub use reader::{MessageHandler, MessageSource, SourceError, spawn_reader};
 pub use slot::{Live, ProcessSlot};
+pub use state::{
+    ChatBinding, DriverState, current_process, fail_requests, reap_process, stop_process,
+    take_process,
+};
 pub use waiters::{Answer, Taken, Waiters, await_answer, fail_waiters};
 
 /// How long to wait for the stderr reader to catch up before quoting the tail in an error.

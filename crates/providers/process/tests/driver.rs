@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use agenthost_protocol::state::ChatInputResponseKind;
 use agenthost_provider_api::{
-    AgentMode, InputResponse, PermissionDecision, ProviderError, ProviderSession, TurnRequest,
+    AgentMode, InputResponse, PermissionDecision, ProviderError, ProviderSession, StartSession,
+    TurnRequest,
 };
 use agenthost_provider_process::driver::{
-    AgentConversation, Conversation, MessageHandler, MessageSource, ProcessSlot, SourceError,
-    Waiters, await_answer, fail_waiters, spawn_reader,
+    AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, MessageSource,
+    ProcessSlot, SourceError, Waiters, await_answer, current_process, fail_waiters, reap_process,
+    spawn_reader, stop_process,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
 
@@ -342,4 +344,124 @@ async fn the_adapter_forwards_every_call_and_reports_input_unsupported_by_defaul
             "dispose"
         ]
     );
+}
+
+/// A conversation's state with one process-scoped flag.
+#[derive(Default)]
+struct ChatState {
+    slot: ProcessSlot<AgentProcess>,
+    waiters: Waiters<u64, ()>,
+    loaded: bool,
+}
+
+impl DriverState for ChatState {
+    type Key = u64;
+    type Answer = ();
+
+    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
+        &mut self.slot
+    }
+
+    fn waiters(&mut self) -> &mut Waiters<u64, ()> {
+        &mut self.waiters
+    }
+
+    fn process_gone(&mut self) {
+        self.loaded = false;
+    }
+}
+
+fn running(
+    script: &str,
+) -> (
+    Mutex<ChatState>,
+    u64,
+    tokio::sync::oneshot::Receiver<Result<(), ProviderError>>,
+) {
+    let dir = std::env::temp_dir();
+    let args = vec!["-c".to_owned(), script.to_owned()];
+    let spawned = AgentProcess::spawn(&Launch {
+        binary: Path::new("/bin/sh"),
+        args: &args,
+        working_directory: &dir,
+        env: &[],
+        env_remove: &[],
+    })
+    .unwrap();
+    let mut state = ChatState {
+        loaded: true,
+        ..ChatState::default()
+    };
+    let generation = state
+        .slot
+        .install(spawned.process, |_| tokio::spawn(std::future::pending()));
+    let id = state.waiters.next_id();
+    let answer = state.waiters.register(id);
+    (Mutex::new(state), generation, answer)
+}
+
+#[tokio::test]
+async fn stopping_the_current_process_fails_its_requests_and_resets_its_state() {
+    let (state, generation, answer) = running("cat >/dev/null");
+    assert!(current_process(&state).is_some());
+
+    // A stale generation stops nothing.
+    stop_process(
+        &state,
+        generation + 1,
+        Duration::from_secs(5),
+        false,
+        "test",
+    )
+    .await;
+    assert!(current_process(&state).is_some());
+
+    stop_process(&state, generation, Duration::from_secs(5), false, "test").await;
+    assert!(current_process(&state).is_none());
+    assert!(!state.lock().unwrap().loaded);
+    assert!(matches!(
+        answer.await.unwrap(),
+        Err(ProviderError::Exited { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_process_that_ended_is_reaped_once_with_its_status_and_stderr() {
+    let (state, generation, answer) = running("echo bye >&2; exit 3");
+    let error = reap_process(&state, generation, Duration::from_secs(5), None, "test")
+        .await
+        .unwrap();
+    match &error {
+        ProviderError::Exited {
+            status,
+            stderr_tail,
+        } => {
+            assert!(status.contains('3'), "{status}");
+            assert!(stderr_tail.contains("bye"), "{stderr_tail}");
+        }
+        other => panic!("expected an exit, got {other:?}"),
+    }
+    assert!(!state.lock().unwrap().loaded);
+    assert!(answer.await.unwrap().is_err());
+    // Already gone: nothing more to report.
+    let again = reap_process(&state, generation, Duration::from_secs(5), None, "test").await;
+    assert!(again.is_none());
+}
+
+#[test]
+fn a_chat_binding_takes_what_the_start_request_says() {
+    let (tx, _rx) = tokio::sync::mpsc::channel(1);
+    let session: agenthost_protocol::SessionUri = "codex:/s1".parse().unwrap();
+    let chat = agenthost_protocol::ChatUri::default_for(&session);
+    let binding = ChatBinding::new(StartSession {
+        session: session.clone(),
+        chat: chat.clone(),
+        working_directory: "/work".into(),
+        model: None,
+        signals: agenthost_provider_api::SignalSink::new(chat.clone(), tx),
+    });
+    assert_eq!(binding.session, session);
+    assert_eq!(binding.working_directory, Path::new("/work"));
+    assert_eq!(binding.default_model, None);
+    assert_eq!(binding.signals.chat(), &chat);
 }

@@ -1,0 +1,120 @@
+//! [`DriverState`]: the part of a conversation's state the driver manages — the process slot
+//! and the waiters — and the teardown written once over it.
+
+use std::hash::Hash;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use agenthost_protocol::SessionUri;
+use agenthost_provider_api::{ProviderError, SignalSink, StartSession};
+
+use crate::AgentProcess;
+use crate::driver::{Live, ProcessSlot, Waiters, fail_waiters};
+
+/// A conversation's state (behind its one mutex) as the driver sees it.
+pub trait DriverState: Send {
+    /// The request ids of the agent's protocol.
+    type Key: Eq + Hash + Send;
+    /// What a request is answered with.
+    type Answer: Send;
+
+    /// The current process.
+    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess>;
+
+    /// The requests awaiting an answer.
+    fn waiters(&mut self) -> &mut Waiters<Self::Key, Self::Answer>;
+
+    /// The current process was taken out (stopped or ended): reset what belonged to it.
+    fn process_gone(&mut self) {}
+}
+
+fn lock<S>(state: &Mutex<S>) -> MutexGuard<'_, S> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The current process and its generation.
+pub fn current_process<S: DriverState>(state: &Mutex<S>) -> Option<(u64, Arc<AgentProcess>)> {
+    lock(state).slot().current()
+}
+
+/// Takes process `generation` out if it is still the current one.
+pub fn take_process<S: DriverState>(
+    state: &Mutex<S>,
+    generation: u64,
+) -> Option<Live<AgentProcess>> {
+    let mut state = lock(state);
+    let live = state.slot().take_generation(generation);
+    if live.is_some() {
+        state.process_gone();
+    }
+    live
+}
+
+/// Fails every request waiting on `process`, which ended with `status`.
+pub async fn fail_requests<S: DriverState>(state: &Mutex<S>, status: &str, process: &AgentProcess) {
+    let taken = lock(state).waiters().take_all();
+    fail_waiters(taken, status, process).await;
+}
+
+/// Stops process `generation` if it is still current (`from_reader`: its own reader stops
+/// it): terminated within `grace`, its waiting requests failed.
+pub async fn stop_process<S: DriverState>(
+    state: &Mutex<S>,
+    generation: u64,
+    grace: Duration,
+    from_reader: bool,
+    agent: &str,
+) {
+    if let Some(live) = take_process(state, generation) {
+        let status = live.stop(grace, from_reader).await;
+        tracing::debug!(status, agent, "stopped the agent");
+        fail_requests(state, &status, &live.process).await;
+    }
+}
+
+/// Process `generation`'s output ended (`read_error`: why, when reading failed): reaped within
+/// `grace`, its waiting requests failed. The error that fails its turn; `None` when it was no
+/// longer current (stopped meanwhile: nothing to report).
+pub async fn reap_process<S: DriverState>(
+    state: &Mutex<S>,
+    generation: u64,
+    grace: Duration,
+    read_error: Option<String>,
+    agent: &str,
+) -> Option<ProviderError> {
+    let live = take_process(state, generation)?;
+    let (status, error) = live.exited(grace, read_error).await;
+    tracing::debug!(status, agent, "the agent exited");
+    fail_requests(state, &status, &live.process).await;
+    Some(error)
+}
+
+/// What every conversation of one chat with an agent CLI holds besides its protocol state:
+/// where it reports and works, and the lock that orders starting, cancelling and disposing.
+#[derive(Debug)]
+pub struct ChatBinding {
+    /// The session of the chat.
+    pub session: SessionUri,
+    /// Where the agent works.
+    pub working_directory: PathBuf,
+    /// The model the chat started with, if the client chose one.
+    pub default_model: Option<String>,
+    /// Where signals go.
+    pub signals: SignalSink,
+    /// Held while a turn starts, is cancelled or the conversation is disposed.
+    pub lifecycle: tokio::sync::Mutex<()>,
+}
+
+impl ChatBinding {
+    /// The binding of the chat `start` opens.
+    pub fn new(start: StartSession) -> Self {
+        Self {
+            session: start.session,
+            working_directory: start.working_directory,
+            default_model: start.model.map(|model| model.id),
+            signals: start.signals,
+            lifecycle: tokio::sync::Mutex::new(()),
+        }
+    }
+}
