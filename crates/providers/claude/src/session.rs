@@ -16,7 +16,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use agenthost_protocol::ahp_types::actions::ChatResponsePartAction;
 use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart};
@@ -35,8 +34,8 @@ use crate::questions::{self, Answer};
 use crate::translate::{Output, Translator};
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
-    STDERR_SETTLE, Waiters, current_process, fail_requests, reap_process, spawn_reader,
-    stop_process,
+    STDERR_SETTLE, Waiters, current_generation, current_process, elapsed_ms, fail_requests,
+    reap_process, spawn_agent, spawn_reader, stop_process, unreadable_output,
 };
 use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 
@@ -184,15 +183,12 @@ impl ClaudeConversation {
         let args = self
             .config
             .args_in_mode(model.as_deref(), resume.as_deref(), plan);
-        let spawned = AgentProcess::spawn(&Launch {
+        let spawned = spawn_agent(&Launch {
             binary: &self.config.binary,
             args: &args,
             working_directory: &self.chat.working_directory,
             env: &self.config.env,
             env_remove: &self.config.env_remove,
-        })
-        .map_err(|error| ProviderError::StartFailed {
-            message: format!("could not run `{}`: {error}", self.config.binary.display()),
         })?;
         let process = spawned.process;
         let generation = {
@@ -314,12 +310,9 @@ impl ClaudeConversation {
 impl MessageHandler for ClaudeConversation {
     /// One stdout line of process `generation`. Returns `false` when reading must stop.
     async fn handle_message(&self, generation: u64, line: &str) -> bool {
-        let Some((current, process)) = self.current_process() else {
+        let Some(process) = current_generation(&self.state, generation) else {
             return false;
         };
-        if current != generation {
-            return false;
-        }
         let is_result = serde_json::from_str::<LineKind>(line)
             .ok()
             .and_then(|kind| kind.kind)
@@ -328,11 +321,7 @@ impl MessageHandler for ClaudeConversation {
         let outputs = match outcome {
             Ok(outputs) => outputs,
             Err(error) => {
-                let tail = process.stderr_tail(Duration::ZERO).await;
-                let info = ProviderError::Protocol {
-                    message: format!("{error}{}", stderr_suffix(&tail)),
-                }
-                .to_error_info();
+                let info = unreadable_output(&process, error).await.to_error_info();
                 let signals = lock(&self.translator).fail_turn(info);
                 self.end_turn_state();
                 self.chat.signals.send_all(signals).await;
@@ -593,7 +582,7 @@ impl AgentConversation for ClaudeConversation {
                 self.stop_process(generation).await;
             }
         }
-        let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let duration = elapsed_ms(started);
         self.chat
             .signals
             .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])

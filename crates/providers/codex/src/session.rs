@@ -21,8 +21,9 @@ use agenthost_provider_api::{
 };
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
-    STDERR_SETTLE, Waiters, await_answer, current_process, fail_requests, reap_process,
-    spawn_reader, stop_process,
+    STDERR_SETTLE, Waiters, current_generation, current_process, elapsed_ms, fail_requests,
+    new_request, reap_process, resolve_response, send_request, spawn_agent, spawn_reader,
+    stop_process, unreadable_output,
 };
 use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 use serde::Deserialize;
@@ -183,19 +184,12 @@ impl CodexConversation {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        let (id, rx) = self.allocate_request();
+        let (id, rx) = new_request(&self.state);
         self.send_request(process, (id, rx), method, params, timeout)
             .await
     }
 
-    /// A request id and the receiver its answer will arrive on.
-    fn allocate_request(&self) -> (u64, oneshot::Receiver<Answer>) {
-        let mut state = lock(&self.state);
-        let id = state.waiters.next_id();
-        (id, state.waiters.register(id))
-    }
-
-    /// Sends request `id` (allocated by [`Self::allocate_request`]) and waits for its answer.
+    /// Sends request `id` (from `new_request`) and waits for its answer.
     async fn send_request(
         &self,
         process: &AgentProcess,
@@ -204,11 +198,19 @@ impl CodexConversation {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        let written = process
-            .write_line(&control::request(id, method, &params))
-            .await;
-        let forget = || lock(&self.state).waiters.forget(&id);
-        await_answer(process, written, rx, timeout, ("codex", method), forget).await
+        let mut line = control::request(id, method, &params);
+        line.push('\n');
+        let request = (id, rx);
+        let what = ("codex", method);
+        send_request(
+            &self.state,
+            process,
+            request,
+            line.as_bytes(),
+            timeout,
+            what,
+        )
+        .await
     }
 
     /// The running app-server, started and initialized when there is none.
@@ -223,15 +225,12 @@ impl CodexConversation {
         }
         let args = self.config.args();
         let env = self.config.child_env();
-        let spawned = AgentProcess::spawn(&Launch {
+        let spawned = spawn_agent(&Launch {
             binary: &self.config.binary,
             args: &args,
             working_directory: &self.chat.working_directory,
             env: &env,
             env_remove: &self.config.env_remove,
-        })
-        .map_err(|error| ProviderError::StartFailed {
-            message: format!("could not run `{}`: {error}", self.config.binary.display()),
         })?;
         let process = spawned.process;
         let generation = {
@@ -395,12 +394,9 @@ impl CodexConversation {
 impl MessageHandler for CodexConversation {
     /// One stdout line of process `generation`; `false` when reading must stop.
     async fn handle_message(&self, generation: u64, line: &str) -> bool {
-        let Some((current, process)) = self.current_process() else {
+        let Some(process) = current_generation(&self.state, generation) else {
             return false;
         };
-        if current != generation {
-            return false;
-        }
         let completes_turn = serde_json::from_str::<LineMethod>(line)
             .ok()
             .and_then(|m| m.method)
@@ -409,11 +405,7 @@ impl MessageHandler for CodexConversation {
         let outputs = match outcome {
             Ok(outputs) => outputs,
             Err(error) => {
-                let tail = process.stderr_tail(Duration::ZERO).await;
-                let info = ProviderError::Protocol {
-                    message: format!("{error}{}", stderr_suffix(&tail)),
-                }
-                .to_error_info();
+                let info = unreadable_output(&process, error).await.to_error_info();
                 let signals = lock(&self.translator).fail_turn(info);
                 // The process is stopped: its requests need no answer.
                 self.end_turn_state();
@@ -430,17 +422,7 @@ impl MessageHandler for CodexConversation {
             for output in outputs {
                 match output {
                     Output::Signal(signal) => signals.push(signal),
-                    Output::Response { id, result } => {
-                        let answer = result.map_err(|error| ProviderError::Protocol {
-                            message: error.to_string(),
-                        });
-                        let waited = id
-                            .as_u64()
-                            .is_some_and(|key| state.waiters.resolve(&key, answer));
-                        if !waited {
-                            tracing::debug!(%id, "a response nobody waits for");
-                        }
-                    }
+                    Output::Response { id, result } => resolve_response(&mut *state, &id, result),
                     Output::ApprovalRequest {
                         request_id,
                         tool_call_id,
@@ -609,7 +591,7 @@ impl AgentConversation for CodexConversation {
         if let (Some(overrides), Some(object)) = (overrides, params.as_object_mut()) {
             object.extend(overrides.map(|(key, value)| (key.to_owned(), value)));
         }
-        let request = self.allocate_request();
+        let request = new_request(&self.state);
         lock(&self.translator).turn_start_sent(&json!(request.0));
         let started = self
             .send_request(
@@ -746,7 +728,7 @@ impl AgentConversation for CodexConversation {
                 self.stop_process(generation, false).await;
             }
         }
-        let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let duration = elapsed_ms(started);
         self.chat
             .signals
             .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])

@@ -16,13 +16,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agenthost_provider_api::{
-    AgentMode, PermissionDecision, ProviderError, StartSession, TurnRequest, stderr_suffix,
-    system_notice, turn_cancelled,
+    AgentMode, PermissionDecision, ProviderError, StartSession, TurnRequest, system_notice,
+    turn_cancelled,
 };
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, MessageSource,
-    ProcessSlot, SourceError, Waiters, await_answer, current_process, fail_requests, reap_process,
-    spawn_reader, stop_process,
+    ProcessSlot, SourceError, Waiters, current_generation, current_process, elapsed_ms,
+    fail_requests, new_request, reap_process, resolve_response, send_request, spawn_agent,
+    spawn_reader, stop_process, unreadable_output,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
 use serde::Deserialize;
@@ -218,12 +219,6 @@ impl CopilotConversation {
             .filter(|model| model != DEFAULT_MODEL)
     }
 
-    fn allocate_request(&self) -> (u64, oneshot::Receiver<Answer>) {
-        let mut state = lock(&self.state);
-        let id = state.waiters.next_id();
-        (id, state.waiters.register(id))
-    }
-
     async fn write(&self, process: &AgentProcess, body: &str) -> std::io::Result<()> {
         process.write_bytes(&encode(body.as_bytes())).await
     }
@@ -236,12 +231,12 @@ impl CopilotConversation {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        let request = self.allocate_request();
+        let request = new_request(&self.state);
         self.send_request(process, request, method, params, timeout)
             .await
     }
 
-    /// Sends request `id` (allocated by [`Self::allocate_request`]) and waits for its answer.
+    /// Sends request `id` (from `new_request`) and waits for its answer.
     async fn send_request(
         &self,
         process: &AgentProcess,
@@ -250,11 +245,10 @@ impl CopilotConversation {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        let written = self
-            .write(process, &control::request(id, method, &params))
-            .await;
-        let forget = || lock(&self.state).waiters.forget(&id);
-        await_answer(process, written, rx, timeout, ("copilot", method), forget).await
+        let bytes = encode(control::request(id, method, &params).as_bytes());
+        let request = (id, rx);
+        let what = ("copilot", method);
+        send_request(&self.state, process, request, &bytes, timeout, what).await
     }
 
     /// Sends request `method` without waiting for its answer (from the reader).
@@ -284,15 +278,12 @@ impl CopilotConversation {
         let args = self.config.args();
         let env = self.config.child_env(model);
         let env_remove = self.config.child_env_remove();
-        let spawned = AgentProcess::spawn(&Launch {
+        let spawned = spawn_agent(&Launch {
             binary: &self.config.binary,
             args: &args,
             working_directory: &self.chat.working_directory,
             env: &env,
             env_remove: &env_remove,
-        })
-        .map_err(|error| ProviderError::StartFailed {
-            message: format!("could not run `{}`: {error}", self.config.binary.display()),
         })?;
         let process = spawned.process;
         let generation = {
@@ -420,11 +411,7 @@ impl CopilotConversation {
 
     /// The CLI sent something unreadable: the turn fails and the process is stopped.
     async fn protocol_failure(&self, generation: u64, process: &AgentProcess, message: String) {
-        let tail = process.stderr_tail(Duration::ZERO).await;
-        let info = ProviderError::Protocol {
-            message: format!("{message}{}", stderr_suffix(&tail)),
-        }
-        .to_error_info();
+        let info = unreadable_output(process, message).await.to_error_info();
         let signals = lock(&self.translator).fail_turn(info);
         self.end_turn_state();
         self.chat.signals.send_all(signals).await;
@@ -485,12 +472,9 @@ impl MessageSource for Frames {
 impl MessageHandler for CopilotConversation {
     /// One message of process `generation`; `false` when reading must stop.
     async fn handle_message(&self, generation: u64, body: &str) -> bool {
-        let Some((current, process)) = self.current_process() else {
+        let Some(process) = current_generation(&self.state, generation) else {
             return false;
         };
-        if current != generation {
-            return false;
-        }
         let markers = markers(body);
         let outcome = lock(&self.translator).on_message(body);
         let outputs = match outcome {
@@ -510,17 +494,7 @@ impl MessageHandler for CopilotConversation {
             for output in outputs {
                 match output {
                     Output::Signal(signal) => signals.push(signal),
-                    Output::Response { id, result } => {
-                        let answer = result.map_err(|error| ProviderError::Protocol {
-                            message: error.to_string(),
-                        });
-                        let waited = id
-                            .as_u64()
-                            .is_some_and(|key| state.waiters.resolve(&key, answer));
-                        if !waited {
-                            tracing::debug!(%id, "a response nobody waits for");
-                        }
-                    }
+                    Output::Response { id, result } => resolve_response(&mut *state, &id, result),
                     Output::PermissionRequest {
                         request_id,
                         tool_call_id,
@@ -665,7 +639,7 @@ impl AgentConversation for CopilotConversation {
             state.other_mode_used |= mode != AgentMode::Interactive;
             said
         };
-        let request = self.allocate_request();
+        let request = new_request(&self.state);
         lock(&self.translator).send_sent(&json!(request.0));
         let sent = self
             .send_request(
@@ -814,7 +788,7 @@ impl AgentConversation for CopilotConversation {
                 self.stop_process(generation, false).await;
             }
         }
-        let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let duration = elapsed_ms(started);
         self.chat
             .signals
             .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])

@@ -14,8 +14,9 @@ use agenthost_provider_api::{
 };
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, MessageSource,
-    ProcessSlot, SourceError, Waiters, await_answer, current_process, fail_waiters, reap_process,
-    spawn_reader, stop_process,
+    ProcessSlot, SourceError, Waiters, await_answer, current_generation, current_process,
+    elapsed_ms, fail_waiters, new_request, reap_process, resolve_response, send_request,
+    spawn_agent, spawn_reader, stop_process, unreadable_output,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
 
@@ -464,4 +465,124 @@ fn a_chat_binding_takes_what_the_start_request_says() {
     assert_eq!(binding.working_directory, Path::new("/work"));
     assert_eq!(binding.default_model, None);
     assert_eq!(binding.signals.chat(), &chat);
+}
+
+/// A JSON-RPC conversation's state: numbered requests answered with JSON.
+#[derive(Default)]
+struct RpcState {
+    slot: ProcessSlot<AgentProcess>,
+    waiters: Waiters<u64, serde_json::Value>,
+}
+
+impl DriverState for RpcState {
+    type Key = u64;
+    type Answer = serde_json::Value;
+
+    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
+        &mut self.slot
+    }
+
+    fn waiters(&mut self) -> &mut Waiters<u64, serde_json::Value> {
+        &mut self.waiters
+    }
+}
+
+#[tokio::test]
+async fn a_request_is_written_and_answered_by_the_response_with_its_id() {
+    let process = child("");
+    let state = Mutex::new(RpcState::default());
+    let generation = state
+        .lock()
+        .unwrap()
+        .slot
+        .install(Arc::clone(&process), |_| {
+            tokio::spawn(std::future::pending())
+        });
+    assert!(current_generation(&state, generation).is_some());
+    assert!(current_generation(&state, generation + 1).is_none());
+
+    let request = new_request(&state);
+    let id = request.0;
+    let answer = async {
+        // The reader's side: the agent's responses, the first for nobody.
+        let mut locked = state.lock().unwrap();
+        resolve_response::<_, String>(
+            &mut *locked,
+            &serde_json::json!(999),
+            Ok(serde_json::json!(0)),
+        );
+        resolve_response::<_, String>(
+            &mut *locked,
+            &serde_json::json!(id),
+            Ok(serde_json::json!({ "ok": true })),
+        );
+    };
+    let (result, ()) = tokio::join!(
+        send_request(
+            &state,
+            &process,
+            request,
+            b"{\"id\":1}\n",
+            Duration::from_secs(10),
+            ("test", "ping"),
+        ),
+        answer
+    );
+    assert_eq!(result.unwrap(), serde_json::json!({ "ok": true }));
+
+    let failing = new_request(&state);
+    resolve_response(
+        &mut *state.lock().unwrap(),
+        &serde_json::json!(failing.0),
+        Err("no such method"),
+    );
+    let error = failing.1.await.unwrap().unwrap_err();
+    assert!(
+        matches!(&error, ProviderError::Protocol { message } if message == "no such method"),
+        "{error}"
+    );
+    process.terminate(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn unreadable_output_quotes_stderr_and_a_missing_binary_is_a_start_failure() {
+    let process = child("panic: bad state\\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !process
+        .stderr_tail(Duration::ZERO)
+        .await
+        .contains("bad state")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child wrote nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let error = unreadable_output(&process, "line 3 is not JSON").await;
+    let text = error.to_string();
+    assert!(text.contains("line 3 is not JSON"), "{text}");
+    assert!(text.contains("bad state"), "{text}");
+    process.terminate(Duration::from_millis(100)).await;
+
+    let dir = std::env::temp_dir();
+    let missing = spawn_agent(&Launch {
+        binary: Path::new("/nonexistent/agent"),
+        args: &[],
+        working_directory: &dir,
+        env: &[],
+        env_remove: &[],
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&missing, ProviderError::StartFailed { message } if message.contains("could not run `/nonexistent/agent`")),
+        "{missing}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn elapsed_time_is_reported_in_milliseconds() {
+    let started = tokio::time::Instant::now();
+    tokio::time::advance(Duration::from_millis(1500)).await;
+    assert_eq!(elapsed_ms(started), 1500);
 }

@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agenthost_protocol::SessionUri;
-use agenthost_provider_api::{ProviderError, SignalSink, StartSession};
+use agenthost_provider_api::{ProviderError, SignalSink, StartSession, stderr_suffix};
+use serde_json::Value;
+use tokio::sync::oneshot;
 
-use crate::AgentProcess;
-use crate::driver::{Live, ProcessSlot, Waiters, fail_waiters};
+use crate::driver::{Answer, Live, ProcessSlot, Waiters, await_answer, fail_waiters};
+use crate::{AgentProcess, Launch, Spawned};
 
 /// A conversation's state (behind its one mutex) as the driver sees it.
 pub trait DriverState: Send {
@@ -117,4 +119,80 @@ impl ChatBinding {
             lifecycle: tokio::sync::Mutex::new(()),
         }
     }
+}
+
+/// Process `generation` if it is still the current one (output of an older process is
+/// dropped).
+pub fn current_generation<S: DriverState>(
+    state: &Mutex<S>,
+    generation: u64,
+) -> Option<Arc<AgentProcess>> {
+    current_process(state).and_then(|(current, process)| (current == generation).then_some(process))
+}
+
+/// A new request of the conversation: its number, and the receiver its answer arrives on.
+pub fn new_request<S: DriverState<Key = u64>>(
+    state: &Mutex<S>,
+) -> (u64, oneshot::Receiver<Answer<S::Answer>>) {
+    let mut state = lock(state);
+    let id = state.waiters().next_id();
+    (id, state.waiters().register(id))
+}
+
+/// Writes request `id` (from [`new_request`]) to `process` as `bytes` and waits up to `timeout`
+/// for its answer (see [`await_answer`]).
+pub async fn send_request<S: DriverState<Key = u64>>(
+    state: &Mutex<S>,
+    process: &AgentProcess,
+    (id, answer): (u64, oneshot::Receiver<Answer<S::Answer>>),
+    bytes: &[u8],
+    timeout: Duration,
+    (agent, method): (&str, &str),
+) -> Answer<S::Answer> {
+    let written = process.write_bytes(bytes).await;
+    let forget = || lock(state).waiters().forget(&id);
+    await_answer(process, written, answer, timeout, (agent, method), forget).await
+}
+
+/// A JSON-RPC response to request `id` came in: its waiter gets `result` (an error answer is a
+/// protocol error). A response nobody waits for is logged and dropped.
+pub fn resolve_response<S, E>(state: &mut S, id: &Value, result: Result<Value, E>)
+where
+    S: DriverState<Key = u64, Answer = Value>,
+    E: std::fmt::Display,
+{
+    let answer = result.map_err(|error| ProviderError::Protocol {
+        message: error.to_string(),
+    });
+    let waited = id
+        .as_u64()
+        .is_some_and(|key| state.waiters().resolve(&key, answer));
+    if !waited {
+        tracing::debug!(%id, "a response nobody waits for");
+    }
+}
+
+/// The error that fails the turn when the agent's output cannot be understood: `error`, with
+/// what the agent wrote to stderr.
+pub async fn unreadable_output(
+    process: &AgentProcess,
+    error: impl std::fmt::Display,
+) -> ProviderError {
+    let tail = process.stderr_tail(Duration::ZERO).await;
+    ProviderError::Protocol {
+        message: format!("{error}{}", stderr_suffix(&tail)),
+    }
+}
+
+/// Starts the agent as `launch` says; a failure to start is [`ProviderError::StartFailed`]
+/// naming the executable.
+pub fn spawn_agent(launch: &Launch<'_>) -> Result<Spawned, ProviderError> {
+    AgentProcess::spawn(launch).map_err(|error| ProviderError::StartFailed {
+        message: format!("could not run `{}`: {error}", launch.binary.display()),
+    })
+}
+
+/// How long since `started`, in milliseconds, as turn durations are reported.
+pub fn elapsed_ms(started: tokio::time::Instant) -> i64 {
+    i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)
 }
