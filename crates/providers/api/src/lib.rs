@@ -17,12 +17,14 @@
 //! provider crates and the host.
 #![deny(missing_docs)]
 
+mod attachments;
 pub mod mapper;
 mod render;
 mod resume;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use attachments::{simple_text, unsendable, unsupported_attachment};
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
 pub use render::{
     awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,

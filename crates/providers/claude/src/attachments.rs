@@ -8,7 +8,11 @@
 
 use agenthost_protocol::state::{MessageAttachment, MessageResourceAttachment, TextSelection};
 use agenthost_protocol::uri::file_uri_to_path;
+use agenthost_provider_api::{simple_text, unsendable, unsupported_attachment};
 use serde_json::{Value, json};
+
+/// How attachment notes name the agent.
+const AGENT: &str = "Claude Code";
 
 const REFERENCES_INTRO: &str = "The user provided the following references:";
 const REFERENCES_OUTRO: &str =
@@ -32,37 +36,16 @@ pub fn user_content(
     let mut references = Vec::new();
     for attachment in attachments {
         match attachment {
-            MessageAttachment::Simple(simple_attachment) => {
-                match &simple_attachment.model_representation {
-                    Some(representation) if !representation.is_empty() => {
-                        simple.push(representation.clone());
-                    }
-                    _ => skipped.push(format!(
-                        "attachment {} has no text for the model",
-                        simple_attachment.label
-                    )),
-                }
-            }
+            MessageAttachment::Simple(simple_attachment) => match simple_text(simple_attachment) {
+                Ok(representation) => simple.push(representation.to_owned()),
+                Err(reason) => skipped.push(reason),
+            },
             MessageAttachment::Resource(resource) => references.push(reference(resource)),
             MessageAttachment::EmbeddedResource(embedded) => skipped.push(unsupported(
                 embedded.display_kind.as_deref().unwrap_or("embedded"),
                 &embedded.label,
             )),
-            MessageAttachment::Annotations(annotations) => {
-                skipped.push(unsupported("annotations", &annotations.label));
-            }
-            MessageAttachment::Chat(chat) => skipped.push(unsupported("chat", &chat.label)),
-            MessageAttachment::Unknown(value) => {
-                let label = value
-                    .get("label")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(unlabelled)");
-                let kind = value
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
-                skipped.push(unsupported(kind, label));
-            }
+            other => skipped.extend(unsendable(other, AGENT)),
         }
     }
     if !simple.is_empty() {
@@ -102,7 +85,7 @@ pub fn user_content(
 }
 
 fn unsupported(kind: &str, label: &str) -> String {
-    format!("{kind} attachment {label} is not supported by Claude Code")
+    unsupported_attachment(kind, label, AGENT)
 }
 
 /// A resource as the model sees it: the OS path of a `file:` URI (else the URI itself), with

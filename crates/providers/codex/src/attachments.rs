@@ -14,8 +14,12 @@ use agenthost_protocol::state::{
     MessageAttachment, MessageEmbeddedResourceAttachment, MessageResourceAttachment, TextSelection,
 };
 use agenthost_protocol::uri::file_uri_to_path;
+use agenthost_provider_api::{simple_text, unsendable};
 use base64::Engine as _;
 use serde_json::{Value, json};
+
+/// How attachment notes name the agent.
+const AGENT: &str = "Codex";
 
 /// Why no input could be built at all.
 #[derive(Debug, thiserror::Error)]
@@ -54,30 +58,13 @@ pub fn user_input(
                     Embedded::Skipped(reason) => skipped.push(reason),
                 }
             }
-            MessageAttachment::Simple(simple) => match &simple.model_representation {
-                Some(representation) if !representation.is_empty() => {
-                    paragraphs.push(representation.clone());
+            MessageAttachment::Simple(simple) => match simple_text(simple) {
+                Ok(representation) => {
+                    paragraphs.push(representation.to_owned());
                 }
-                _ => skipped.push(format!(
-                    "attachment {} has no text for the model",
-                    simple.label
-                )),
+                Err(reason) => skipped.push(reason),
             },
-            MessageAttachment::Annotations(annotations) => {
-                skipped.push(unsupported("annotations", &annotations.label));
-            }
-            MessageAttachment::Chat(chat) => skipped.push(unsupported("chat", &chat.label)),
-            MessageAttachment::Unknown(value) => {
-                let label = value
-                    .get("label")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(unlabelled)");
-                let kind = value
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
-                skipped.push(unsupported(kind, label));
-            }
+            other => skipped.extend(unsendable(other, AGENT)),
         }
     }
     paragraphs.extend(
@@ -97,10 +84,6 @@ pub fn user_input(
             .map(|path| json!({ "type": "localImage", "path": path.to_string_lossy() })),
     );
     Ok((input, images, skipped))
-}
-
-fn unsupported(kind: &str, label: &str) -> String {
-    format!("{kind} attachment {label} is not supported by Codex")
 }
 
 /// `@<absolute path>` for a `file:` URI (files, directories and selections alike), else the

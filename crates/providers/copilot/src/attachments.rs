@@ -19,8 +19,12 @@ use std::path::Path;
 
 use agenthost_protocol::state::{MessageAttachment, MessageResourceAttachment, TextRange};
 use agenthost_protocol::uri::file_uri_to_path;
+use agenthost_provider_api::{simple_text, unsendable};
 use base64::Engine as _;
 use serde_json::{Value, json};
+
+/// How attachment notes name the agent.
+const AGENT: &str = "Copilot";
 
 /// The `attachments` of `session.send` for `attachments`, and the attachments not sent, one
 /// sentence each saying why. `read_file` reads a file's text (for selections).
@@ -32,17 +36,14 @@ pub fn attachments(
     let mut skipped = Vec::new();
     for attachment in attachments {
         match attachment {
-            MessageAttachment::Simple(simple) => match &simple.model_representation {
-                Some(text) if !text.is_empty() => sent.push(json!({
+            MessageAttachment::Simple(simple) => match simple_text(simple) {
+                Ok(text) => sent.push(json!({
                     "type": "blob",
                     "data": base64::engine::general_purpose::STANDARD.encode(text),
                     "mimeType": simple_mime_type(simple.display_kind.as_deref()),
                     "displayName": simple.label,
                 })),
-                _ => skipped.push(format!(
-                    "attachment {} has no text for the model",
-                    simple.label
-                )),
+                Err(reason) => skipped.push(reason),
             },
             MessageAttachment::EmbeddedResource(embedded) => sent.push(json!({
                 "type": "blob",
@@ -53,28 +54,10 @@ pub fn attachments(
             MessageAttachment::Resource(resource) => {
                 sent.push(resource_attachment(resource, &read_file))
             }
-            MessageAttachment::Annotations(annotations) => {
-                skipped.push(unsupported("annotations", &annotations.label));
-            }
-            MessageAttachment::Chat(chat) => skipped.push(unsupported("chat", &chat.label)),
-            MessageAttachment::Unknown(value) => {
-                let label = value
-                    .get("label")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(unlabelled)");
-                let kind = value
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
-                skipped.push(unsupported(kind, label));
-            }
+            other => skipped.extend(unsendable(other, AGENT)),
         }
     }
     (sent, skipped)
-}
-
-fn unsupported(kind: &str, label: &str) -> String {
-    format!("{kind} attachment {label} is not supported by Copilot")
 }
 
 /// `text/plain`, or VS Code's mime type that lets history replay recover the display kind.
