@@ -6,10 +6,10 @@
 //! (the xtask included) that is not a test file (`tests.rs`, `*_tests.rs`, anything under a
 //! `tests/` directory). Its length is its number of lines, as an editor shows them.
 //!
-//! [`PENDING`] lists the files still over the cap that wait for a change already planned (the
-//! agent-CLI driver every provider will share). An entry in a package of the workspace must name a file that exists and
-//! is still over the cap — a stale entry fails — so the list only shrinks; a file not listed
-//! fails once it is over.
+//! [`PENDING`] lists files over the cap that wait for a change already planned; it is empty (no
+//! production file is over the cap) and may only hold a file while its split is under way. An
+//! entry in a package of the workspace must name a file that exists and is still over the cap —
+//! a stale entry fails — so the list only shrinks; a file not listed fails once it is over.
 
 use std::path::Path;
 
@@ -21,18 +21,7 @@ use crate::thin_orchestration::{SourceFile, collect_sources, is_test_file, slash
 pub const MAX_LINES: usize = 800;
 
 /// Files over [`MAX_LINES`] that wait for a planned change, workspace-relative, `/`-separated.
-pub const PENDING: &[&str] = &[
-    // The shared agent-CLI driver splits each provider into wire types, a translator and a thin
-    // adapter; these files are what it splits.
-    "crates/providers/api/src/mapper.rs",
-    "crates/providers/claude/src/translate.rs",
-    "crates/providers/codex/src/items.rs",
-    "crates/providers/codex/src/translate.rs",
-    "crates/providers/codex/src/wire.rs",
-    "crates/providers/copilot/src/session.rs",
-    "crates/providers/copilot/src/translate.rs",
-    "crates/providers/copilot/src/wire.rs",
-];
+pub const PENDING: &[&str] = &[];
 
 /// The production source files of a workspace: `(workspace-relative path, lines)` of each, and
 /// the directories of its packages (workspace-relative, `/`-separated; `""` for the root).

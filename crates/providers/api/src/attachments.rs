@@ -10,14 +10,21 @@ pub fn unsupported_attachment(kind: &str, label: &str, agent: &str) -> String {
     format!("{kind} attachment {label} is not supported by {agent}")
 }
 
+/// A simple attachment with no text for the model: it cannot be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("attachment {label} has no text for the model")]
+pub struct NoModelText {
+    /// The attachment's label.
+    pub label: String,
+}
+
 /// The text a simple attachment gives the model, or why it cannot be sent (it has none).
-pub fn simple_text(simple: &SimpleMessageAttachment) -> Result<&str, String> {
+pub fn simple_text(simple: &SimpleMessageAttachment) -> Result<&str, NoModelText> {
     match &simple.model_representation {
         Some(text) if !text.is_empty() => Ok(text),
-        _ => Err(format!(
-            "attachment {} has no text for the model",
-            simple.label
-        )),
+        _ => Err(NoModelText {
+            label: simple.label.clone(),
+        }),
     }
 }
 
@@ -73,7 +80,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            simple_text(&simple).unwrap_err(),
+            simple_text(&simple).unwrap_err().to_string(),
             "attachment note has no text for the model"
         );
         assert!(unsendable(&MessageAttachment::Simple(simple), "Codex").is_none());

@@ -24,7 +24,7 @@ mod resume;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use attachments::{simple_text, unsendable, unsupported_attachment};
+pub use attachments::{NoModelText, simple_text, unsendable, unsupported_attachment};
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
 pub use render::{
     awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,

@@ -38,7 +38,7 @@ pub fn user_content(
         match attachment {
             MessageAttachment::Simple(simple_attachment) => match simple_text(simple_attachment) {
                 Ok(representation) => simple.push(representation.to_owned()),
-                Err(reason) => skipped.push(reason),
+                Err(reason) => skipped.push(reason.to_string()),
             },
             MessageAttachment::Resource(resource) => references.push(reference(resource)),
             MessageAttachment::EmbeddedResource(embedded) => skipped.push(unsupported(

@@ -62,7 +62,7 @@ pub fn user_input(
                 Ok(representation) => {
                     paragraphs.push(representation.to_owned());
                 }
-                Err(reason) => skipped.push(reason),
+                Err(reason) => skipped.push(reason.to_string()),
             },
             other => skipped.extend(unsendable(other, AGENT)),
         }

@@ -43,7 +43,7 @@ pub fn attachments(
                     "mimeType": simple_mime_type(simple.display_kind.as_deref()),
                     "displayName": simple.label,
                 })),
-                Err(reason) => skipped.push(reason),
+                Err(reason) => skipped.push(reason.to_string()),
             },
             MessageAttachment::EmbeddedResource(embedded) => sent.push(json!({
                 "type": "blob",
