@@ -57,9 +57,6 @@ pub const PENDING: &[&str] = &[
     "crates/cli/src/unattended.rs::parse_interval",
     "crates/cli/src/unattended.rs::parse_policy",
     "crates/protocol/src/dialect.rs::create_session_params",
-    "crates/providers/codex/src/wire.rs::Message::from_value",
-    "crates/providers/codex/src/wire/threads.rs::ThreadItem::from_value",
-    "crates/providers/copilot/src/wire.rs::Message::from_value",
 ];
 
 /// The public functions returning `Result<_, String>` in one file's `text`, named after `file`.

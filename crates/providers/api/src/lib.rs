@@ -23,6 +23,7 @@ mod render;
 mod resume;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tolerant;
 
 pub use attachments::{NoModelText, simple_text, unsendable, unsupported_attachment};
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
@@ -45,6 +46,17 @@ use agenthost_protocol::error_info::{PROVIDER_EXITED, error_info};
 use agenthost_protocol::{AgentSignal, ChatUri, SessionUri};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
+
+/// A message of an agent's wire protocol that does not decode, with what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Undecodable(pub String);
+
+impl From<Undecodable> for String {
+    fn from(error: Undecodable) -> Self {
+        error.0
+    }
+}
 
 /// A provider configuration the agent would refuse, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

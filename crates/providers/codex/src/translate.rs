@@ -166,8 +166,10 @@ pub(crate) fn parse_object(line: &str) -> Result<Value, LineError> {
 
 /// Parses one app-server line.
 pub fn parse_line(line: &str) -> Result<Message, LineError> {
-    Message::from_value(parse_object(line)?)
-        .map_err(|reason| LineError::new(LineErrorKind::Malformed { reason }, line))
+    Message::from_value(parse_object(line)?).map_err(|error| {
+        let reason = error.to_string();
+        LineError::new(LineErrorKind::Malformed { reason }, line)
+    })
 }
 
 /// The translator of one Codex conversation (one app-server thread).

@@ -9,6 +9,8 @@
 //! `Other` variant that keeps its name — never an error. Only a known method or item whose
 //! fields have the wrong shape (a missing id, a string where an object belongs) is an error.
 
+use agenthost_provider_api::Undecodable;
+use agenthost_provider_api::tolerant::{decode_body, nullable};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -29,7 +31,11 @@ pub enum Message {
 
 impl Message {
     /// Classifies and decodes one parsed line. `Err` explains what is wrong with it.
-    pub fn from_value(value: Value) -> Result<Self, String> {
+    pub fn from_value(value: Value) -> Result<Self, Undecodable> {
+        Self::decode_value(value).map_err(Undecodable)
+    }
+
+    fn decode_value(value: Value) -> Result<Self, String> {
         let Value::Object(mut object) = value else {
             return Err("a message is a JSON object".to_owned());
         };
@@ -63,24 +69,6 @@ impl Message {
 
 fn decode<T: DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
     serde_json::from_value(value)
-}
-
-/// `params` of a known method: an object (absent or `null` counts as empty).
-fn decode_params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, String> {
-    let params = match params {
-        Value::Null => Value::Object(Map::new()),
-        params => params,
-    };
-    decode(params).map_err(|error| format!("`{method}`: {error}"))
-}
-
-/// `null` or absent → the default value.
-fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// The answer to one of the host's requests.
@@ -164,14 +152,14 @@ pub const MCP_ELICITATION: &str = "mcpServer/elicitation/request";
 impl Request {
     fn decode(method: String, params: Value) -> Result<Self, String> {
         Ok(match method.as_str() {
-            COMMAND_APPROVAL => Self::CommandApproval(decode_params(&method, params)?),
-            FILE_CHANGE_APPROVAL => Self::FileChangeApproval(decode_params(&method, params)?),
-            EXEC_COMMAND_APPROVAL => Self::ExecCommandApproval(decode_params(&method, params)?),
-            APPLY_PATCH_APPROVAL => Self::ApplyPatchApproval(decode_params(&method, params)?),
+            COMMAND_APPROVAL => Self::CommandApproval(decode_body(&method, params)?),
+            FILE_CHANGE_APPROVAL => Self::FileChangeApproval(decode_body(&method, params)?),
+            EXEC_COMMAND_APPROVAL => Self::ExecCommandApproval(decode_body(&method, params)?),
+            APPLY_PATCH_APPROVAL => Self::ApplyPatchApproval(decode_body(&method, params)?),
             PERMISSIONS_APPROVAL => {
                 Self::PermissionsApproval(PermissionsApprovalParams::from_value(params))
             }
-            REQUEST_USER_INPUT => Self::RequestUserInput(decode_params(&method, params)?),
+            REQUEST_USER_INPUT => Self::RequestUserInput(decode_body(&method, params)?),
             MCP_ELICITATION => Self::McpElicitation(ElicitationParams::from_value(params)),
             _ => Self::Other { method },
         })
@@ -460,29 +448,27 @@ impl Notification {
     fn decode(method: String, params: Value) -> Result<Self, String> {
         let m = method.as_str();
         Ok(match m {
-            "thread/started" => Self::ThreadStarted(decode_params(m, params)?),
-            "turn/started" => Self::TurnStarted(decode_params(m, params)?),
-            "turn/completed" => Self::TurnCompleted(decode_params(m, params)?),
-            "item/started" => Self::ItemStarted(decode_params(m, params)?),
-            "item/completed" => Self::ItemCompleted(decode_params(m, params)?),
-            "item/agentMessage/delta" => Self::AgentMessageDelta(decode_params(m, params)?),
+            "thread/started" => Self::ThreadStarted(decode_body(m, params)?),
+            "turn/started" => Self::TurnStarted(decode_body(m, params)?),
+            "turn/completed" => Self::TurnCompleted(decode_body(m, params)?),
+            "item/started" => Self::ItemStarted(decode_body(m, params)?),
+            "item/completed" => Self::ItemCompleted(decode_body(m, params)?),
+            "item/agentMessage/delta" => Self::AgentMessageDelta(decode_body(m, params)?),
             "item/reasoning/summaryPartAdded" => {
-                Self::ReasoningSummaryPartAdded(decode_params(m, params)?)
+                Self::ReasoningSummaryPartAdded(decode_body(m, params)?)
             }
             "item/reasoning/summaryTextDelta" => {
-                Self::ReasoningSummaryTextDelta(decode_params(m, params)?)
+                Self::ReasoningSummaryTextDelta(decode_body(m, params)?)
             }
-            "item/reasoning/textDelta" => Self::ReasoningTextDelta(decode_params(m, params)?),
+            "item/reasoning/textDelta" => Self::ReasoningTextDelta(decode_body(m, params)?),
             "item/commandExecution/outputDelta" => {
-                Self::CommandOutputDelta(decode_params(m, params)?)
+                Self::CommandOutputDelta(decode_body(m, params)?)
             }
-            "item/fileChange/outputDelta" => Self::FileChangeOutputDelta(decode_params(m, params)?),
-            "item/fileChange/patchUpdated" => {
-                Self::FileChangePatchUpdated(decode_params(m, params)?)
-            }
-            "item/mcpToolCall/progress" => Self::McpToolCallProgress(decode_params(m, params)?),
-            "thread/tokenUsage/updated" => Self::TokenUsageUpdated(decode_params(m, params)?),
-            "error" => Self::Error(decode_params(m, params)?),
+            "item/fileChange/outputDelta" => Self::FileChangeOutputDelta(decode_body(m, params)?),
+            "item/fileChange/patchUpdated" => Self::FileChangePatchUpdated(decode_body(m, params)?),
+            "item/mcpToolCall/progress" => Self::McpToolCallProgress(decode_body(m, params)?),
+            "thread/tokenUsage/updated" => Self::TokenUsageUpdated(decode_body(m, params)?),
+            "error" => Self::Error(decode_body(m, params)?),
             _ => {
                 let thread_id = params
                     .get("threadId")

@@ -151,8 +151,10 @@ pub fn parse_message(body: &str) -> Result<Message, LineError> {
         Ok(value) if value.is_object() => value,
         _ => return Err(LineError::new(LineErrorKind::NotAnObject, body)),
     };
-    Message::from_value(value)
-        .map_err(|reason| LineError::new(LineErrorKind::Malformed { reason }, body))
+    Message::from_value(value).map_err(|error| {
+        let reason = error.to_string();
+        LineError::new(LineErrorKind::Malformed { reason }, body)
+    })
 }
 
 /// The translator of one Copilot conversation (one Copilot session).

@@ -15,6 +15,8 @@
 //! the wrong shape (a `session.event` without an event, a tool event without a tool call id, a
 //! string where an object belongs) is an error.
 
+use agenthost_provider_api::Undecodable;
+use agenthost_provider_api::tolerant::{decode_body, nullable};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -39,7 +41,11 @@ pub enum Message {
 
 impl Message {
     /// Classifies and decodes one parsed message. `Err` explains what is wrong with it.
-    pub fn from_value(value: Value) -> Result<Self, String> {
+    pub fn from_value(value: Value) -> Result<Self, Undecodable> {
+        Self::decode_value(value).map_err(Undecodable)
+    }
+
+    fn decode_value(value: Value) -> Result<Self, String> {
         let Value::Object(mut object) = value else {
             return Err("a message is a JSON object".to_owned());
         };
@@ -84,15 +90,6 @@ impl Message {
 
 fn decode<T: DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
     serde_json::from_value(value)
-}
-
-/// `null` or absent → the default value.
-fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// Any finite JSON number (`100`, `100.0`); anything else → `None`.
@@ -384,30 +381,30 @@ impl EventData {
         use kinds::*;
         let k = kind.as_str();
         Ok(match k {
-            SESSION_START => Self::SessionStart(decode_data(k, data)?),
-            SESSION_RESUME => Self::SessionResume(decode_data(k, data)?),
-            TITLE_CHANGED => Self::TitleChanged(decode_data(k, data)?),
-            USER_MESSAGE => Self::UserMessage(decode_data(k, data)?),
-            MESSAGE_DELTA => Self::MessageDelta(decode_data(k, data)?),
-            MESSAGE => Self::Message(decode_data(k, data)?),
-            REASONING_DELTA => Self::ReasoningDelta(decode_data(k, data)?),
-            REASONING => Self::Reasoning(decode_data(k, data)?),
-            TOOL_CALL_DELTA => Self::ToolCallDelta(decode_data(k, data)?),
-            TOOL_EXECUTION_START => Self::ToolExecutionStart(decode_data(k, data)?),
-            TOOL_PARTIAL_RESULT => Self::ToolPartialResult(decode_data(k, data)?),
-            TOOL_PROGRESS => Self::ToolProgress(decode_data(k, data)?),
-            TOOL_EXECUTION_COMPLETE => Self::ToolExecutionComplete(decode_data(k, data)?),
-            PERMISSION_REQUESTED => Self::PermissionRequested(decode_data(k, data)?),
-            PERMISSION_COMPLETED => Self::PermissionCompleted(decode_data(k, data)?),
-            USAGE => Self::Usage(decode_data(k, data)?),
-            SUBAGENT_STARTED => Self::SubagentStarted(decode_data(k, data)?),
-            SUBAGENT_COMPLETED => Self::SubagentCompleted(decode_data(k, data)?),
-            SUBAGENT_FAILED => Self::SubagentFailed(decode_data(k, data)?),
-            SKILL_INVOKED => Self::SkillInvoked(decode_data(k, data)?),
-            SESSION_ERROR => Self::SessionError(decode_data(k, data)?),
-            SESSION_IDLE => Self::SessionIdle(decode_data(k, data)?),
-            MODEL_CALL_FINISHED => Self::ModelCallFinished(decode_data(k, data)?),
-            MODEL_TURN_STARTED => Self::ModelTurnStarted(decode_data(k, data)?),
+            SESSION_START => Self::SessionStart(decode_body(k, data)?),
+            SESSION_RESUME => Self::SessionResume(decode_body(k, data)?),
+            TITLE_CHANGED => Self::TitleChanged(decode_body(k, data)?),
+            USER_MESSAGE => Self::UserMessage(decode_body(k, data)?),
+            MESSAGE_DELTA => Self::MessageDelta(decode_body(k, data)?),
+            MESSAGE => Self::Message(decode_body(k, data)?),
+            REASONING_DELTA => Self::ReasoningDelta(decode_body(k, data)?),
+            REASONING => Self::Reasoning(decode_body(k, data)?),
+            TOOL_CALL_DELTA => Self::ToolCallDelta(decode_body(k, data)?),
+            TOOL_EXECUTION_START => Self::ToolExecutionStart(decode_body(k, data)?),
+            TOOL_PARTIAL_RESULT => Self::ToolPartialResult(decode_body(k, data)?),
+            TOOL_PROGRESS => Self::ToolProgress(decode_body(k, data)?),
+            TOOL_EXECUTION_COMPLETE => Self::ToolExecutionComplete(decode_body(k, data)?),
+            PERMISSION_REQUESTED => Self::PermissionRequested(decode_body(k, data)?),
+            PERMISSION_COMPLETED => Self::PermissionCompleted(decode_body(k, data)?),
+            USAGE => Self::Usage(decode_body(k, data)?),
+            SUBAGENT_STARTED => Self::SubagentStarted(decode_body(k, data)?),
+            SUBAGENT_COMPLETED => Self::SubagentCompleted(decode_body(k, data)?),
+            SUBAGENT_FAILED => Self::SubagentFailed(decode_body(k, data)?),
+            SKILL_INVOKED => Self::SkillInvoked(decode_body(k, data)?),
+            SESSION_ERROR => Self::SessionError(decode_body(k, data)?),
+            SESSION_IDLE => Self::SessionIdle(decode_body(k, data)?),
+            MODEL_CALL_FINISHED => Self::ModelCallFinished(decode_body(k, data)?),
+            MODEL_TURN_STARTED => Self::ModelTurnStarted(decode_body(k, data)?),
             _ => Self::Other { kind },
         })
     }
@@ -455,15 +452,6 @@ impl EventData {
             _ => None,
         }
     }
-}
-
-/// `data` of a known event: an object (absent or `null` counts as empty).
-fn decode_data<T: DeserializeOwned>(kind: &str, data: Value) -> Result<T, String> {
-    let data = match data {
-        Value::Null => Value::Object(Map::new()),
-        data => data,
-    };
-    decode(data).map_err(|error| format!("`{kind}`: {error}"))
 }
 
 #[cfg(test)]

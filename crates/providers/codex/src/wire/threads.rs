@@ -1,6 +1,7 @@
 //! The thread, turn and item shapes of the app-server protocol: `thread/*` and `turn/*` params and the `ThreadItem`s a turn is made of.
 
 use super::*;
+use agenthost_provider_api::Undecodable;
 
 /// `thread/started` params.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -324,7 +325,11 @@ struct IdOnly {
 
 impl ThreadItem {
     /// Decodes one item.
-    pub fn from_value(value: Value) -> Result<Self, String> {
+    pub fn from_value(value: Value) -> Result<Self, Undecodable> {
+        Self::decode_value(value).map_err(Undecodable)
+    }
+
+    fn decode_value(value: Value) -> Result<Self, String> {
         let kind = match value.get("type") {
             Some(Value::String(kind)) => kind.clone(),
             Some(other) => return Err(format!("item `type` is not a string: {other}")),
