@@ -120,17 +120,25 @@ pub fn chat_spelling(uri: &str) -> Cow<'_, str> {
     }
 }
 
+/// `createSession` params that do not decode even without the client entries the host may
+/// leave out: serde's explanation of the strict decoding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidCreateSession(pub String);
+
 /// Decodes `createSession` params, tolerating what a client sends about itself: an
 /// `activeClient.tools` or `activeClient.customizations` entry the 1.0 wire types cannot read (a
 /// shape of an older protocol version, a field missing) is dropped instead
 /// of failing the whole request, since VS Code sends its tools and synced customizations with
 /// every session and no agent of this host depends on them. Anything else malformed is still
 /// "invalid params". `Ok` carries how many entries were left out, for the caller to log.
-pub fn create_session_params(raw: Option<Value>) -> Result<(CreateSessionParams, usize), String> {
+pub fn create_session_params(
+    raw: Option<Value>,
+) -> Result<(CreateSessionParams, usize), InvalidCreateSession> {
     let raw = raw.unwrap_or(Value::Null);
     let strict = match serde_json::from_value::<CreateSessionParams>(raw.clone()) {
         Ok(params) => return Ok((params, 0)),
-        Err(error) => error.to_string(),
+        Err(error) => InvalidCreateSession(error.to_string()),
     };
     let mut lenient = raw;
     let Some(client) = lenient
