@@ -34,8 +34,8 @@ use crate::questions::{self, Answer};
 use crate::translate::{Output, Translator};
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
-    STDERR_SETTLE, Waiters, current_generation, current_process, elapsed_ms, fail_requests,
-    reap_process, spawn_agent, spawn_reader, stop_process, unreadable_output,
+    STDERR_SETTLE, Waiters, admit_turn, current_generation, current_process, elapsed_ms,
+    fail_requests, reap_process, spawn_agent, spawn_reader, stop_process, unreadable_output,
 };
 use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 
@@ -440,20 +440,8 @@ impl AgentConversation for ClaudeConversation {
         let _lifecycle = self.chat.lifecycle.lock().await;
         {
             let state = lock(&self.state);
-            if state.disposed {
-                return Err(ProviderError::NotRunning {
-                    message: "this Claude Code conversation has been disposed".into(),
-                });
-            }
-            if let Some(running) = &state.turn {
-                return Err(ProviderError::NotRunning {
-                    message: format!(
-                        "Claude Code is still running turn `{}`: cancel it or wait for it to \
-                         end before sending `{}`",
-                        running.id, turn.turn_id
-                    ),
-                });
-            }
+            let running = state.turn.as_ref().map(|running| running.id.as_str());
+            admit_turn("Claude Code", state.disposed, running, &turn.turn_id)?;
         }
         let model = turn
             .model

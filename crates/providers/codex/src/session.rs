@@ -21,9 +21,9 @@ use agenthost_provider_api::{
 };
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
-    STDERR_SETTLE, Waiters, current_generation, current_process, elapsed_ms, fail_requests,
-    new_request, reap_process, resolve_response, send_request, spawn_agent, spawn_reader,
-    stop_process, unreadable_output,
+    STDERR_SETTLE, Waiters, admit_turn, current_generation, current_process, elapsed_ms,
+    fail_requests, new_request, reap_process, resolve_response, send_request, spawn_agent,
+    spawn_reader, stop_process, unreadable_output,
 };
 use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 use serde::Deserialize;
@@ -510,20 +510,8 @@ impl AgentConversation for CodexConversation {
         let _lifecycle = self.chat.lifecycle.lock().await;
         {
             let state = lock(&self.state);
-            if state.disposed {
-                return Err(ProviderError::NotRunning {
-                    message: "this Codex conversation has been disposed".into(),
-                });
-            }
-            if let Some(running) = &state.turn {
-                return Err(ProviderError::NotRunning {
-                    message: format!(
-                        "Codex is still running turn `{}`: cancel it or wait for it to end \
-                         before sending `{}`",
-                        running.id, turn.turn_id
-                    ),
-                });
-            }
+            let running = state.turn.as_ref().map(|running| running.id.as_str());
+            admit_turn("Codex", state.disposed, running, &turn.turn_id)?;
         }
         let process = self.ensure_process().await?;
         let model = turn

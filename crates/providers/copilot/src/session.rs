@@ -21,7 +21,7 @@ use agenthost_provider_api::{
 };
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, MessageSource,
-    ProcessSlot, SourceError, Waiters, current_generation, current_process, elapsed_ms,
+    ProcessSlot, SourceError, Waiters, admit_turn, current_generation, current_process, elapsed_ms,
     fail_requests, new_request, reap_process, resolve_response, send_request, spawn_agent,
     spawn_reader, stop_process, unreadable_output,
 };
@@ -533,20 +533,8 @@ impl AgentConversation for CopilotConversation {
         let _lifecycle = self.chat.lifecycle.lock().await;
         {
             let state = lock(&self.state);
-            if state.disposed {
-                return Err(ProviderError::NotRunning {
-                    message: "this Copilot conversation has been disposed".into(),
-                });
-            }
-            if let Some(running) = &state.turn {
-                return Err(ProviderError::NotRunning {
-                    message: format!(
-                        "Copilot is still running turn `{}`: cancel it or wait for it to end \
-                         before sending `{}`",
-                        running.id, turn.turn_id
-                    ),
-                });
-            }
+            let running = state.turn.as_ref().map(|running| running.id.as_str());
+            admit_turn("Copilot", state.disposed, running, &turn.turn_id)?;
         }
         let model = self.model(Some(&turn));
         let process = self.ensure_process(model.as_deref()).await?;

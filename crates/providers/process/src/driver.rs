@@ -28,9 +28,9 @@ pub use provider::{AgentCli, CliProvider};
 pub use reader::{MessageHandler, MessageSource, SourceError, spawn_reader};
 pub use slot::{Live, ProcessSlot};
 pub use state::{
-    ChatBinding, DriverState, current_generation, current_process, elapsed_ms, fail_requests,
-    new_request, reap_process, resolve_response, send_request, spawn_agent, stop_process,
-    take_process, unreadable_output,
+    ChatBinding, DriverState, admit_turn, current_generation, current_process, elapsed_ms,
+    fail_requests, new_request, reap_process, resolve_response, send_request, spawn_agent,
+    stop_process, take_process, unreadable_output,
 };
 pub use waiters::{Answer, Taken, Waiters, await_answer, fail_waiters};
 

@@ -14,9 +14,9 @@ use agenthost_provider_api::{
 };
 use agenthost_provider_process::driver::{
     AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, MessageSource,
-    ProcessSlot, SourceError, Waiters, await_answer, current_generation, current_process,
-    elapsed_ms, fail_waiters, new_request, reap_process, resolve_response, send_request,
-    spawn_agent, spawn_reader, stop_process, unreadable_output,
+    ProcessSlot, SourceError, Waiters, admit_turn, await_answer, current_generation,
+    current_process, elapsed_ms, fail_waiters, new_request, reap_process, resolve_response,
+    send_request, spawn_agent, spawn_reader, stop_process, unreadable_output,
 };
 use agenthost_provider_process::{AgentProcess, Launch};
 
@@ -585,4 +585,24 @@ async fn elapsed_time_is_reported_in_milliseconds() {
     let started = tokio::time::Instant::now();
     tokio::time::advance(Duration::from_millis(1500)).await;
     assert_eq!(elapsed_ms(started), 1500);
+}
+
+#[test]
+fn a_turn_is_refused_once_disposed_or_while_another_runs() {
+    assert!(admit_turn("Codex", false, None, "t2").is_ok());
+    let disposed = admit_turn("Codex", true, None, "t2").unwrap_err();
+    assert_eq!(
+        disposed.to_string(),
+        ProviderError::NotRunning {
+            message: "this Codex conversation has been disposed".into()
+        }
+        .to_string()
+    );
+    let busy = admit_turn("Codex", false, Some("t1"), "t2").unwrap_err();
+    assert!(
+        busy.to_string().contains(
+            "Codex is still running turn `t1`: cancel it or wait for it to end before sending `t2`"
+        ),
+        "{busy}"
+    );
 }

@@ -54,11 +54,6 @@ impl<C> Conversation<C> {
     pub fn new(inner: C) -> Self {
         Self(Arc::new(inner))
     }
-
-    /// The conversation itself.
-    pub fn inner(&self) -> &Arc<C> {
-        &self.0
-    }
 }
 
 impl<C> std::ops::Deref for Conversation<C> {

@@ -47,11 +47,6 @@ impl<P> ProcessSlot<P> {
             .map(|live| (live.generation, Arc::clone(&live.process)))
     }
 
-    /// The current process, if one runs.
-    pub fn live(&self) -> Option<&Live<P>> {
-        self.live.as_ref()
-    }
-
     /// Whether `generation` is the current process.
     pub fn is_current(&self, generation: u64) -> bool {
         self.live

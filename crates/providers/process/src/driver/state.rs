@@ -196,3 +196,27 @@ pub fn spawn_agent(launch: &Launch<'_>) -> Result<Spawned, ProviderError> {
 pub fn elapsed_ms(started: tokio::time::Instant) -> i64 {
     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)
 }
+
+/// Whether a conversation of `agent` may start turn `turn_id`: not once it is disposed, and not
+/// while it still runs turn `running` (the client cancels it or waits for its end first).
+pub fn admit_turn(
+    agent: &str,
+    disposed: bool,
+    running: Option<&str>,
+    turn_id: &str,
+) -> Result<(), ProviderError> {
+    if disposed {
+        return Err(ProviderError::NotRunning {
+            message: format!("this {agent} conversation has been disposed"),
+        });
+    }
+    if let Some(running) = running {
+        return Err(ProviderError::NotRunning {
+            message: format!(
+                "{agent} is still running turn `{running}`: cancel it or wait for it to end \
+                 before sending `{turn_id}`"
+            ),
+        });
+    }
+    Ok(())
+}
