@@ -278,28 +278,28 @@ async fn start_host(agent: Agent, stand_in: &StandIn, work: &Path, data: &Path) 
     match agent {
         Agent::Claude => {
             let mut config = ClaudeConfig::new(binary);
-            config.env = env;
-            config.start_timeout = Duration::from_secs(10);
-            config.interrupt_grace = grace;
-            config.kill_grace = grace;
+            config.cli.env = env;
+            config.cli.start_timeout = Duration::from_secs(10);
+            config.cli.cancel_grace = grace;
+            config.cli.kill_grace = grace;
             claude = Some(config);
         }
         Agent::Codex => {
             let mut config = CodexConfig::new(binary);
-            config.env = env;
-            config.start_timeout = Duration::from_secs(10);
+            config.cli.env = env;
+            config.cli.start_timeout = Duration::from_secs(10);
             config.request_timeout = Duration::from_secs(2);
-            config.interrupt_grace = grace;
-            config.kill_grace = grace;
+            config.cli.cancel_grace = grace;
+            config.cli.kill_grace = grace;
             codex = Some(config);
         }
         Agent::Copilot => {
             let mut config = CopilotConfig::new(binary);
-            config.env = env;
-            config.start_timeout = Duration::from_secs(10);
+            config.cli.env = env;
+            config.cli.start_timeout = Duration::from_secs(10);
             config.request_timeout = Duration::from_secs(2);
-            config.abort_grace = grace;
-            config.kill_grace = grace;
+            config.cli.cancel_grace = grace;
+            config.cli.kill_grace = grace;
             copilot = Some(config);
         }
     }

@@ -144,10 +144,10 @@ impl Place {
             .with_env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .with_env("DISABLE_TELEMETRY", "1")
             .with_env("HOME", &self.home);
-        claude.env_remove = vec!["ANTHROPIC_AUTH_TOKEN".into(), "CLAUDE_CONFIG_DIR".into()];
-        claude.start_timeout = Duration::from_secs(60);
-        claude.interrupt_grace = Duration::from_secs(10);
-        claude.kill_grace = Duration::from_secs(2);
+        claude.cli.env_remove = vec!["ANTHROPIC_AUTH_TOKEN".into(), "CLAUDE_CONFIG_DIR".into()];
+        claude.cli.start_timeout = Duration::from_secs(60);
+        claude.cli.cancel_grace = Duration::from_secs(10);
+        claude.cli.kill_grace = Duration::from_secs(2);
         claude
     }
 
@@ -156,7 +156,7 @@ impl Place {
             .with_env("MOCK_API_KEY", "dummy")
             .with_env("HOME", &self.home);
         codex.codex_home = Some(self.home.join("codex"));
-        codex.model = Some("gpt-5.5".into());
+        codex.cli.model = Some("gpt-5.5".into());
         codex.model_provider = Some(ModelProvider {
             id: "mock".into(),
             base_url: format!("{}/v1", self.mock.base_url()),
@@ -165,27 +165,27 @@ impl Place {
         });
         // Approvals happen only on escalation out of a read-only sandbox.
         codex.sandbox = "read-only".into();
-        codex.env_remove = vec!["OPENAI_API_KEY".into(), "CODEX_API_KEY".into()];
-        codex.start_timeout = Duration::from_secs(60);
+        codex.cli.env_remove = vec!["OPENAI_API_KEY".into(), "CODEX_API_KEY".into()];
+        codex.cli.start_timeout = Duration::from_secs(60);
         codex.request_timeout = Duration::from_secs(60);
-        codex.interrupt_grace = Duration::from_secs(10);
-        codex.kill_grace = Duration::from_secs(2);
+        codex.cli.cancel_grace = Duration::from_secs(10);
+        codex.cli.kill_grace = Duration::from_secs(2);
         codex
     }
 
     fn copilot(&self) -> CopilotConfig {
         let mut copilot = CopilotConfig::new(&self.binary).with_env("HOME", &self.home);
         copilot.copilot_home = Some(self.home.join("copilot"));
-        copilot.model = Some("gpt-5.4".into());
+        copilot.cli.model = Some("gpt-5.4".into());
         copilot.byok = Some(ByokProvider {
             kind: "openai".into(),
             base_url: format!("{}/v1", self.mock.base_url()),
             api_key: "dummy".into(),
         });
-        copilot.start_timeout = Duration::from_secs(60);
+        copilot.cli.start_timeout = Duration::from_secs(60);
         copilot.request_timeout = Duration::from_secs(60);
-        copilot.abort_grace = Duration::from_secs(10);
-        copilot.kill_grace = Duration::from_secs(2);
+        copilot.cli.cancel_grace = Duration::from_secs(10);
+        copilot.cli.kill_grace = Duration::from_secs(2);
         copilot
     }
 }

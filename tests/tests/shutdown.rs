@@ -32,8 +32,8 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
     cli.plan(0, &[Step::Ack, Step::In, Step::Sleep(60)])
         .unwrap();
     let mut claude = ClaudeConfig::new(cli.binary());
-    claude.env = cli.env();
-    claude.kill_grace = Duration::from_millis(500);
+    claude.cli.env = cli.env();
+    claude.cli.kill_grace = Duration::from_millis(500);
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().canonicalize().unwrap();
     let server = bind(HostOptions {

@@ -38,8 +38,8 @@ pub(crate) struct CopilotArgs {
 impl CopilotArgs {
     pub(crate) fn config(self) -> Result<agenthost_provider_copilot::CopilotConfig, String> {
         let mut config = agenthost_provider_copilot::CopilotConfig::new(self.copilot_bin);
-        config.model = self.copilot_models.first().cloned();
-        config.models = self.copilot_models;
+        config.cli.model = self.copilot_models.first().cloned();
+        config.cli.models = self.copilot_models;
         config.copilot_home = self.copilot_home;
         if let Some(base_url) = self.copilot_byok_url {
             let api_key = std::env::var(&self.copilot_byok_key_env).map_err(|_| {
@@ -55,7 +55,7 @@ impl CopilotArgs {
                 api_key,
             });
         }
-        config.start_timeout = std::time::Duration::from_secs(self.copilot_start_timeout_secs);
+        config.cli.start_timeout = std::time::Duration::from_secs(self.copilot_start_timeout_secs);
         Ok(config)
     }
 }
@@ -98,8 +98,8 @@ pub(crate) struct CodexArgs {
 impl CodexArgs {
     pub(crate) fn config(self) -> agenthost_provider_codex::CodexConfig {
         let mut config = agenthost_provider_codex::CodexConfig::new(self.codex_bin);
-        config.model = self.codex_models.first().cloned();
-        config.models = self.codex_models;
+        config.cli.model = self.codex_models.first().cloned();
+        config.cli.models = self.codex_models;
         config.approval_policy = self.codex_approval_policy;
         config.sandbox = self.codex_sandbox;
         config.codex_home = self.codex_home;
@@ -111,7 +111,7 @@ impl CodexArgs {
                     wire_api: "responses".to_owned(),
                     env_key: self.codex_key_env,
                 });
-        config.start_timeout = std::time::Duration::from_secs(self.codex_start_timeout_secs);
+        config.cli.start_timeout = std::time::Duration::from_secs(self.codex_start_timeout_secs);
         config
     }
 }
@@ -145,11 +145,11 @@ pub(crate) struct ClaudeArgs {
 impl ClaudeArgs {
     pub(crate) fn config(self) -> agenthost_provider_claude::ClaudeConfig {
         let mut config = agenthost_provider_claude::ClaudeConfig::new(self.claude_bin);
-        config.model = self.claude_models.first().cloned();
-        config.models = self.claude_models;
+        config.cli.model = self.claude_models.first().cloned();
+        config.cli.models = self.claude_models;
         config.permission_mode = self.claude_permission_mode;
         config.allowed_tools = self.claude_allowed_tools;
-        config.start_timeout = std::time::Duration::from_secs(self.claude_start_timeout_secs);
+        config.cli.start_timeout = std::time::Duration::from_secs(self.claude_start_timeout_secs);
         config
     }
 }

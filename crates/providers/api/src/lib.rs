@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 mod attachments;
+mod cli;
 pub mod mapper;
 mod render;
 mod resume;
@@ -26,6 +27,7 @@ pub mod testing;
 pub mod tolerant;
 
 pub use attachments::{NoModelText, simple_text, unsendable, unsupported_attachment};
+pub use cli::{CliSettings, DEFAULT_MODEL};
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
 pub use render::{
     awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,

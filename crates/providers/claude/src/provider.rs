@@ -48,7 +48,7 @@ impl AgentCli for Claude {
     }
 
     fn models(config: &ClaudeConfig) -> Vec<SessionModelInfo> {
-        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.models)
+        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.cli.models)
     }
 
     fn start(

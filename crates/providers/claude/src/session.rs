@@ -184,11 +184,11 @@ impl ClaudeConversation {
             .config
             .args_in_mode(model.as_deref(), resume.as_deref(), plan);
         let spawned = spawn_agent(&Launch {
-            binary: &self.config.binary,
+            binary: &self.config.cli.binary,
             args: &args,
             working_directory: &self.chat.working_directory,
-            env: &self.config.env,
-            env_remove: &self.config.env_remove,
+            env: &self.config.cli.env,
+            env_remove: &self.config.cli.env_remove,
         })?;
         let process = spawned.process;
         let generation = {
@@ -216,7 +216,7 @@ impl ClaudeConversation {
                 stderr_suffix(&tail)
             )));
         }
-        match tokio::time::timeout(self.config.start_timeout, rx).await {
+        match tokio::time::timeout(self.config.cli.start_timeout, rx).await {
             Ok(Ok(Ok(answer))) if answer.success => Ok(process),
             Ok(Ok(Ok(answer))) => {
                 let tail = process.stderr_tail(STDERR_SETTLE).await;
@@ -241,7 +241,7 @@ impl ClaudeConversation {
                 let tail = process.stderr_tail(STDERR_SETTLE).await;
                 Err(start_failed(format!(
                     "claude did not answer the initialize request within {} ms{}",
-                    self.config.start_timeout.as_millis(),
+                    self.config.cli.start_timeout.as_millis(),
                     stderr_suffix(&tail)
                 )))
             }
@@ -256,7 +256,7 @@ impl ClaudeConversation {
     /// [`Self::stop_process`]; `from_reader` when called by that process's own reader task,
     /// which must not abort itself.
     async fn stop_process_from(&self, generation: u64, from_reader: bool) {
-        let grace = self.config.kill_grace;
+        let grace = self.config.cli.kill_grace;
         stop_process(&self.state, generation, grace, from_reader, "claude").await;
     }
 
@@ -423,7 +423,7 @@ impl MessageHandler for ClaudeConversation {
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let grace = self.config.kill_grace;
+        let grace = self.config.cli.kill_grace;
         let reaped = reap_process(&self.state, generation, grace, read_error, "claude").await;
         let Some(error) = reaped else {
             return;
@@ -561,7 +561,7 @@ impl AgentConversation for ClaudeConversation {
             let request = control::interrupt_request(&self.next_request_id("interrupt"));
             let interrupted = process.write_line(&request).await.is_ok()
                 && matches!(
-                    tokio::time::timeout(self.config.interrupt_grace, rx).await,
+                    tokio::time::timeout(self.config.cli.cancel_grace, rx).await,
                     Ok(Ok(()))
                 );
             lock(&self.state).waiters.stop_expecting_wind_down();
@@ -596,8 +596,8 @@ impl AgentConversation for ClaudeConversation {
         if let Some(live) = live {
             // Best effort: the process is terminated next either way.
             let withdraw = Self::write_answers(&live.process, withdrawn);
-            let _ = tokio::time::timeout(self.config.kill_grace, withdraw).await;
-            let status = live.process.terminate(self.config.kill_grace).await;
+            let _ = tokio::time::timeout(self.config.cli.kill_grace, withdraw).await;
+            let status = live.process.terminate(self.config.cli.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed claude");
             fail_requests(&self.state, &status, &live.process).await;

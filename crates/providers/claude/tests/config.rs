@@ -51,10 +51,8 @@ fn partial_messages_add_one_flag_after_the_required_ones() {
 
 #[test]
 fn the_model_is_passed_when_set() {
-    let config = ClaudeConfig {
-        model: Some("sonnet".into()),
-        ..bare()
-    };
+    let mut config = bare();
+    config.cli.model = Some("sonnet".into());
     let mut expected: Vec<&str> = REQUIRED.to_vec();
     expected.extend(["--model", "sonnet"]);
     assert_eq!(config.args(None, None), expected);
@@ -69,13 +67,11 @@ fn the_model_is_passed_when_set() {
 
 #[test]
 fn every_setting_lands_after_the_required_flags() {
-    let config = ClaudeConfig {
-        model: Some("opus".into()),
-        permission_mode: Some("acceptEdits".into()),
-        allowed_tools: vec!["Bash".into(), "Read".into()],
-        extra_args: vec!["--debug".into()],
-        ..ClaudeConfig::new("claude")
-    };
+    let mut config = ClaudeConfig::new("claude");
+    config.cli.model = Some("opus".into());
+    config.permission_mode = Some("acceptEdits".into());
+    config.allowed_tools = vec!["Bash".into(), "Read".into()];
+    config.cli.extra_args = vec!["--debug".into()];
     let args = config.args(None, Some("session-1"));
     assert_eq!(args[..REQUIRED.len()], REQUIRED);
     assert_eq!(
@@ -99,6 +95,7 @@ fn every_setting_lands_after_the_required_flags() {
 fn the_base_url_and_keys_are_set_on_the_child_as_given() {
     let config = with_secrets();
     let env: Vec<(&str, &str)> = config
+        .cli
         .env
         .iter()
         .map(|(name, value)| (name.as_str(), value.to_str().unwrap()))

@@ -56,10 +56,10 @@ impl Fake {
 
     fn config(&self) -> ClaudeConfig {
         let mut config = ClaudeConfig::new(self.cli.binary());
-        config.env = self.cli.env();
-        config.start_timeout = Duration::from_secs(10);
-        config.interrupt_grace = Duration::from_secs(5);
-        config.kill_grace = Duration::from_millis(500);
+        config.cli.env = self.cli.env();
+        config.cli.start_timeout = Duration::from_secs(10);
+        config.cli.cancel_grace = Duration::from_secs(5);
+        config.cli.kill_grace = Duration::from_millis(500);
         config
     }
 
@@ -137,10 +137,8 @@ fn approval_transcript() -> (Vec<String>, Vec<String>) {
 #[tokio::test]
 async fn a_missing_binary_is_a_start_failure_naming_it() {
     let fake = Fake::new();
-    let config = ClaudeConfig {
-        binary: fake.path("no-such-claude"),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.binary = fake.path("no-such-claude");
     let chat = start(config);
     let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
     assert!(
@@ -171,10 +169,8 @@ async fn a_cli_exiting_before_it_answers_reports_its_stderr() {
 async fn a_cli_hanging_on_start_times_out_and_its_group_is_killed() {
     let fake = Fake::new();
     fake.plan(0, &[Step::Err("starting slowly".into()), Step::Sleep(30)]);
-    let config = ClaudeConfig {
-        start_timeout: Duration::from_millis(300),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.start_timeout = Duration::from_millis(300);
     let chat = start(config);
     let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
     assert!(
@@ -403,10 +399,8 @@ async fn cancel_kills_a_cli_that_ignores_the_interrupt_and_the_next_turn_resumes
     second.push(Step::In);
     fake.plan(2, &second);
     fake.plan(0, &[Step::Exit(9)]);
-    let config = ClaudeConfig {
-        interrupt_grace: Duration::from_millis(300),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.cancel_grace = Duration::from_millis(300);
     let mut chat = start(config);
     chat.session.send_turn(turn("t1")).await.unwrap();
     poll("the CLI reports its session", || {
@@ -770,14 +764,13 @@ async fn the_child_gets_the_configured_variables_and_the_stream_json_command_lin
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let config = ClaudeConfig {
-        binary: wrapper,
-        model: Some("sonnet".into()),
-        partial_messages: false,
-        ..fake.config()
-    }
-    .with_env("ANTHROPIC_BASE_URL", "http://127.0.0.1:4711")
-    .with_env("ANTHROPIC_API_KEY", "sk-ant-test-key");
+    let mut config = fake
+        .config()
+        .with_env("ANTHROPIC_BASE_URL", "http://127.0.0.1:4711")
+        .with_env("ANTHROPIC_API_KEY", "sk-ant-test-key");
+    config.cli.binary = wrapper;
+    config.cli.model = Some("sonnet".into());
+    config.partial_messages = false;
     let chat = start(config);
     chat.session.send_turn(turn("t1")).await.unwrap();
     let env = std::fs::read_to_string(&dump).unwrap();

@@ -1,11 +1,11 @@
 //! How the provider launches `codex app-server`.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agenthost_provider_api::InvalidConfig;
+pub use agenthost_provider_api::DEFAULT_MODEL;
+use agenthost_provider_api::{CliSettings, InvalidConfig};
 
 /// The approval policies `thread/start` accepts (`untrusted` is refused by Codex 0.169).
 pub const APPROVAL_POLICIES: &[&str] = &["on-request", "never"];
@@ -38,18 +38,13 @@ pub struct ModelProvider {
     pub env_key: String,
 }
 
-/// Launch settings of the Codex provider.
-///
-/// Environment values are passed to the child and never logged: [`fmt::Debug`] shows variable
-/// names only.
-#[derive(Clone)]
+/// Launch settings of the Codex provider: the shared [`CliSettings`] and Codex's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodexConfig {
-    /// The `codex` executable.
-    pub binary: PathBuf,
-    /// The model for `thread/start`, when the client selects none (Codex's default otherwise).
-    pub model: Option<String>,
-    /// The models advertised to clients. Empty: one entry named `default`.
-    pub models: Vec<String>,
+    /// The executable, models, command line, environment and time limits
+    /// ([`CliSettings::start_timeout`] bounds `initialize`, [`CliSettings::cancel_grace`] the
+    /// wind-down of an interrupted turn).
+    pub cli: CliSettings,
     /// A model provider to configure and select.
     pub model_provider: Option<ModelProvider>,
     /// `approvalPolicy` of new threads (one of [`APPROVAL_POLICIES`]).
@@ -60,24 +55,9 @@ pub struct CodexConfig {
     pub offline_hygiene: bool,
     /// `CODEX_HOME` (Codex's config and state directory); inherited when `None`.
     pub codex_home: Option<PathBuf>,
-    /// Extra arguments appended to the command line.
-    pub extra_args: Vec<String>,
-    /// Variables set on the child; the host's own environment is inherited otherwise.
-    pub env: Vec<(String, OsString)>,
-    /// Variables removed from the child's environment.
-    pub env_remove: Vec<String>,
-    /// How long the app-server may take to answer `initialize`.
-    pub start_timeout: Duration,
     /// How long it may take to answer `thread/start`, `thread/resume`, `turn/start`.
     pub request_timeout: Duration,
-    /// How long an interrupted turn may take to complete before the process is terminated.
-    pub interrupt_grace: Duration,
-    /// How long the process may take to exit after `SIGTERM` before it is killed.
-    pub kill_grace: Duration,
 }
-
-/// The model id meaning "whatever Codex uses by default".
-pub const DEFAULT_MODEL: &str = "default";
 
 fn plain(value: &str) -> bool {
     !value.is_empty()
@@ -99,39 +79,29 @@ impl CodexConfig {
     /// exit.
     pub fn new(binary: impl Into<PathBuf>) -> Self {
         Self {
-            binary: binary.into(),
-            model: None,
-            models: Vec::new(),
+            cli: CliSettings::new(binary),
             model_provider: None,
             approval_policy: "on-request".to_owned(),
             sandbox: "workspace-write".to_owned(),
             offline_hygiene: true,
             codex_home: None,
-            extra_args: Vec::new(),
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            start_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
-            interrupt_grace: Duration::from_secs(5),
-            kill_grace: Duration::from_secs(3),
         }
     }
 
     /// Sets one environment variable of the child.
     pub fn with_env(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
-        self.env.push((name.into(), value.into()));
+        self.cli.set_env(name, value);
         self
     }
 
     /// Checks the settings before any process starts; the message names the bad one.
     pub fn validate(&self) -> Result<(), InvalidConfig> {
+        self.cli.validate("codex")?;
         self.check().map_err(InvalidConfig)
     }
 
     fn check(&self) -> Result<(), String> {
-        if self.binary.as_os_str().is_empty() {
-            return Err("the path of the `codex` executable is empty".to_owned());
-        }
         if !APPROVAL_POLICIES.contains(&self.approval_policy.as_str()) {
             return Err(format!(
                 "unknown Codex approval policy `{}` (expected one of {})",
@@ -174,7 +144,7 @@ impl CodexConfig {
                 ));
             }
         }
-        if let Some(model) = &self.model
+        if let Some(model) = &self.cli.model
             && !plain(model)
         {
             return Err(format!(
@@ -203,41 +173,18 @@ impl CodexConfig {
         if self.offline_hygiene {
             args.extend(HYGIENE_ARGS.iter().map(|arg| (*arg).to_owned()));
         }
-        args.extend(self.extra_args.iter().cloned());
+        args.extend(self.cli.extra_args.iter().cloned());
         args
     }
 
-    /// The child's environment additions (`CODEX_HOME` first, then [`Self::env`]).
+    /// The child's environment additions (`CODEX_HOME` first, then [`CliSettings::env`]).
     pub fn child_env(&self) -> Vec<(String, OsString)> {
         let mut env = Vec::new();
         if let Some(home) = &self.codex_home {
             env.push(("CODEX_HOME".to_owned(), home.clone().into_os_string()));
         }
-        env.extend(self.env.iter().cloned());
+        env.extend(self.cli.env.iter().cloned());
         env
-    }
-}
-
-impl fmt::Debug for CodexConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let env_names: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
-        f.debug_struct("CodexConfig")
-            .field("binary", &self.binary)
-            .field("model", &self.model)
-            .field("models", &self.models)
-            .field("model_provider", &self.model_provider)
-            .field("approval_policy", &self.approval_policy)
-            .field("sandbox", &self.sandbox)
-            .field("offline_hygiene", &self.offline_hygiene)
-            .field("codex_home", &self.codex_home)
-            .field("extra_args", &self.extra_args)
-            .field("env", &env_names)
-            .field("env_remove", &self.env_remove)
-            .field("start_timeout", &self.start_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("interrupt_grace", &self.interrupt_grace)
-            .field("kill_grace", &self.kill_grace)
-            .finish()
     }
 }
 

@@ -68,7 +68,7 @@
 //! model, cwd) or resumed with `thread/resume` for a restored chat and after a restart of the
 //! process, requests answered within `request_timeout`, approvals and input requests parked
 //! until the host answers, unknown server requests answered with -32601, cancel = `turn/interrupt` (and the
-//! group terminated when the turn does not end within `interrupt_grace`), a crash or an
+//! group terminated when the turn does not end within `cli.cancel_grace`), a crash or an
 //! unreadable line → `chat/error` with the stderr tail. See this crate's README.
 #![deny(missing_docs)]
 

@@ -35,7 +35,7 @@ impl AgentCli for Codex {
     }
 
     fn models(config: &CodexConfig) -> Vec<SessionModelInfo> {
-        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.models)
+        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.cli.models)
     }
 
     fn start(

@@ -226,11 +226,11 @@ impl CodexConversation {
         let args = self.config.args();
         let env = self.config.child_env();
         let spawned = spawn_agent(&Launch {
-            binary: &self.config.binary,
+            binary: &self.config.cli.binary,
             args: &args,
             working_directory: &self.chat.working_directory,
             env: &env,
-            env_remove: &self.config.env_remove,
+            env_remove: &self.config.cli.env_remove,
         })?;
         let process = spawned.process;
         let generation = {
@@ -248,7 +248,7 @@ impl CodexConversation {
                 &process,
                 "initialize",
                 control::initialize_params(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
-                self.config.start_timeout,
+                self.config.cli.start_timeout,
             )
             .await;
         // Every failure of `request` already quotes the stderr tail.
@@ -346,7 +346,7 @@ impl CodexConversation {
     /// Terminates process `generation` if it is still current; `from_reader` when its own
     /// reader calls (which must not abort itself).
     async fn stop_process(&self, generation: u64, from_reader: bool) {
-        let grace = self.config.kill_grace;
+        let grace = self.config.cli.kill_grace;
         stop_process(&self.state, generation, grace, from_reader, "codex").await;
     }
 
@@ -493,7 +493,7 @@ impl MessageHandler for CodexConversation {
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let grace = self.config.kill_grace;
+        let grace = self.config.cli.kill_grace;
         let reaped = reap_process(&self.state, generation, grace, read_error, "codex").await;
         let Some(error) = reaped else {
             return;
@@ -519,7 +519,7 @@ impl AgentConversation for CodexConversation {
             .as_ref()
             .map(|model| model.id.clone())
             .or_else(|| self.chat.default_model.clone())
-            .or_else(|| self.config.model.clone())
+            .or_else(|| self.config.cli.model.clone())
             .filter(|model| model != DEFAULT_MODEL);
         let (thread_id, mut notices) = self.ensure_thread(&process, model.as_deref()).await?;
         let image_dir = std::env::temp_dir();
@@ -698,7 +698,7 @@ impl AgentConversation for CodexConversation {
                 (Some(thread), Some(app_turn)) => {
                     let rx = lock(&self.state).waiters.expect_wind_down();
                     let params = control::turn_interrupt_params(&thread, &app_turn);
-                    let grace = self.config.interrupt_grace;
+                    let grace = self.config.cli.cancel_grace;
                     let deadline = Instant::now() + grace;
                     let asked = self
                         .request(&process, "turn/interrupt", params, grace)
@@ -743,7 +743,7 @@ impl AgentConversation for CodexConversation {
             for parked in inputs {
                 let _ = live.process.write_line(&parked.cancelled()).await;
             }
-            let status = live.process.terminate(self.config.kill_grace).await;
+            let status = live.process.terminate(self.config.cli.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed codex");
             fail_requests(&self.state, &status, &live.process).await;

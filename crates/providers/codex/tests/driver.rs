@@ -58,11 +58,11 @@ impl Fake {
 
     fn config(&self) -> CodexConfig {
         let mut config = CodexConfig::new(self.cli.binary());
-        config.env = self.cli.env();
-        config.start_timeout = Duration::from_secs(10);
+        config.cli.env = self.cli.env();
+        config.cli.start_timeout = Duration::from_secs(10);
         config.request_timeout = Duration::from_secs(10);
-        config.interrupt_grace = Duration::from_secs(5);
-        config.kill_grace = Duration::from_millis(500);
+        config.cli.cancel_grace = Duration::from_secs(5);
+        config.cli.kill_grace = Duration::from_millis(500);
         config
     }
 
@@ -187,10 +187,8 @@ fn approval_plan() -> (Transcript, Vec<Step>) {
 #[tokio::test]
 async fn a_missing_binary_is_a_start_failure_naming_it() {
     let fake = Fake::new();
-    let config = CodexConfig {
-        binary: fake.path("no-such-codex"),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.binary = fake.path("no-such-codex");
     let chat = start(config);
     let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
     assert!(
@@ -226,10 +224,8 @@ async fn an_app_server_exiting_before_it_answers_reports_its_stderr() {
 async fn an_app_server_hanging_on_start_times_out_and_its_group_is_killed() {
     let fake = Fake::new();
     fake.plan(0, &[Step::Err("loading".into()), Step::Sleep(30)]);
-    let config = CodexConfig {
-        start_timeout: Duration::from_millis(300),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.start_timeout = Duration::from_millis(300);
     let chat = start(config);
     let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
     let text = error.to_string();
@@ -780,10 +776,8 @@ async fn cancel_kills_an_app_server_that_does_not_interrupt_and_the_thread_resum
     ];
     fake.plan(2, &second);
     fake.plan(0, &[Step::Exit(9)]);
-    let config = CodexConfig {
-        interrupt_grace: Duration::from_millis(300),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.cancel_grace = Duration::from_millis(300);
     let mut chat = start(config);
     chat.session.send_turn(turn("t1")).await.unwrap();
     let pid = fake.pid().unwrap();

@@ -1,11 +1,11 @@
 //! How the provider launches `copilot --headless --stdio`.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agenthost_provider_api::InvalidConfig;
+pub use agenthost_provider_api::DEFAULT_MODEL;
+use agenthost_provider_api::{CliSettings, InvalidConfig};
 
 pub use crate::control::ByokProvider;
 
@@ -23,41 +23,24 @@ pub const GITHUB_TOKEN_VARS: &[&str] = &["GITHUB_TOKEN", "GH_TOKEN", "COPILOT_GI
 /// The provider types Copilot's bring-your-own-key mode knows.
 pub const BYOK_TYPES: &[&str] = &["openai", "anthropic", "azure"];
 
-/// Launch settings of the Copilot provider.
+/// Launch settings of the Copilot provider: the shared [`CliSettings`] and Copilot's own.
 ///
 /// Environment values and the API key are passed to the child and never logged.
-#[derive(Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopilotConfig {
-    /// The `copilot` executable.
-    pub binary: PathBuf,
-    /// The model of new sessions when the client selects none.
-    pub model: Option<String>,
-    /// The models advertised to clients. Empty: one entry named `default`.
-    pub models: Vec<String>,
+    /// The executable, models, command line, environment and time limits
+    /// ([`CliSettings::start_timeout`] bounds `ping`, [`CliSettings::cancel_grace`] how long an
+    /// aborted turn may take to go idle).
+    pub cli: CliSettings,
     /// Bring-your-own-key provider: offline mode, no GitHub account.
     pub byok: Option<ByokProvider>,
     /// Pass GitHub token variables on even in bring-your-own-key mode.
     pub pass_github_tokens: bool,
     /// `COPILOT_HOME` (created when missing); inherited when `None`.
     pub copilot_home: Option<PathBuf>,
-    /// Extra arguments appended to the command line.
-    pub extra_args: Vec<String>,
-    /// Variables set on the child; the host's own environment is inherited otherwise.
-    pub env: Vec<(String, OsString)>,
-    /// Variables removed from the child's environment.
-    pub env_remove: Vec<String>,
-    /// How long the CLI may take to answer `ping`.
-    pub start_timeout: Duration,
     /// How long it may take to answer `session.create`, `session.resume`, `session.send`, …
     pub request_timeout: Duration,
-    /// How long an aborted turn may take to go idle before the process is terminated.
-    pub abort_grace: Duration,
-    /// How long the process may take to exit after `SIGTERM` before it is killed.
-    pub kill_grace: Duration,
 }
-
-/// The model id meaning "whatever Copilot uses by default".
-pub const DEFAULT_MODEL: &str = "default";
 
 fn plain(value: &str) -> bool {
     !value.is_empty() && !value.chars().any(char::is_control)
@@ -68,37 +51,30 @@ impl CopilotConfig {
     /// abort, 3 s to exit.
     pub fn new(binary: impl Into<PathBuf>) -> Self {
         Self {
-            binary: binary.into(),
-            model: None,
-            models: Vec::new(),
+            cli: CliSettings {
+                start_timeout: Duration::from_secs(60),
+                ..CliSettings::new(binary)
+            },
             byok: None,
             pass_github_tokens: false,
             copilot_home: None,
-            extra_args: Vec::new(),
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            start_timeout: Duration::from_secs(60),
             request_timeout: Duration::from_secs(60),
-            abort_grace: Duration::from_secs(5),
-            kill_grace: Duration::from_secs(3),
         }
     }
 
     /// Sets one environment variable of the child.
     pub fn with_env(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
-        self.env.push((name.into(), value.into()));
+        self.cli.set_env(name, value);
         self
     }
 
     /// Checks the settings before any process starts; the message names the bad one.
     pub fn validate(&self) -> Result<(), InvalidConfig> {
+        self.cli.validate("copilot")?;
         self.check().map_err(InvalidConfig)
     }
 
     fn check(&self) -> Result<(), String> {
-        if self.binary.as_os_str().is_empty() {
-            return Err("the path of the `copilot` executable is empty".to_owned());
-        }
         if let Some(byok) = &self.byok {
             if !BYOK_TYPES.contains(&byok.kind.as_str()) {
                 return Err(format!(
@@ -119,7 +95,7 @@ impl CopilotConfig {
                 return Err("the Copilot provider API key holds control characters".to_owned());
             }
         }
-        if let Some(model) = &self.model
+        if let Some(model) = &self.cli.model
             && !plain(model)
         {
             return Err(format!(
@@ -135,12 +111,12 @@ impl CopilotConfig {
         BASE_ARGS
             .iter()
             .map(|arg| (*arg).to_owned())
-            .chain(self.extra_args.iter().cloned())
+            .chain(self.cli.extra_args.iter().cloned())
             .collect()
     }
 
     /// The child's environment additions: `COPILOT_HOME`, the offline bring-your-own-key
-    /// variables, then [`Self::env`].
+    /// variables, then [`CliSettings::env`].
     pub fn child_env(&self, model: Option<&str>) -> Vec<(String, OsString)> {
         let mut env = Vec::new();
         if let Some(home) = &self.copilot_home {
@@ -164,40 +140,19 @@ impl CopilotConfig {
                 env.push(("COPILOT_MODEL".to_owned(), model.into()));
             }
         }
-        env.extend(self.env.iter().cloned());
+        env.extend(self.cli.env.iter().cloned());
         env
     }
 
     /// The variables removed from the child's environment: the GitHub tokens in
-    /// bring-your-own-key mode (unless passed on), then [`Self::env_remove`].
+    /// bring-your-own-key mode (unless passed on), then [`CliSettings::env_remove`].
     pub fn child_env_remove(&self) -> Vec<String> {
         let mut remove = Vec::new();
         if self.byok.is_some() && !self.pass_github_tokens {
             remove.extend(GITHUB_TOKEN_VARS.iter().map(|var| (*var).to_owned()));
         }
-        remove.extend(self.env_remove.iter().cloned());
+        remove.extend(self.cli.env_remove.iter().cloned());
         remove
-    }
-}
-
-impl fmt::Debug for CopilotConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let env_names: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
-        f.debug_struct("CopilotConfig")
-            .field("binary", &self.binary)
-            .field("model", &self.model)
-            .field("models", &self.models)
-            .field("byok", &self.byok)
-            .field("pass_github_tokens", &self.pass_github_tokens)
-            .field("copilot_home", &self.copilot_home)
-            .field("extra_args", &self.extra_args)
-            .field("env", &env_names)
-            .field("env_remove", &self.env_remove)
-            .field("start_timeout", &self.start_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("abort_grace", &self.abort_grace)
-            .field("kill_grace", &self.kill_grace)
-            .finish()
     }
 }
 

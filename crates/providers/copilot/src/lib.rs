@@ -54,7 +54,7 @@
 //! when refused; a rejection always carries feedback, so Copilot tells the model), -32601 for
 //! any server request, cancel = `session.abort` — and since Copilot leaves a command already
 //! running in its shell after an abort, a cancel that interrupted tools (or that does not go
-//! idle within `abort_grace`) terminates the process group; the next turn resumes the session.
+//! idle within `cli.cancel_grace`) terminates the process group; the next turn resumes the session.
 //! Bring-your-own-key ([`ByokProvider`]) runs offline (`COPILOT_OFFLINE=true`, the provider in
 //! the environment, GitHub token variables removed unless asked for).
 #![deny(missing_docs)]

@@ -36,7 +36,7 @@ impl AgentCli for Copilot {
     }
 
     fn models(config: &CopilotConfig) -> Vec<SessionModelInfo> {
-        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.models)
+        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.cli.models)
     }
 
     fn start(

@@ -218,7 +218,7 @@ impl CopilotConversation {
     fn model(&self, turn: Option<&TurnRequest>) -> Option<String> {
         turn.and_then(|turn| turn.model.as_ref().map(|model| model.id.clone()))
             .or_else(|| self.chat.default_model.clone())
-            .or_else(|| self.config.model.clone())
+            .or_else(|| self.config.cli.model.clone())
             .filter(|model| model != DEFAULT_MODEL)
     }
 
@@ -282,7 +282,7 @@ impl CopilotConversation {
         let env = self.config.child_env(model);
         let env_remove = self.config.child_env_remove();
         let spawned = spawn_agent(&Launch {
-            binary: &self.config.binary,
+            binary: &self.config.cli.binary,
             args: &args,
             working_directory: &self.chat.working_directory,
             env: &env,
@@ -304,7 +304,7 @@ impl CopilotConversation {
                 &process,
                 control::PING,
                 control::ping_params(CLIENT_NAME),
-                self.config.start_timeout,
+                self.config.cli.start_timeout,
             )
             .await;
         match pinged {
@@ -402,7 +402,7 @@ impl CopilotConversation {
     /// Terminates process `generation` if it is still current; `from_reader` when its own
     /// reader calls (which must not abort itself).
     async fn stop_process(&self, generation: u64, from_reader: bool) {
-        let grace = self.config.kill_grace;
+        let grace = self.config.cli.kill_grace;
         stop_process(&self.state, generation, grace, from_reader, "copilot").await;
     }
 
@@ -508,7 +508,7 @@ impl MessageHandler for CopilotConversation {
 
     /// Process `generation`'s output ended: reap it and fail the turn it was running.
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let grace = self.config.kill_grace;
+        let grace = self.config.cli.kill_grace;
         let reaped = reap_process(&self.state, generation, grace, read_error, "copilot").await;
         let Some(error) = reaped else {
             return;
@@ -700,7 +700,7 @@ impl AgentConversation for CopilotConversation {
                         state.interrupted_tools = false;
                         state.waiters.expect_wind_down()
                     };
-                    let grace = self.config.abort_grace;
+                    let grace = self.config.cli.cancel_grace;
                     let deadline = Instant::now() + grace;
                     let asked = self
                         .request(
@@ -751,7 +751,7 @@ impl AgentConversation for CopilotConversation {
         self.end_turn_state();
         lock(&self.translator).abort_turn();
         if let Some(live) = live {
-            let status = live.process.terminate(self.config.kill_grace).await;
+            let status = live.process.terminate(self.config.cli.kill_grace).await;
             live.reader.abort();
             tracing::debug!(status, "disposed copilot");
             fail_requests(&self.state, &status, &live.process).await;

@@ -57,11 +57,11 @@ impl Fake {
 
     fn config(&self) -> CopilotConfig {
         let mut config = CopilotConfig::new(self.cli.binary());
-        config.env = self.cli.env();
-        config.start_timeout = Duration::from_secs(10);
+        config.cli.env = self.cli.env();
+        config.cli.start_timeout = Duration::from_secs(10);
         config.request_timeout = Duration::from_secs(10);
-        config.abort_grace = Duration::from_secs(5);
-        config.kill_grace = Duration::from_millis(500);
+        config.cli.cancel_grace = Duration::from_secs(5);
+        config.cli.kill_grace = Duration::from_millis(500);
         config
     }
 
@@ -197,10 +197,8 @@ fn permission_plan(name: &str) -> (Transcript, Vec<Step>) {
 #[tokio::test]
 async fn a_missing_binary_is_a_start_failure_naming_it() {
     let fake = Fake::new();
-    let config = CopilotConfig {
-        binary: fake.path("no-such-copilot"),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.binary = fake.path("no-such-copilot");
     let chat = start(config);
     let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
     assert!(
@@ -236,10 +234,8 @@ async fn a_cli_exiting_before_it_answers_reports_its_stderr() {
 async fn a_cli_hanging_on_start_times_out_and_its_group_is_killed() {
     let fake = Fake::new();
     fake.plan(0, &[Step::Err("warming up".into()), Step::Sleep(30)]);
-    let config = CopilotConfig {
-        start_timeout: Duration::from_millis(300),
-        ..fake.config()
-    };
+    let mut config = fake.config();
+    config.cli.start_timeout = Duration::from_millis(300);
     let chat = start(config);
     let error = chat.session.send_turn(turn("t1")).await.unwrap_err();
     let text = error.to_string();
