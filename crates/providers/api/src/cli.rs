@@ -92,6 +92,16 @@ impl CliSettings {
     }
 }
 
+/// The settings of an agent-CLI provider: the shared [`CliSettings`] and the agent's own, which
+/// it checks before any process starts.
+pub trait AgentConfig: fmt::Debug + Send + Sync + 'static {
+    /// The shared launch settings.
+    fn cli(&self) -> &CliSettings;
+
+    /// Refuses settings the agent would refuse; the message names the bad one.
+    fn validate(&self) -> Result<(), InvalidConfig>;
+}
+
 impl fmt::Debug for CliSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let env_names: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
@@ -141,7 +151,10 @@ mod tests {
             settings.model_for(None, Some("chat")).as_deref(),
             Some("chat")
         );
-        assert_eq!(settings.model_for(None, None).as_deref(), Some("configured"));
+        assert_eq!(
+            settings.model_for(None, None).as_deref(),
+            Some("configured")
+        );
         assert_eq!(settings.model_for(Some(DEFAULT_MODEL), None), None);
         assert_eq!(CliSettings::new("agent").model_for(None, None), None);
     }

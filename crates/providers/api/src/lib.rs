@@ -27,7 +27,7 @@ pub mod testing;
 pub mod tolerant;
 
 pub use attachments::{NoModelText, simple_text, unsendable, unsupported_attachment};
-pub use cli::{CliSettings, DEFAULT_MODEL};
+pub use cli::{AgentConfig, CliSettings, DEFAULT_MODEL};
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
 pub use render::{
     awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,

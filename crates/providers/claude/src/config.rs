@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 pub use agenthost_provider_api::DEFAULT_MODEL;
-use agenthost_provider_api::{CliSettings, InvalidConfig};
+use agenthost_provider_api::{AgentConfig, CliSettings, InvalidConfig};
 
 /// The permission modes `claude --permission-mode` accepts.
 pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions"];
@@ -40,19 +40,6 @@ impl ClaudeConfig {
     pub fn with_env(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
         self.cli.set_env(name, value);
         self
-    }
-
-    /// Checks the settings a user can get wrong before any process starts.
-    pub fn validate(&self) -> Result<(), InvalidConfig> {
-        if let Some(mode) = &self.permission_mode
-            && !PERMISSION_MODES.contains(&mode.as_str())
-        {
-            return Err(InvalidConfig(format!(
-                "unknown Claude permission mode `{mode}` (expected one of {})",
-                PERMISSION_MODES.join(", ")
-            )));
-        }
-        self.cli.validate("claude")
     }
 
     /// The command line for a conversation, resuming CLI session `resume` when given.
@@ -102,5 +89,23 @@ impl ClaudeConfig {
         }
         args.extend(self.cli.extra_args.iter().cloned());
         args
+    }
+}
+
+impl AgentConfig for ClaudeConfig {
+    fn cli(&self) -> &CliSettings {
+        &self.cli
+    }
+
+    fn validate(&self) -> Result<(), InvalidConfig> {
+        if let Some(mode) = &self.permission_mode
+            && !PERMISSION_MODES.contains(&mode.as_str())
+        {
+            return Err(InvalidConfig(format!(
+                "unknown Claude permission mode `{mode}` (expected one of {})",
+                PERMISSION_MODES.join(", ")
+            )));
+        }
+        self.cli.validate("claude")
     }
 }

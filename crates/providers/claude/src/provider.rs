@@ -1,13 +1,9 @@
 //! The Claude Code backend: advertises itself and starts conversations, as an [`AgentCli`] of
 //! the shared driver.
 
-use std::sync::Arc;
+use agenthost_provider_api::ResumeKey;
+use agenthost_provider_process::driver::{AgentCli, CliProvider};
 
-use agenthost_protocol::ahp_types::state::SessionModelInfo;
-use agenthost_provider_api::{InvalidConfig, ResumeKey, StartSession, listed_models};
-use agenthost_provider_process::driver::{AgentCli, CliProvider, Conversation};
-
-use crate::config::{ClaudeConfig, DEFAULT_MODEL};
 use crate::session::ClaudeConversation;
 
 /// The provider id.
@@ -34,7 +30,6 @@ pub(crate) const RESUME: ResumeKey = ResumeKey {
 };
 
 impl AgentCli for Claude {
-    type Config = ClaudeConfig;
     type Conversation = ClaudeConversation;
 
     const ID: &'static str = PROVIDER_ID;
@@ -42,20 +37,4 @@ impl AgentCli for Claude {
     const DESCRIPTION: &'static str = "Anthropic's Claude Code CLI, driven over stream-json: \
         streamed text and thinking, tool calls with host confirmations, subagents.";
     const RESUME: ResumeKey = RESUME;
-
-    fn validate(config: &ClaudeConfig) -> Result<(), InvalidConfig> {
-        config.validate()
-    }
-
-    fn models(config: &ClaudeConfig) -> Vec<SessionModelInfo> {
-        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.cli.models)
-    }
-
-    fn start(
-        config: Arc<ClaudeConfig>,
-        start: StartSession,
-        session_id: Option<String>,
-    ) -> Conversation<ClaudeConversation> {
-        ClaudeConversation::start(config, start, session_id)
-    }
 }

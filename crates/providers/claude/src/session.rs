@@ -13,18 +13,20 @@
 //! Starting, cancelling and disposing take the `lifecycle` lock, so a process is never started
 //! and stopped at the same time.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agenthost_protocol::ahp_types::actions::ChatResponsePartAction;
-use agenthost_protocol::ahp_types::state::{ResponsePart, SystemNotificationResponsePart};
-use agenthost_protocol::{ActionSignal, AgentSignal, StateAction};
 use agenthost_provider_api::{
-    InputResponse, PermissionDecision, ProviderError, TurnRequest, stderr_suffix, turn_cancelled,
+    InputResponse, PermissionDecision, ProviderError, StartSession, TurnRequest, stderr_suffix,
 };
+use agenthost_provider_process::driver::{
+    AgentConversation, AgentState, ChatBinding, Conversation, MessageHandler, ProviderState,
+    STDERR_SETTLE, admit, begin_turn, cancel_turn, current_generation, current_process,
+    dispose_state, end_turn, install_process, reap_process, spawn_agent, stop_process, take_input,
+    take_permission, terminate, unreadable_output, wind_down,
+};
+use agenthost_provider_process::{AgentProcess, LineReader};
 use serde::Deserialize;
-use tokio::time::Instant;
 
 use crate::attachments::user_content;
 use crate::config::ClaudeConfig;
@@ -32,12 +34,6 @@ use crate::control;
 use crate::provider::is_valid_cli_session_id;
 use crate::questions::{self, Answer};
 use crate::translate::{Output, Translator};
-use agenthost_provider_process::driver::{
-    AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
-    STDERR_SETTLE, Waiters, admit_turn, current_generation, current_process, elapsed_ms,
-    fail_requests, reap_process, spawn_agent, spawn_reader, stop_process, unreadable_output,
-};
-use agenthost_provider_process::{AgentProcess, Launch, LineReader};
 
 /// The longest stdout line read whole (larger lines are cut and then fail to parse).
 const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
@@ -55,38 +51,20 @@ pub struct ClaudeConversation {
     state: Mutex<State>,
 }
 
+/// The conversation's state: the driver's part (control requests by request id), the running
+/// turn with its parked permission requests (by tool call id) and `AskUserQuestion` requests (by
+/// input request id), and [`Claude`].
+type State = AgentState<Claude, Parked, Parked, String, ControlAnswer>;
+
+/// What the Claude Code conversation keeps of its own.
 #[derive(Default)]
-struct State {
-    process: ProcessSlot<AgentProcess>,
+struct Claude {
     /// The model and plan mode the current process was launched with.
     launched_with: (Option<String>, bool),
     cli_session_id: Option<String>,
-    turn: Option<RunningTurn>,
-    /// Parked permission requests by tool call id.
-    permissions: HashMap<String, Parked>,
-    /// Parked `AskUserQuestion` requests by input request id.
-    questions: HashMap<String, Parked>,
-    waiters: Waiters<String, ControlAnswer>,
-    disposed: bool,
 }
 
-impl DriverState for State {
-    type Key = String;
-    type Answer = ControlAnswer;
-
-    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
-        &mut self.process
-    }
-
-    fn waiters(&mut self) -> &mut Waiters<String, ControlAnswer> {
-        &mut self.waiters
-    }
-}
-
-struct RunningTurn {
-    id: String,
-    started: Instant,
-}
+impl ProviderState for Claude {}
 
 struct Parked {
     request_id: String,
@@ -109,39 +87,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl State {
-    /// Forgets every parked question and returns the `deny` answers that withdraw them.
-    fn withdraw_questions(&mut self) -> Vec<String> {
-        let mut parked: Vec<Parked> = self.questions.drain().map(|(_, parked)| parked).collect();
-        parked.sort_by(|a, b| a.request_id.cmp(&b.request_id));
-        parked
-            .iter()
-            .map(|parked| control::deny(&parked.request_id, questions::WITHDRAWN))
-            .collect()
-    }
+/// The `deny` answers that withdraw the parked `questions`.
+fn withdrawn(questions: &[Parked]) -> Vec<String> {
+    questions
+        .iter()
+        .map(|parked| control::deny(&parked.request_id, questions::WITHDRAWN))
+        .collect()
 }
 
 impl ClaudeConversation {
-    pub(crate) fn start(
-        config: Arc<ClaudeConfig>,
-        start: agenthost_provider_api::StartSession,
-        cli_session_id: Option<String>,
-    ) -> ClaudeSession {
-        Conversation::new(Self {
-            config,
-            translator: Mutex::new(Translator::new(start.session.clone())),
-            state: Mutex::new(State {
-                cli_session_id,
-                ..State::default()
-            }),
-            chat: ChatBinding::new(start),
-        })
-    }
-
     /// The process id of the running `claude`, if one runs.
     pub fn process_id(&self) -> Option<i32> {
-        self.current_process()
-            .and_then(|(_, process)| process.pid())
+        current_process(&self.state).and_then(|(_, process)| process.pid())
     }
 
     /// The CLI's own session id, once it reported one.
@@ -152,10 +109,6 @@ impl ClaudeConversation {
     fn next_request_id(&self, prefix: &str) -> String {
         let id = lock(&self.state).waiters.next_id();
         format!("agenthost-{prefix}-{id}")
-    }
-
-    fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
-        current_process(&self.state)
     }
 
     /// The running process, started (and initialized) when there is none or when it runs
@@ -180,28 +133,18 @@ impl ClaudeConversation {
             // the conversation resumes.
             self.stop_process(generation).await;
         }
+        let cli = &self.config.cli;
+        // `model` is resolved already: none means the CLI's default, not the configured model.
+        let launched = model.as_deref().unwrap_or(crate::DEFAULT_MODEL);
         let args = self
             .config
-            .args_in_mode(model.as_deref(), resume.as_deref(), plan);
-        let spawned = spawn_agent(&Launch {
-            binary: &self.config.cli.binary,
-            args: &args,
-            working_directory: &self.chat.working_directory,
-            env: &self.config.cli.env,
-            env_remove: &self.config.cli.env_remove,
-        })?;
+            .args_in_mode(Some(launched), resume.as_deref(), plan);
+        let spawned = spawn_agent(&self.chat.launch(cli, &args, &cli.env, &cli.env_remove))?;
         let process = spawned.process;
-        let generation = {
-            let mut state = lock(&self.state);
-            state.launched_with = (model, plan);
-            let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
-            let weak = Arc::downgrade(self);
-            state.process.install(Arc::clone(&process), |generation| {
-                spawn_reader(weak, generation, lines)
-            })
-        };
+        let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
+        let generation = install_process(&self.state, Arc::downgrade(self), &process, lines);
+        lock(&self.state).launched_with = (model, plan);
         lock(&self.translator).process_replaced();
-        tracing::debug!(pid = process.pid(), "started claude");
         let request_id = self.next_request_id("init");
         let rx = lock(&self.state).waiters.register(request_id.clone());
         let start_failed = |message: String| ProviderError::StartFailed { message };
@@ -260,12 +203,12 @@ impl ClaudeConversation {
         stop_process(&self.state, generation, grace, from_reader, "claude").await;
     }
 
-    /// The turn failed with the process (it is gone or being stopped): nothing to answer.
-    fn end_turn_state(&self) {
-        let mut state = lock(&self.state);
-        state.turn = None;
-        state.permissions.clear();
-        state.questions.clear();
+    /// The running turn fails with `error`: the process is gone or being stopped, so its
+    /// requests need no answer.
+    async fn fail_turn(&self, error: ProviderError) {
+        let signals = lock(&self.translator).fail_turn(error.to_error_info());
+        end_turn(&self.state);
+        self.chat.signals.send_all(signals).await;
     }
 
     /// Answers the `AskUserQuestion` parked under input request `request_id`.
@@ -274,19 +217,7 @@ impl ClaudeConversation {
         request_id: &str,
         response: InputResponse,
     ) -> Result<(), ProviderError> {
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no input request `{request_id}` is waiting for an answer"),
-        };
-        let (parked, process) = {
-            let mut state = lock(&self.state);
-            let parked = state.questions.remove(request_id).ok_or_else(not_waiting)?;
-            let process = state
-                .process
-                .current()
-                .map(|(_, process)| process)
-                .ok_or_else(not_waiting)?;
-            (parked, process)
-        };
+        let (parked, process) = take_input(&self.state, request_id)?;
         let line = match questions::answer(&parked.input, &response) {
             Answer::Allow(updated_input) => control::allow(&parked.request_id, &updated_input),
             Answer::Deny(message) => control::deny(&parked.request_id, message),
@@ -321,10 +252,8 @@ impl MessageHandler for ClaudeConversation {
         let outputs = match outcome {
             Ok(outputs) => outputs,
             Err(error) => {
-                let info = unreadable_output(&process, error).await.to_error_info();
-                let signals = lock(&self.translator).fail_turn(info);
-                self.end_turn_state();
-                self.chat.signals.send_all(signals).await;
+                self.fail_turn(unreadable_output(&process, error).await)
+                    .await;
                 // The conversation is in an unknown state: a fresh process resumes it.
                 self.stop_process_from(generation, true).await;
                 return false;
@@ -345,8 +274,8 @@ impl MessageHandler for ClaudeConversation {
                         // A newer request for the same call replaces the waiting one, which
                         // is denied so the CLI never waits for it forever.
                         if let Some(replaced) = state
-                            .permissions
-                            .insert(tool_use_id, Parked { request_id, input })
+                            .turns
+                            .park_permission(tool_use_id, Parked { request_id, input })
                         {
                             unsupported.push(control::deny(&replaced.request_id, DECLINED_MESSAGE));
                         }
@@ -357,8 +286,8 @@ impl MessageHandler for ClaudeConversation {
                         input,
                     } => {
                         if let Some(replaced) = state
-                            .questions
-                            .insert(input_request_id, Parked { request_id, input })
+                            .turns
+                            .park_input(input_request_id, Parked { request_id, input })
                         {
                             unsupported
                                 .push(control::deny(&replaced.request_id, questions::WITHDRAWN));
@@ -376,11 +305,12 @@ impl MessageHandler for ClaudeConversation {
                         message,
                     } => unsupported.push(control::deny(&request_id, &message)),
                     Output::RequestCancelled { request_id } => {
-                        state
+                        let turns = &mut state.turns;
+                        turns
                             .permissions
                             .retain(|_, parked| parked.request_id != request_id);
-                        state
-                            .questions
+                        turns
+                            .inputs
                             .retain(|_, parked| parked.request_id != request_id);
                     }
                     Output::ControlResponse {
@@ -402,9 +332,7 @@ impl MessageHandler for ClaudeConversation {
                         );
                     }
                     Output::TurnEnded => {
-                        state.turn = None;
-                        state.permissions.clear();
-                        unsupported.extend(state.withdraw_questions());
+                        unsupported.extend(withdrawn(&state.turns.end().inputs));
                     }
                 }
             }
@@ -425,69 +353,57 @@ impl MessageHandler for ClaudeConversation {
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
         let grace = self.config.cli.kill_grace;
         let reaped = reap_process(&self.state, generation, grace, read_error, "claude").await;
-        let Some(error) = reaped else {
-            return;
-        };
-        let signals = lock(&self.translator).fail_turn(error.to_error_info());
-        self.end_turn_state();
-        self.chat.signals.send_all(signals).await;
+        if let Some(error) = reaped {
+            self.fail_turn(error).await;
+        }
     }
 }
 
 impl AgentConversation for ClaudeConversation {
+    type Config = ClaudeConfig;
+
+    fn open(
+        config: Arc<ClaudeConfig>,
+        start: StartSession,
+        cli_session_id: Option<String>,
+    ) -> Self {
+        Self {
+            config,
+            translator: Mutex::new(Translator::new(start.session.clone())),
+            state: Mutex::new(State::new(Claude {
+                cli_session_id,
+                ..Claude::default()
+            })),
+            chat: ChatBinding::new(start),
+        }
+    }
+
     /// Starts the turn: the process if needed, then the user message.
     async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        {
-            let state = lock(&self.state);
-            let running = state.turn.as_ref().map(|running| running.id.as_str());
-            admit_turn("Claude Code", state.disposed, running, &turn.turn_id)?;
-        }
-        let model = turn
-            .model
-            .as_ref()
-            .map(|model| model.id.clone())
-            .or_else(|| self.chat.default_model.clone());
+        admit(&self.state, "Claude Code", &turn.turn_id)?;
+        let model = self.chat.model(&turn, &self.config.cli);
         let advertised =
             turn.listed_model(self.chat.default_model.as_deref(), crate::DEFAULT_MODEL);
         let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
         let process = self.ensure_process(model, plan).await?;
         let (content, skipped) = user_content(&turn.text, &turn.instructions, &turn.attachments);
         {
-            {
-                let mut translator = lock(&self.translator);
-                translator.set_model(advertised);
-                translator.begin_turn(&turn.turn_id);
-            }
-            lock(&self.state).turn = Some(RunningTurn {
-                id: turn.turn_id.clone(),
-                started: Instant::now(),
-            });
+            let mut translator = lock(&self.translator);
+            translator.set_model(advertised);
+            translator.begin_turn(&turn.turn_id);
         }
-        let notices: Vec<_> = skipped
+        begin_turn(&self.state, &turn.turn_id);
+        let notes = skipped
             .into_iter()
-            .map(|note| {
-                AgentSignal::from(ActionSignal {
-                    session: self.chat.session.clone(),
-                    action: StateAction::ChatResponsePart(ChatResponsePartAction {
-                        turn_id: turn.turn_id.clone(),
-                        part: ResponsePart::SystemNotification(SystemNotificationResponsePart {
-                            content: format!("Not sent to Claude Code: {note}").into(),
-                            meta: None,
-                        }),
-                        meta: None,
-                    }),
-                    parent_tool_call_id: None,
-                })
-            })
-            .collect();
-        self.chat.signals.send_all(notices).await;
+            .map(|note| format!("Not sent to Claude Code: {note}"));
+        self.chat.notify(&turn.turn_id, notes).await;
         if let Err(error) = process
             .write_line(&control::user_message(&content, None))
             .await
         {
             lock(&self.translator).abort_turn();
-            lock(&self.state).turn = None;
+            end_turn(&self.state);
             let stderr_tail = process.stderr_tail(STDERR_SETTLE).await;
             return Err(ProviderError::input_closed(error, stderr_tail));
         }
@@ -499,22 +415,7 @@ impl AgentConversation for ClaudeConversation {
         tool_call_id: &str,
         decision: PermissionDecision,
     ) -> Result<(), ProviderError> {
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
-        };
-        let (parked, process) = {
-            let mut state = lock(&self.state);
-            let parked = state
-                .permissions
-                .remove(tool_call_id)
-                .ok_or_else(not_waiting)?;
-            let process = state
-                .process
-                .current()
-                .map(|(_, process)| process)
-                .ok_or_else(not_waiting)?;
-            (parked, process)
-        };
+        let (parked, process) = take_permission(&self.state, tool_call_id)?;
         let line = match decision {
             PermissionDecision::Approve => control::allow(&parked.request_id, &parked.input),
             PermissionDecision::Deny { reason } => control::deny(
@@ -538,43 +439,19 @@ impl AgentConversation for ClaudeConversation {
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        let (started, withdrawn) = {
-            let mut state = lock(&self.state);
-            match &state.turn {
-                Some(turn) if turn.id == turn_id => {
-                    let started = turn.started;
-                    state.turn = None;
-                    state.permissions.clear();
-                    (started, state.withdraw_questions())
-                }
-                _ => {
-                    return Err(ProviderError::NotRunning {
-                        message: format!("turn `{turn_id}` is not running"),
-                    });
-                }
-            }
-        };
+        let (turn, ended) = cancel_turn(&self.state, turn_id)?;
         lock(&self.translator).abort_turn();
-        if let Some((generation, process)) = self.current_process() {
-            Self::write_answers(&process, withdrawn).await;
-            let rx = lock(&self.state).waiters.expect_wind_down();
+        if let Some((generation, process)) = current_process(&self.state) {
+            Self::write_answers(&process, withdrawn(&ended.inputs)).await;
             let request = control::interrupt_request(&self.next_request_id("interrupt"));
-            let interrupted = process.write_line(&request).await.is_ok()
-                && matches!(
-                    tokio::time::timeout(self.config.cli.cancel_grace, rx).await,
-                    Ok(Ok(()))
-                );
-            lock(&self.state).waiters.stop_expecting_wind_down();
-            if !interrupted {
+            let ask = process.write_line(&request);
+            let grace = self.config.cli.cancel_grace;
+            if !wind_down(&self.state, grace, async { ask.await.is_ok() }).await {
                 tracing::debug!("claude did not wind the turn down in time: terminating it");
                 self.stop_process(generation).await;
             }
         }
-        let duration = elapsed_ms(started);
-        self.chat
-            .signals
-            .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])
-            .await;
+        self.chat.cancelled(&turn).await;
         Ok(())
     }
 
@@ -585,22 +462,14 @@ impl AgentConversation for ClaudeConversation {
 
     async fn dispose(&self) {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        let (live, withdrawn) = {
-            let mut state = lock(&self.state);
-            state.disposed = true;
-            state.turn = None;
-            state.permissions.clear();
-            (state.process.take(), state.withdraw_questions())
-        };
+        let (live, ended) = dispose_state(&self.state);
         lock(&self.translator).abort_turn();
         if let Some(live) = live {
             // Best effort: the process is terminated next either way.
-            let withdraw = Self::write_answers(&live.process, withdrawn);
-            let _ = tokio::time::timeout(self.config.cli.kill_grace, withdraw).await;
-            let status = live.process.terminate(self.config.cli.kill_grace).await;
-            live.reader.abort();
-            tracing::debug!(status, "disposed claude");
-            fail_requests(&self.state, &status, &live.process).await;
+            let withdraw = Self::write_answers(&live.process, withdrawn(&ended.inputs));
+            let grace = self.config.cli.kill_grace;
+            let _ = tokio::time::timeout(grace, withdraw).await;
+            terminate(&self.state, live, grace, "claude").await;
         }
     }
 }

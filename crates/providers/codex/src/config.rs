@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use agenthost_provider_api::DEFAULT_MODEL;
-use agenthost_provider_api::{CliSettings, InvalidConfig};
+use agenthost_provider_api::{AgentConfig, CliSettings, InvalidConfig};
 
 /// The approval policies `thread/start` accepts (`untrusted` is refused by Codex 0.169).
 pub const APPROVAL_POLICIES: &[&str] = &["on-request", "never"];
@@ -95,12 +95,6 @@ impl CodexConfig {
         self
     }
 
-    /// Checks the settings before any process starts; the message names the bad one.
-    pub fn validate(&self) -> Result<(), InvalidConfig> {
-        self.cli.validate("codex")?;
-        self.check().map_err(InvalidConfig)
-    }
-
     fn check(&self) -> Result<(), String> {
         if !APPROVAL_POLICIES.contains(&self.approval_policy.as_str()) {
             return Err(format!(
@@ -185,6 +179,17 @@ impl CodexConfig {
         }
         env.extend(self.cli.env.iter().cloned());
         env
+    }
+}
+
+impl AgentConfig for CodexConfig {
+    fn cli(&self) -> &CliSettings {
+        &self.cli
+    }
+
+    fn validate(&self) -> Result<(), InvalidConfig> {
+        self.cli.validate("codex")?;
+        self.check().map_err(InvalidConfig)
     }
 }
 

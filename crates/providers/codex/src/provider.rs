@@ -1,13 +1,9 @@
 //! The Codex backend: advertises itself and starts conversations, as an [`AgentCli`] of the
 //! shared driver.
 
-use std::sync::Arc;
+use agenthost_provider_api::ResumeKey;
+use agenthost_provider_process::driver::{AgentCli, CliProvider};
 
-use agenthost_protocol::ahp_types::state::SessionModelInfo;
-use agenthost_provider_api::{InvalidConfig, ResumeKey, StartSession, listed_models};
-use agenthost_provider_process::driver::{AgentCli, CliProvider, Conversation};
-
-use crate::config::{CodexConfig, DEFAULT_MODEL};
 use crate::session::{CodexConversation, RESUME};
 
 /// The provider id.
@@ -21,7 +17,6 @@ pub struct Codex;
 pub type CodexProvider = CliProvider<Codex>;
 
 impl AgentCli for Codex {
-    type Config = CodexConfig;
     type Conversation = CodexConversation;
 
     const ID: &'static str = PROVIDER_ID;
@@ -29,20 +24,4 @@ impl AgentCli for Codex {
     const DESCRIPTION: &'static str = "OpenAI's Codex CLI, driven over `codex app-server`: \
         streamed messages and reasoning, shell commands and file changes with host approvals.";
     const RESUME: ResumeKey = RESUME;
-
-    fn validate(config: &CodexConfig) -> Result<(), InvalidConfig> {
-        config.validate()
-    }
-
-    fn models(config: &CodexConfig) -> Vec<SessionModelInfo> {
-        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.cli.models)
-    }
-
-    fn start(
-        config: Arc<CodexConfig>,
-        start: StartSession,
-        thread_id: Option<String>,
-    ) -> Conversation<CodexConversation> {
-        CodexConversation::start(config, start, thread_id)
-    }
 }

@@ -8,7 +8,6 @@
 //! [`Translator`]; the state changes of a line apply before its signals are sent. Starting,
 //! cancelling and disposing take the `lifecycle` lock.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -17,19 +16,18 @@ use std::time::Duration;
 use agenthost_protocol::state::ChatInputResponseKind;
 use agenthost_provider_api::{
     InputResponse, PermissionDecision, ProviderError, ResumeKey, StartSession, TurnRequest,
-    is_valid_resume_id, stderr_suffix, system_notice, turn_cancelled,
+    is_valid_resume_id, stderr_suffix,
 };
 use agenthost_provider_process::driver::{
-    AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, ProcessSlot,
-    STDERR_SETTLE, Waiters, admit_turn, current_generation, current_process, elapsed_ms,
-    fail_requests, new_request, reap_process, resolve_response, send_request, spawn_agent,
-    spawn_reader, stop_process, unreadable_output,
+    AgentConversation, AgentState, ChatBinding, Conversation, MessageHandler, ProviderState,
+    STDERR_SETTLE, admit, begin_turn, cancel_turn, create_home, current_generation,
+    current_process, dispose_state, end_turn, install_process, reap_process, request,
+    resolve_response, spawn_agent, stop_process, take_input, take_permission, terminate,
+    unreadable_output, wind_down,
 };
-use agenthost_provider_process::{AgentProcess, Launch, LineReader};
+use agenthost_provider_process::{AgentProcess, LineReader};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
-use tokio::time::Instant;
 
 use crate::attachments::user_input;
 use crate::config::{CodexConfig, DEFAULT_MODEL};
@@ -66,44 +64,28 @@ pub struct CodexConversation {
 
 type Answer = Result<Value, ProviderError>;
 
+/// The conversation's state: the driver's part, the running turn with its approvals (by tool
+/// call id) and input requests (by AHP request id), and [`Codex`].
+type State = AgentState<Codex, Parked, ParkedInput>;
+
+/// What the Codex conversation keeps of its own.
 #[derive(Default)]
-struct State {
-    process: ProcessSlot<AgentProcess>,
-    waiters: Waiters<u64, Value>,
+struct Codex {
     thread_id: Option<String>,
     /// Whether the current process has the thread loaded (started or resumed).
     thread_loaded: bool,
-    turn: Option<RunningTurn>,
-    approvals: HashMap<String, Parked>,
-    /// Input requests awaiting the host, by AHP request id.
-    inputs: HashMap<String, ParkedInput>,
-    disposed: bool,
+    /// The app-server's id of the running turn, once `turn/start` answered.
+    app_turn_id: Option<String>,
+    /// The images written for the running turn, removed when it ends.
+    images: Vec<PathBuf>,
     /// The last turn started with the plan-mode overrides.
     plan_overrides: bool,
 }
 
-impl DriverState for State {
-    type Key = u64;
-    type Answer = Value;
-
-    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
-        &mut self.process
-    }
-
-    fn waiters(&mut self) -> &mut Waiters<u64, Value> {
-        &mut self.waiters
-    }
-
+impl ProviderState for Codex {
     fn process_gone(&mut self) {
         self.thread_loaded = false;
     }
-}
-
-struct RunningTurn {
-    id: String,
-    started: Instant,
-    app_turn_id: Option<String>,
-    images: Vec<PathBuf>,
 }
 
 struct Parked {
@@ -145,26 +127,9 @@ fn remove_images(images: Vec<PathBuf>) {
 }
 
 impl CodexConversation {
-    pub(crate) fn start(
-        config: Arc<CodexConfig>,
-        start: StartSession,
-        thread_id: Option<String>,
-    ) -> CodexSession {
-        Conversation::new(Self {
-            config,
-            translator: Mutex::new(Translator::new(start.session.clone())),
-            state: Mutex::new(State {
-                thread_id,
-                ..State::default()
-            }),
-            chat: ChatBinding::new(start),
-        })
-    }
-
     /// The process id of the running `codex`, if one runs.
     pub fn process_id(&self) -> Option<i32> {
-        self.current_process()
-            .and_then(|(_, process)| process.pid())
+        current_process(&self.state).and_then(|(_, process)| process.pid())
     }
 
     /// The Codex thread this conversation follows, once known.
@@ -172,8 +137,22 @@ impl CodexConversation {
         lock(&self.state).thread_id.clone()
     }
 
-    fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
-        current_process(&self.state)
+    /// Sends request `method` and waits up to `timeout` for its result; `sent` is told the
+    /// request's number before it goes out.
+    async fn call(
+        &self,
+        process: &AgentProcess,
+        (method, params): (&str, Value),
+        timeout: Duration,
+        sent: impl FnOnce(u64),
+    ) -> Answer {
+        request(&self.state, process, timeout, ("codex", method), |id| {
+            sent(id);
+            let mut line = control::request(id, method, &params);
+            line.push('\n');
+            line.into_bytes()
+        })
+        .await
     }
 
     /// Sends request `method` and waits up to `timeout` for its result.
@@ -184,71 +163,27 @@ impl CodexConversation {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        let (id, rx) = new_request(&self.state);
-        self.send_request(process, (id, rx), method, params, timeout)
-            .await
-    }
-
-    /// Sends request `id` (from `new_request`) and waits for its answer.
-    async fn send_request(
-        &self,
-        process: &AgentProcess,
-        (id, rx): (u64, oneshot::Receiver<Answer>),
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Answer {
-        let mut line = control::request(id, method, &params);
-        line.push('\n');
-        let request = (id, rx);
-        let what = ("codex", method);
-        send_request(
-            &self.state,
-            process,
-            request,
-            line.as_bytes(),
-            timeout,
-            what,
-        )
-        .await
+        self.call(process, (method, params), timeout, |_| {}).await
     }
 
     /// The running app-server, started and initialized when there is none.
     async fn ensure_process(self: &Arc<Self>) -> Result<Arc<AgentProcess>, ProviderError> {
-        if let Some((_, process)) = self.current_process() {
+        if let Some((_, process)) = current_process(&self.state) {
             return Ok(process);
         }
-        if let Some(home) = &self.config.codex_home {
-            std::fs::create_dir_all(home).map_err(|error| ProviderError::StartFailed {
-                message: format!("cannot create CODEX_HOME {}: {error}", home.display()),
-            })?;
-        }
-        let args = self.config.args();
-        let env = self.config.child_env();
-        let spawned = spawn_agent(&Launch {
-            binary: &self.config.cli.binary,
-            args: &args,
-            working_directory: &self.chat.working_directory,
-            env: &env,
-            env_remove: &self.config.cli.env_remove,
-        })?;
+        create_home("CODEX_HOME", self.config.codex_home.as_deref())?;
+        let cli = &self.config.cli;
+        let (args, env) = (self.config.args(), self.config.child_env());
+        let spawned = spawn_agent(&self.chat.launch(cli, &args, &env, &cli.env_remove))?;
         let process = spawned.process;
-        let generation = {
-            let mut state = lock(&self.state);
-            state.thread_loaded = false;
-            let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
-            let weak = Arc::downgrade(self);
-            state.process.install(Arc::clone(&process), |generation| {
-                spawn_reader(weak, generation, lines)
-            })
-        };
-        tracing::debug!(pid = process.pid(), "started codex app-server");
+        let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
+        let generation = install_process(&self.state, Arc::downgrade(self), &process, lines);
         let initialized = self
             .request(
                 &process,
                 "initialize",
                 control::initialize_params(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
-                self.config.cli.start_timeout,
+                cli.start_timeout,
             )
             .await;
         // Every failure of `request` already quotes the stderr tail.
@@ -353,16 +288,27 @@ impl CodexConversation {
     /// Forgets the running turn and its parked approvals; returns its parked input requests,
     /// which the caller answers as cancelled when the process still runs.
     fn end_turn_state(&self) -> Vec<ParkedInput> {
-        let (turn, inputs) = {
+        let ended = end_turn(&self.state);
+        self.forget_turn_details();
+        ended.inputs
+    }
+
+    /// Forgets the app-server's turn id and removes the turn's images; returns the turn id.
+    fn forget_turn_details(&self) -> Option<String> {
+        let (app_turn, images) = {
             let mut state = lock(&self.state);
-            state.approvals.clear();
-            let inputs = state.inputs.drain().map(|(_, parked)| parked).collect();
-            (state.turn.take(), inputs)
+            (state.app_turn_id.take(), std::mem::take(&mut state.images))
         };
-        if let Some(turn) = turn {
-            remove_images(turn.images);
-        }
-        inputs
+        remove_images(images);
+        app_turn
+    }
+
+    /// The running turn fails with `error`: the process is gone or being stopped, so its
+    /// requests need no answer.
+    async fn fail_turn(&self, error: ProviderError) {
+        let signals = lock(&self.translator).fail_turn(error.to_error_info());
+        self.end_turn_state();
+        self.chat.signals.send_all(signals).await;
     }
 
     async fn respond_input(
@@ -370,19 +316,7 @@ impl CodexConversation {
         request_id: &str,
         response: InputResponse,
     ) -> Result<(), ProviderError> {
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no input request `{request_id}` is waiting for an answer"),
-        };
-        let (parked, process) = {
-            let mut state = lock(&self.state);
-            let process = state
-                .process
-                .current()
-                .map(|(_, process)| process)
-                .ok_or_else(not_waiting)?;
-            let parked = state.inputs.remove(request_id).ok_or_else(not_waiting)?;
-            (parked, process)
-        };
+        let (parked, process) = take_input(&self.state, request_id)?;
         let answer = control::input_answer(&parked.kind, &response);
         process
             .write_line(&control::reply(&parked.request_id, &answer))
@@ -405,11 +339,8 @@ impl MessageHandler for CodexConversation {
         let outputs = match outcome {
             Ok(outputs) => outputs,
             Err(error) => {
-                let info = unreadable_output(&process, error).await.to_error_info();
-                let signals = lock(&self.translator).fail_turn(info);
-                // The process is stopped: its requests need no answer.
-                self.end_turn_state();
-                self.chat.signals.send_all(signals).await;
+                self.fail_turn(unreadable_output(&process, error).await)
+                    .await;
                 self.stop_process(generation, true).await;
                 return false;
             }
@@ -431,8 +362,8 @@ impl MessageHandler for CodexConversation {
                         // A newer request for the same call replaces the waiting one, which
                         // is declined so Codex never waits for it forever.
                         if let Some(replaced) = state
-                            .approvals
-                            .insert(tool_call_id, Parked { request_id, kind })
+                            .turns
+                            .park_permission(tool_call_id, Parked { request_id, kind })
                         {
                             let answer = control::approval_answer(replaced.kind, false);
                             writes.push(control::reply(&replaced.request_id, &answer));
@@ -446,8 +377,8 @@ impl MessageHandler for CodexConversation {
                         // The translator never asks twice under one id in a turn; should it,
                         // the older request is cancelled so Codex never waits for it forever.
                         if let Some(replaced) = state
-                            .inputs
-                            .insert(input_id, ParkedInput { request_id, kind })
+                            .turns
+                            .park_input(input_id, ParkedInput { request_id, kind })
                         {
                             writes.push(replaced.cancelled());
                         }
@@ -495,32 +426,32 @@ impl MessageHandler for CodexConversation {
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
         let grace = self.config.cli.kill_grace;
         let reaped = reap_process(&self.state, generation, grace, read_error, "codex").await;
-        let Some(error) = reaped else {
-            return;
-        };
-        let signals = lock(&self.translator).fail_turn(error.to_error_info());
-        // The process is gone: its requests need no answer.
-        self.end_turn_state();
-        self.chat.signals.send_all(signals).await;
+        if let Some(error) = reaped {
+            self.fail_turn(error).await;
+        }
     }
 }
 
 impl AgentConversation for CodexConversation {
+    type Config = CodexConfig;
+
+    fn open(config: Arc<CodexConfig>, start: StartSession, thread_id: Option<String>) -> Self {
+        Self {
+            config,
+            translator: Mutex::new(Translator::new(start.session.clone())),
+            state: Mutex::new(State::new(Codex {
+                thread_id,
+                ..Codex::default()
+            })),
+            chat: ChatBinding::new(start),
+        }
+    }
+
     async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        {
-            let state = lock(&self.state);
-            let running = state.turn.as_ref().map(|running| running.id.as_str());
-            admit_turn("Codex", state.disposed, running, &turn.turn_id)?;
-        }
+        admit(&self.state, "Codex", &turn.turn_id)?;
         let process = self.ensure_process().await?;
-        let model = turn
-            .model
-            .as_ref()
-            .map(|model| model.id.clone())
-            .or_else(|| self.chat.default_model.clone())
-            .or_else(|| self.config.cli.model.clone())
-            .filter(|model| model != DEFAULT_MODEL);
+        let model = self.chat.model(&turn, &self.config.cli);
         let (thread_id, mut notices) = self.ensure_thread(&process, model.as_deref()).await?;
         let image_dir = std::env::temp_dir();
         let (input, images, skipped) = user_input(
@@ -538,25 +469,15 @@ impl AgentConversation for CodexConversation {
                 .map(|note| format!("Not sent to Codex: {note}")),
         );
         {
-            {
-                let mut translator = lock(&self.translator);
-                translator.set_advertised_model(
-                    turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL),
-                );
-                translator.begin_turn(&turn.turn_id);
-            }
-            lock(&self.state).turn = Some(RunningTurn {
-                id: turn.turn_id.clone(),
-                started: Instant::now(),
-                app_turn_id: None,
-                images,
-            });
+            let mut translator = lock(&self.translator);
+            translator.set_advertised_model(
+                turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL),
+            );
+            translator.begin_turn(&turn.turn_id);
         }
-        let notices: Vec<_> = notices
-            .into_iter()
-            .map(|text| system_notice(&self.chat.session, &turn.turn_id, text))
-            .collect();
-        self.chat.signals.send_all(notices).await;
+        begin_turn(&self.state, &turn.turn_id);
+        lock(&self.state).images = images;
+        self.chat.notify(&turn.turn_id, notices).await;
         let mut params = control::turn_start_params(&thread_id, input);
         if let (Some(model), Some(object)) = (&model, params.as_object_mut()) {
             object.insert("model".into(), json!(model));
@@ -579,16 +500,10 @@ impl AgentConversation for CodexConversation {
         if let (Some(overrides), Some(object)) = (overrides, params.as_object_mut()) {
             object.extend(overrides.map(|(key, value)| (key.to_owned(), value)));
         }
-        let request = new_request(&self.state);
-        lock(&self.translator).turn_start_sent(&json!(request.0));
+        let sent = |id: u64| lock(&self.translator).turn_start_sent(&json!(id));
+        let timeout = self.config.request_timeout;
         let started = self
-            .send_request(
-                &process,
-                request,
-                "turn/start",
-                params,
-                self.config.request_timeout,
-            )
+            .call(&process, ("turn/start", params), timeout, sent)
             .await;
         match started {
             Ok(result) => {
@@ -596,10 +511,10 @@ impl AgentConversation for CodexConversation {
                     .pointer("/turn/id")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
-                if let Some(running) = lock(&self.state).turn.as_mut()
-                    && running.id == turn.turn_id
-                {
-                    running.app_turn_id = app_turn;
+                let mut state = lock(&self.state);
+                let running = state.turns.turn.as_ref();
+                if running.is_some_and(|running| running.id == turn.turn_id) {
+                    state.app_turn_id = app_turn;
                 }
                 Ok(())
             }
@@ -619,22 +534,7 @@ impl AgentConversation for CodexConversation {
         tool_call_id: &str,
         decision: PermissionDecision,
     ) -> Result<(), ProviderError> {
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
-        };
-        let (parked, process) = {
-            let mut state = lock(&self.state);
-            let parked = state
-                .approvals
-                .remove(tool_call_id)
-                .ok_or_else(not_waiting)?;
-            let process = state
-                .process
-                .current()
-                .map(|(_, process)| process)
-                .ok_or_else(not_waiting)?;
-            (parked, process)
-        };
+        let (parked, process) = take_permission(&self.state, tool_call_id)?;
         let approved = matches!(decision, PermissionDecision::Approve);
         let signals = lock(&self.translator).record_decision(tool_call_id, approved);
         // Before the answer: Codex goes on (and may end the turn) only once it has it.
@@ -656,58 +556,31 @@ impl AgentConversation for CodexConversation {
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        let (started, app_turn, approvals, inputs, thread) = {
-            let mut state = lock(&self.state);
-            match state.turn.take() {
-                Some(turn) if turn.id == turn_id => {
-                    let approvals: Vec<Parked> = state.approvals.drain().map(|(_, p)| p).collect();
-                    let inputs: Vec<ParkedInput> = state.inputs.drain().map(|(_, p)| p).collect();
-                    remove_images(turn.images);
-                    (
-                        turn.started,
-                        turn.app_turn_id,
-                        approvals,
-                        inputs,
-                        state.thread_id.clone(),
-                    )
-                }
-                other => {
-                    state.turn = other;
-                    return Err(ProviderError::NotRunning {
-                        message: format!("turn `{turn_id}` is not running"),
-                    });
-                }
-            }
-        };
-        let app_turn = app_turn.or_else(|| lock(&self.translator).app_turn_id().map(str::to_owned));
+        let (turn, ended) = cancel_turn(&self.state, turn_id)?;
+        let app_turn = self
+            .forget_turn_details()
+            .or_else(|| lock(&self.translator).app_turn_id().map(str::to_owned));
+        let thread = lock(&self.state).thread_id.clone();
         let cleared = lock(&self.translator).abort_turn();
         self.chat.signals.send_all(cleared).await;
-        if let Some((generation, process)) = self.current_process() {
+        if let Some((generation, process)) = current_process(&self.state) {
             // Approvals still waiting are declined, so the command does not run meanwhile;
             // input requests still waiting are cancelled.
-            for parked in approvals {
+            for parked in ended.permissions {
                 let answer = control::approval_answer(parked.kind, false);
                 let _ = process
                     .write_line(&control::reply(&parked.request_id, &answer))
                     .await;
             }
-            for parked in inputs {
+            for parked in ended.inputs {
                 let _ = process.write_line(&parked.cancelled()).await;
             }
             let interrupted = match (thread, app_turn) {
                 (Some(thread), Some(app_turn)) => {
-                    let rx = lock(&self.state).waiters.expect_wind_down();
                     let params = control::turn_interrupt_params(&thread, &app_turn);
                     let grace = self.config.cli.cancel_grace;
-                    let deadline = Instant::now() + grace;
-                    let asked = self
-                        .request(&process, "turn/interrupt", params, grace)
-                        .await
-                        .is_ok();
-                    let done =
-                        asked && matches!(tokio::time::timeout_at(deadline, rx).await, Ok(Ok(())));
-                    lock(&self.state).waiters.stop_expecting_wind_down();
-                    done
+                    let ask = self.request(&process, "turn/interrupt", params, grace);
+                    wind_down(&self.state, grace, async { ask.await.is_ok() }).await
                 }
                 _ => false,
             };
@@ -716,11 +589,7 @@ impl AgentConversation for CodexConversation {
                 self.stop_process(generation, false).await;
             }
         }
-        let duration = elapsed_ms(started);
-        self.chat
-            .signals
-            .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])
-            .await;
+        self.chat.cancelled(&turn).await;
         Ok(())
     }
 
@@ -730,23 +599,16 @@ impl AgentConversation for CodexConversation {
 
     async fn dispose(&self) {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        let live = {
-            let mut state = lock(&self.state);
-            state.disposed = true;
-            state.process.take()
-        };
-        let inputs = self.end_turn_state();
+        let (live, ended) = dispose_state(&self.state);
+        self.forget_turn_details();
         let cleared = lock(&self.translator).abort_turn();
         self.chat.signals.send_all(cleared).await;
         if let Some(live) = live {
             // Input requests still waiting are cancelled before the process goes.
-            for parked in inputs {
+            for parked in ended.inputs {
                 let _ = live.process.write_line(&parked.cancelled()).await;
             }
-            let status = live.process.terminate(self.config.cli.kill_grace).await;
-            live.reader.abort();
-            tracing::debug!(status, "disposed codex");
-            fail_requests(&self.state, &status, &live.process).await;
+            terminate(&self.state, live, self.config.cli.kill_grace, "codex").await;
         }
     }
 }

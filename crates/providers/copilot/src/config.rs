@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use agenthost_provider_api::DEFAULT_MODEL;
-use agenthost_provider_api::{CliSettings, InvalidConfig};
+use agenthost_provider_api::{AgentConfig, CliSettings, InvalidConfig};
 
 pub use crate::control::ByokProvider;
 
@@ -66,12 +66,6 @@ impl CopilotConfig {
     pub fn with_env(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
         self.cli.set_env(name, value);
         self
-    }
-
-    /// Checks the settings before any process starts; the message names the bad one.
-    pub fn validate(&self) -> Result<(), InvalidConfig> {
-        self.cli.validate("copilot")?;
-        self.check().map_err(InvalidConfig)
     }
 
     fn check(&self) -> Result<(), String> {
@@ -153,6 +147,17 @@ impl CopilotConfig {
         }
         remove.extend(self.cli.env_remove.iter().cloned());
         remove
+    }
+}
+
+impl AgentConfig for CopilotConfig {
+    fn cli(&self) -> &CliSettings {
+        &self.cli
+    }
+
+    fn validate(&self) -> Result<(), InvalidConfig> {
+        self.cli.validate("copilot")?;
+        self.check().map_err(InvalidConfig)
     }
 }
 

@@ -1,13 +1,9 @@
 //! The Copilot backend: advertises itself and starts conversations, as an [`AgentCli`] of the
 //! shared driver.
 
-use std::sync::Arc;
+use agenthost_provider_api::ResumeKey;
+use agenthost_provider_process::driver::{AgentCli, CliProvider};
 
-use agenthost_protocol::ahp_types::state::SessionModelInfo;
-use agenthost_provider_api::{InvalidConfig, ResumeKey, StartSession, listed_models};
-use agenthost_provider_process::driver::{AgentCli, CliProvider, Conversation};
-
-use crate::config::{CopilotConfig, DEFAULT_MODEL};
 use crate::session::{CopilotConversation, RESUME};
 
 /// The provider id.
@@ -22,7 +18,6 @@ pub struct Copilot;
 pub type CopilotProvider = CliProvider<Copilot>;
 
 impl AgentCli for Copilot {
-    type Config = CopilotConfig;
     type Conversation = CopilotConversation;
 
     const ID: &'static str = PROVIDER_ID;
@@ -30,20 +25,4 @@ impl AgentCli for Copilot {
     const DESCRIPTION: &'static str = "The GitHub Copilot CLI, driven over its headless JSON-RPC \
         protocol: streamed messages and reasoning, tools with host approvals, subagents.";
     const RESUME: ResumeKey = RESUME;
-
-    fn validate(config: &CopilotConfig) -> Result<(), InvalidConfig> {
-        config.validate()
-    }
-
-    fn models(config: &CopilotConfig) -> Vec<SessionModelInfo> {
-        listed_models(PROVIDER_ID, DEFAULT_MODEL, &config.cli.models)
-    }
-
-    fn start(
-        config: Arc<CopilotConfig>,
-        start: StartSession,
-        session_id: Option<String>,
-    ) -> Conversation<CopilotConversation> {
-        CopilotConversation::start(config, start, session_id)
-    }
 }

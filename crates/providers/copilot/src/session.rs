@@ -10,28 +10,26 @@
 //! take the `lifecycle` lock. The reader never waits for an answer of its own requests (it is
 //! the one that would deliver it).
 
-use std::collections::HashMap;
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agenthost_provider_api::{
-    AgentMode, PermissionDecision, ProviderError, StartSession, TurnRequest, system_notice,
-    turn_cancelled,
+    AgentMode, PermissionDecision, ProviderError, StartSession, TurnRequest,
 };
+use agenthost_provider_process::AgentProcess;
 use agenthost_provider_process::driver::{
-    AgentConversation, ChatBinding, Conversation, DriverState, MessageHandler, MessageSource,
-    ProcessSlot, SourceError, Waiters, admit_turn, current_generation, current_process, elapsed_ms,
-    fail_requests, new_request, reap_process, resolve_response, send_request, spawn_agent,
-    spawn_reader, stop_process, unreadable_output,
+    AgentConversation, AgentState, ChatBinding, Conversation, MessageHandler, MessageSource,
+    ProviderState, SourceError, admit, begin_turn, cancel_turn, create_home, current_generation,
+    current_process, dispose_state, end_turn, install_process, reap_process, request,
+    resolve_response, spawn_agent, stop_process, take_permission, terminate, unreadable_output,
+    wind_down,
 };
-use agenthost_provider_process::{AgentProcess, Launch};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStdout;
-use tokio::sync::oneshot;
-use tokio::time::Instant;
 
 use crate::attachments::attachments;
 use crate::config::{CopilotConfig, DEFAULT_MODEL};
@@ -76,43 +74,27 @@ pub struct CopilotConversation {
 
 type Answer = Result<Value, ProviderError>;
 
+/// The conversation's state: the driver's part, the running turn with its permission requests
+/// (Copilot's request ids, by tool call id), and [`Copilot`].
+type State = AgentState<Copilot, String, Infallible>;
+
+/// What the Copilot conversation keeps of its own.
 #[derive(Default)]
-struct State {
-    process: ProcessSlot<AgentProcess>,
-    waiters: Waiters<u64, Value>,
+struct Copilot {
     copilot_session: Option<String>,
     /// Whether the current process has the Copilot session loaded (created or resumed).
     session_loaded: bool,
-    turn: Option<RunningTurn>,
-    permissions: HashMap<String, String>,
     /// An abort interrupted running tools: Copilot leaves a command running in its shell, so
     /// the process is replaced to stop it.
     interrupted_tools: bool,
-    disposed: bool,
     /// A turn of this conversation ran in `plan` or `autopilot`.
     other_mode_used: bool,
 }
 
-impl DriverState for State {
-    type Key = u64;
-    type Answer = Value;
-
-    fn slot(&mut self) -> &mut ProcessSlot<AgentProcess> {
-        &mut self.process
-    }
-
-    fn waiters(&mut self) -> &mut Waiters<u64, Value> {
-        &mut self.waiters
-    }
-
+impl ProviderState for Copilot {
     fn process_gone(&mut self) {
         self.session_loaded = false;
     }
-}
-
-struct RunningTurn {
-    id: String,
-    started: Instant,
 }
 
 /// Just enough of a message to see the session events the driver itself acts on.
@@ -178,32 +160,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl CopilotConversation {
-    pub(crate) fn start(
-        config: Arc<CopilotConfig>,
-        start: StartSession,
-        copilot_session: Option<String>,
-    ) -> CopilotSession {
-        let mut translator = Translator::new(start.session.clone());
-        if let Some(id) = &copilot_session {
-            translator.set_copilot_session(id);
-        }
-        translator.set_working_directory(&start.working_directory.to_string_lossy());
-        translator.set_temp_dir(&std::env::temp_dir().to_string_lossy());
-        Conversation::new(Self {
-            config,
-            translator: Mutex::new(translator),
-            state: Mutex::new(State {
-                copilot_session,
-                ..State::default()
-            }),
-            chat: ChatBinding::new(start),
-        })
-    }
-
     /// The process id of the running `copilot`, if one runs.
     pub fn process_id(&self) -> Option<i32> {
-        self.current_process()
-            .and_then(|(_, process)| process.pid())
+        current_process(&self.state).and_then(|(_, process)| process.pid())
     }
 
     /// The Copilot session this conversation follows, once known.
@@ -211,19 +170,24 @@ impl CopilotConversation {
         lock(&self.state).copilot_session.clone()
     }
 
-    fn current_process(&self) -> Option<(u64, Arc<AgentProcess>)> {
-        current_process(&self.state)
-    }
-
-    fn model(&self, turn: Option<&TurnRequest>) -> Option<String> {
-        turn.and_then(|turn| turn.model.as_ref().map(|model| model.id.clone()))
-            .or_else(|| self.chat.default_model.clone())
-            .or_else(|| self.config.cli.model.clone())
-            .filter(|model| model != DEFAULT_MODEL)
-    }
-
     async fn write(&self, process: &AgentProcess, body: &str) -> std::io::Result<()> {
         process.write_bytes(&encode(body.as_bytes())).await
+    }
+
+    /// Sends request `method` and waits up to `timeout` for its result; `sent` is told the
+    /// request's number before it goes out.
+    async fn call(
+        &self,
+        process: &AgentProcess,
+        (method, params): (&str, Value),
+        timeout: Duration,
+        sent: impl FnOnce(u64),
+    ) -> Answer {
+        request(&self.state, process, timeout, ("copilot", method), |id| {
+            sent(id);
+            encode(control::request(id, method, &params).as_bytes())
+        })
+        .await
     }
 
     /// Sends request `method` and waits up to `timeout` for its result.
@@ -234,24 +198,7 @@ impl CopilotConversation {
         params: Value,
         timeout: Duration,
     ) -> Answer {
-        let request = new_request(&self.state);
-        self.send_request(process, request, method, params, timeout)
-            .await
-    }
-
-    /// Sends request `id` (from `new_request`) and waits for its answer.
-    async fn send_request(
-        &self,
-        process: &AgentProcess,
-        (id, rx): (u64, oneshot::Receiver<Answer>),
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Answer {
-        let bytes = encode(control::request(id, method, &params).as_bytes());
-        let request = (id, rx);
-        let what = ("copilot", method);
-        send_request(&self.state, process, request, &bytes, timeout, what).await
+        self.call(process, (method, params), timeout, |_| {}).await
     }
 
     /// Sends request `method` without waiting for its answer (from the reader).
@@ -270,41 +217,24 @@ impl CopilotConversation {
         self: &Arc<Self>,
         model: Option<&str>,
     ) -> Result<Arc<AgentProcess>, ProviderError> {
-        if let Some((_, process)) = self.current_process() {
+        if let Some((_, process)) = current_process(&self.state) {
             return Ok(process);
         }
-        if let Some(home) = &self.config.copilot_home {
-            std::fs::create_dir_all(home).map_err(|error| ProviderError::StartFailed {
-                message: format!("cannot create COPILOT_HOME {}: {error}", home.display()),
-            })?;
-        }
+        create_home("COPILOT_HOME", self.config.copilot_home.as_deref())?;
+        let cli = &self.config.cli;
         let args = self.config.args();
         let env = self.config.child_env(model);
         let env_remove = self.config.child_env_remove();
-        let spawned = spawn_agent(&Launch {
-            binary: &self.config.cli.binary,
-            args: &args,
-            working_directory: &self.chat.working_directory,
-            env: &env,
-            env_remove: &env_remove,
-        })?;
+        let spawned = spawn_agent(&self.chat.launch(cli, &args, &env, &env_remove))?;
         let process = spawned.process;
-        let generation = {
-            let mut state = lock(&self.state);
-            state.session_loaded = false;
-            let frames = Frames::new(spawned.stdout);
-            let weak = Arc::downgrade(self);
-            state.process.install(Arc::clone(&process), |generation| {
-                spawn_reader(weak, generation, frames)
-            })
-        };
-        tracing::debug!(pid = process.pid(), "started copilot");
+        let frames = Frames::new(spawned.stdout);
+        let generation = install_process(&self.state, Arc::downgrade(self), &process, frames);
         let pinged = self
             .request(
                 &process,
                 control::PING,
                 control::ping_params(CLIENT_NAME),
-                self.config.cli.start_timeout,
+                cli.start_timeout,
             )
             .await;
         match pinged {
@@ -406,18 +336,17 @@ impl CopilotConversation {
         stop_process(&self.state, generation, grace, from_reader, "copilot").await;
     }
 
-    fn end_turn_state(&self) {
-        let mut state = lock(&self.state);
-        state.permissions.clear();
-        state.turn = None;
+    /// The running turn fails with `error` (the process is gone or being stopped).
+    async fn fail_turn(&self, error: ProviderError) {
+        let signals = lock(&self.translator).fail_turn(error.to_error_info());
+        end_turn(&self.state);
+        self.chat.signals.send_all(signals).await;
     }
 
     /// The CLI sent something unreadable: the turn fails and the process is stopped.
     async fn protocol_failure(&self, generation: u64, process: &AgentProcess, message: String) {
-        let info = unreadable_output(process, message).await.to_error_info();
-        let signals = lock(&self.translator).fail_turn(info);
-        self.end_turn_state();
-        self.chat.signals.send_all(signals).await;
+        self.fail_turn(unreadable_output(process, message).await)
+            .await;
         self.stop_process(generation, true).await;
     }
 }
@@ -454,7 +383,8 @@ impl MessageHandler for CopilotConversation {
                     } => {
                         // A newer request for the same call replaces the waiting one, which
                         // is rejected so Copilot never waits for it forever.
-                        if let Some(replaced) = state.permissions.insert(tool_call_id, request_id) {
+                        let replaced = state.turns.park_permission(tool_call_id, request_id);
+                        if let Some(replaced) = replaced {
                             answers.push((replaced, false, Some(DECLINED_MESSAGE.to_owned())));
                         }
                     }
@@ -482,7 +412,7 @@ impl MessageHandler for CopilotConversation {
             state.copilot_session.clone()
         };
         if ended {
-            self.end_turn_state();
+            end_turn(&self.state);
         }
         for write in writes {
             if let Err(error) = self.write(&process, &write).await {
@@ -510,16 +440,13 @@ impl MessageHandler for CopilotConversation {
     async fn process_ended(&self, generation: u64, read_error: Option<String>) {
         let grace = self.config.cli.kill_grace;
         let reaped = reap_process(&self.state, generation, grace, read_error, "copilot").await;
-        let Some(error) = reaped else {
-            return;
-        };
-        let signals = lock(&self.translator).fail_turn(error.to_error_info());
-        self.end_turn_state();
-        self.chat.signals.send_all(signals).await;
+        if let Some(error) = reaped {
+            self.fail_turn(error).await;
+        }
     }
 
     async fn unreadable(&self, generation: u64, error: SourceError) {
-        if let Some((current, process)) = self.current_process()
+        if let Some((current, process)) = current_process(&self.state)
             && current == generation
         {
             self.protocol_failure(generation, &process, error.to_string())
@@ -529,14 +456,34 @@ impl MessageHandler for CopilotConversation {
 }
 
 impl AgentConversation for CopilotConversation {
+    type Config = CopilotConfig;
+
+    fn open(
+        config: Arc<CopilotConfig>,
+        start: StartSession,
+        copilot_session: Option<String>,
+    ) -> Self {
+        let mut translator = Translator::new(start.session.clone());
+        if let Some(id) = &copilot_session {
+            translator.set_copilot_session(id);
+        }
+        translator.set_working_directory(&start.working_directory.to_string_lossy());
+        translator.set_temp_dir(&std::env::temp_dir().to_string_lossy());
+        Self {
+            config,
+            translator: Mutex::new(translator),
+            state: Mutex::new(State::new(Copilot {
+                copilot_session,
+                ..Copilot::default()
+            })),
+            chat: ChatBinding::new(start),
+        }
+    }
+
     async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        {
-            let state = lock(&self.state);
-            let running = state.turn.as_ref().map(|running| running.id.as_str());
-            admit_turn("Copilot", state.disposed, running, &turn.turn_id)?;
-        }
-        let model = self.model(Some(&turn));
+        admit(&self.state, "Copilot", &turn.turn_id)?;
+        let model = self.chat.model(&turn, &self.config.cli);
         let process = self.ensure_process(model.as_deref()).await?;
         let (session_id, mut notices) = self.ensure_session(&process, model.as_deref()).await?;
         let (items, skipped) = attachments(&turn.attachments, |path| std::fs::read_to_string(path));
@@ -551,23 +498,13 @@ impl AgentConversation for CopilotConversation {
             prompt.push_str(instruction);
         }
         {
-            {
-                let mut translator = lock(&self.translator);
-                translator.set_model(
-                    turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL),
-                );
-                translator.begin_turn(&turn.turn_id);
-            }
-            lock(&self.state).turn = Some(RunningTurn {
-                id: turn.turn_id.clone(),
-                started: Instant::now(),
-            });
+            let mut translator = lock(&self.translator);
+            translator
+                .set_model(turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL));
+            translator.begin_turn(&turn.turn_id);
         }
-        let notices: Vec<_> = notices
-            .into_iter()
-            .map(|text| system_notice(&self.chat.session, &turn.turn_id, text))
-            .collect();
-        self.chat.signals.send_all(notices).await;
+        begin_turn(&self.state, &turn.turn_id);
+        self.chat.notify(&turn.turn_id, notices).await;
         // Copilot's own agent mode for this message; `interactive` is said explicitly only
         // after another mode was used (Copilot's default otherwise).
         let agent_mode = {
@@ -580,20 +517,15 @@ impl AgentConversation for CopilotConversation {
             state.other_mode_used |= mode != AgentMode::Interactive;
             said
         };
-        let request = new_request(&self.state);
-        lock(&self.translator).send_sent(&json!(request.0));
-        let sent = self
-            .send_request(
-                &process,
-                request,
-                control::SESSION_SEND,
-                control::session_send_params(&session_id, &prompt, items, agent_mode),
-                self.config.request_timeout,
-            )
+        let params = control::session_send_params(&session_id, &prompt, items, agent_mode);
+        let sent = |id: u64| lock(&self.translator).send_sent(&serde_json::json!(id));
+        let timeout = self.config.request_timeout;
+        let answered = self
+            .call(&process, (control::SESSION_SEND, params), timeout, sent)
             .await;
-        if let Err(error) = sent {
+        if let Err(error) = answered {
             lock(&self.translator).abort_turn();
-            lock(&self.state).turn = None;
+            end_turn(&self.state);
             return Err(error);
         }
         Ok(())
@@ -604,23 +536,12 @@ impl AgentConversation for CopilotConversation {
         tool_call_id: &str,
         decision: PermissionDecision,
     ) -> Result<(), ProviderError> {
-        let not_waiting = || ProviderError::NotRunning {
-            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
-        };
-        let (request_id, session_id, process) = {
-            let mut state = lock(&self.state);
-            let request_id = state
-                .permissions
-                .remove(tool_call_id)
-                .ok_or_else(not_waiting)?;
-            let session_id = state.copilot_session.clone().ok_or_else(not_waiting)?;
-            let process = state
-                .process
-                .current()
-                .map(|(_, process)| process)
-                .ok_or_else(not_waiting)?;
-            (request_id, session_id, process)
-        };
+        let (request_id, process) = take_permission(&self.state, tool_call_id)?;
+        let session_id = self
+            .copilot_session_id()
+            .ok_or_else(|| ProviderError::NotRunning {
+                message: format!("no tool call `{tool_call_id}` is waiting for permission"),
+            })?;
         let (approved, feedback) = match &decision {
             PermissionDecision::Approve => (true, None),
             // Copilot calls the model again only when a rejection carries feedback.
@@ -635,7 +556,9 @@ impl AgentConversation for CopilotConversation {
         };
         lock(&self.translator).record_decision(tool_call_id, approved);
         let method = control::HANDLE_PERMISSION;
-        let mut answered = Err(not_waiting());
+        let mut answered = Err(ProviderError::NotRunning {
+            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
+        });
         // Older CLIs take other result kinds: the second attempt uses them.
         for legacy in [false, true] {
             let params = control::permission_answer_params(
@@ -660,31 +583,14 @@ impl AgentConversation for CopilotConversation {
 
     async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        let (started, session_id, permissions) = {
-            let mut state = lock(&self.state);
-            match state.turn.take() {
-                Some(turn) if turn.id == turn_id => {
-                    let permissions: Vec<String> = state
-                        .permissions
-                        .drain()
-                        .map(|(_, request)| request)
-                        .collect();
-                    (turn.started, state.copilot_session.clone(), permissions)
-                }
-                other => {
-                    state.turn = other;
-                    return Err(ProviderError::NotRunning {
-                        message: format!("turn `{turn_id}` is not running"),
-                    });
-                }
-            }
-        };
+        let (turn, ended) = cancel_turn(&self.state, turn_id)?;
+        let session_id = self.copilot_session_id();
         lock(&self.translator).abort_turn();
-        if let Some((generation, process)) = self.current_process() {
+        if let Some((generation, process)) = current_process(&self.state) {
             let aborted = match session_id {
                 Some(session_id) => {
                     // Permission requests still waiting are rejected first.
-                    for request_id in permissions {
+                    for request_id in ended.permissions {
                         let params = control::permission_answer_params(
                             &session_id,
                             &request_id,
@@ -695,32 +601,14 @@ impl AgentConversation for CopilotConversation {
                         self.notify_request(&process, control::HANDLE_PERMISSION, params)
                             .await;
                     }
-                    let rx = {
-                        let mut state = lock(&self.state);
-                        state.interrupted_tools = false;
-                        state.waiters.expect_wind_down()
-                    };
+                    lock(&self.state).interrupted_tools = false;
+                    let params = control::session_abort_params(&session_id);
                     let grace = self.config.cli.cancel_grace;
-                    let deadline = Instant::now() + grace;
-                    let asked = self
-                        .request(
-                            &process,
-                            control::SESSION_ABORT,
-                            control::session_abort_params(&session_id),
-                            grace,
-                        )
-                        .await
-                        .is_ok();
-                    let done =
-                        asked && matches!(tokio::time::timeout_at(deadline, rx).await, Ok(Ok(())));
-                    let interrupted_tools = {
-                        let mut state = lock(&self.state);
-                        state.waiters.stop_expecting_wind_down();
-                        std::mem::take(&mut state.interrupted_tools)
-                    };
+                    let ask = self.request(&process, control::SESSION_ABORT, params, grace);
+                    let done = wind_down(&self.state, grace, async { ask.await.is_ok() }).await;
                     // Copilot's abort leaves a command already running in its shell: only
                     // replacing the process stops it (the next turn resumes the session).
-                    done && !interrupted_tools
+                    done && !std::mem::take(&mut lock(&self.state).interrupted_tools)
                 }
                 None => false,
             };
@@ -729,11 +617,7 @@ impl AgentConversation for CopilotConversation {
                 self.stop_process(generation, false).await;
             }
         }
-        let duration = elapsed_ms(started);
-        self.chat
-            .signals
-            .send_all(vec![turn_cancelled(&self.chat.session, turn_id, duration)])
-            .await;
+        self.chat.cancelled(&turn).await;
         Ok(())
     }
 
@@ -743,18 +627,10 @@ impl AgentConversation for CopilotConversation {
 
     async fn dispose(&self) {
         let _lifecycle = self.chat.lifecycle.lock().await;
-        let live = {
-            let mut state = lock(&self.state);
-            state.disposed = true;
-            state.process.take()
-        };
-        self.end_turn_state();
+        let (live, _) = dispose_state(&self.state);
         lock(&self.translator).abort_turn();
         if let Some(live) = live {
-            let status = live.process.terminate(self.config.cli.kill_grace).await;
-            live.reader.abort();
-            tracing::debug!(status, "disposed copilot");
-            fail_requests(&self.state, &status, &live.process).await;
+            terminate(&self.state, live, self.config.cli.kill_grace, "copilot").await;
         }
     }
 }

@@ -13,24 +13,33 @@
 //! - [`AgentConversation`] and [`Conversation`]: the `ProviderSession` a provider hands the
 //!   host, written once over a conversation's async methods; [`AgentCli`] and [`CliProvider`]:
 //!   the `Provider`, written once over what distinguishes one CLI from another.
-//! - [`DriverState`], [`stop_process`], [`reap_process`], [`ChatBinding`]: the process
-//!   teardown and the per-chat fields every conversation shares.
+//! - [`DriverState`], [`install_process`], [`stop_process`], [`reap_process`],
+//!   [`ChatBinding`]: the process start and teardown, and the per-chat fields (and what is said
+//!   to the chat: notices, a cancelled turn) every conversation shares.
+//! - [`Turns`] and [`TurnState`]: the running turn and the agent's requests parked until the
+//!   host answers, with admitting a turn, taking a parked request, cancelling, winding down
+//!   ([`wind_down`]) and disposing written once.
 
 mod conversation;
 mod provider;
 mod reader;
 mod slot;
 mod state;
+mod turns;
 mod waiters;
 
 pub use conversation::{AgentConversation, Conversation};
-pub use provider::{AgentCli, CliProvider};
+pub use provider::{AgentCli, CliProvider, ConfigOf};
 pub use reader::{MessageHandler, MessageSource, SourceError, spawn_reader};
 pub use slot::{Live, ProcessSlot};
 pub use state::{
-    ChatBinding, DriverState, admit_turn, current_generation, current_process, elapsed_ms,
-    fail_requests, new_request, reap_process, resolve_response, send_request, spawn_agent,
-    stop_process, take_process, unreadable_output,
+    ChatBinding, DriverState, admit_turn, create_home, current_generation, current_process,
+    elapsed_ms, fail_requests, install_process, new_request, reap_process, request,
+    resolve_response, send_request, spawn_agent, stop_process, take_process, unreadable_output,
+};
+pub use turns::{
+    AgentState, Ended, ProviderState, RunningTurn, TurnState, Turns, admit, begin_turn,
+    cancel_turn, dispose_state, end_turn, take_input, take_permission, terminate, wind_down,
 };
 pub use waiters::{Answer, Taken, Waiters, await_answer, fail_waiters};
 

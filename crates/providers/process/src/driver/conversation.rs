@@ -4,13 +4,21 @@ use std::future::Future;
 use std::sync::Arc;
 
 use agenthost_provider_api::{
-    InputResponse, PermissionDecision, ProviderError, ProviderSession, TurnRequest,
+    AgentConfig, InputResponse, PermissionDecision, ProviderError, ProviderSession, StartSession,
+    TurnRequest,
 };
 use futures::future::BoxFuture;
 
 /// A conversation of one chat with an agent CLI, as its provider implements it: async methods
 /// on the shared state (`Arc<Self>`, so a started process's reader can hold a weak reference).
-pub trait AgentConversation: Send + Sync + 'static {
+pub trait AgentConversation: Send + Sync + Sized + 'static {
+    /// The provider's settings.
+    type Config: AgentConfig;
+
+    /// A conversation for `start` launching the agent as `config` says; `resume` is the agent's
+    /// id of an earlier conversation to continue (validated by the provider's resume key).
+    fn open(config: Arc<Self::Config>, start: StartSession, resume: Option<String>) -> Self;
+
     /// Starts a turn (see `ProviderSession::send_turn`).
     fn send_turn(
         self: &Arc<Self>,

@@ -2,22 +2,20 @@
 
 use std::sync::Arc;
 
-use agenthost_protocol::ahp_types::state::{AgentInfo, SessionModelInfo};
+use agenthost_protocol::ahp_types::state::AgentInfo;
 use agenthost_provider_api::{
-    InvalidConfig, Provider, ProviderError, ProviderSession, RestoreSession, ResumeKey,
-    StartSession,
+    AgentConfig, InvalidConfig, Provider, ProviderError, ProviderSession, RestoreSession,
+    ResumeKey, StartSession,
 };
 use futures::future::BoxFuture;
 
 use crate::driver::{AgentConversation, Conversation};
 
-/// What distinguishes one agent CLI's provider from another: its id and description, its
-/// configuration, where its resume handle keeps the conversation id, and how a conversation
-/// starts.
+/// What distinguishes one agent CLI's provider from another besides its conversation: its id
+/// and description, and where its resume handle keeps the conversation id.
 pub trait AgentCli: Send + Sync + 'static {
-    /// The launch settings.
-    type Config: std::fmt::Debug + Send + Sync + 'static;
-    /// A conversation of one chat.
+    /// A conversation of one chat (its [`AgentConversation::Config`] is the provider's
+    /// settings).
     type Conversation: AgentConversation;
 
     /// The provider id (never contains `-`).
@@ -28,25 +26,14 @@ pub trait AgentCli: Send + Sync + 'static {
     const DESCRIPTION: &'static str;
     /// Where the resume handle keeps the agent's conversation id.
     const RESUME: ResumeKey;
-
-    /// Refuses settings the CLI would refuse.
-    fn validate(config: &Self::Config) -> Result<(), InvalidConfig>;
-
-    /// The models the provider lists.
-    fn models(config: &Self::Config) -> Vec<SessionModelInfo>;
-
-    /// A conversation for `start`; `resume` is the agent's id of an earlier conversation to
-    /// continue (validated by [`AgentCli::RESUME`]).
-    fn start(
-        config: Arc<Self::Config>,
-        start: StartSession,
-        resume: Option<String>,
-    ) -> Conversation<Self::Conversation>;
 }
+
+/// The settings of agent CLI `A`'s provider.
+pub type ConfigOf<A> = <<A as AgentCli>::Conversation as AgentConversation>::Config;
 
 /// The provider of the agent CLI `A`: each chat gets its own process and conversation.
 pub struct CliProvider<A: AgentCli> {
-    config: Arc<A::Config>,
+    config: Arc<ConfigOf<A>>,
 }
 
 impl<A: AgentCli> std::fmt::Debug for CliProvider<A> {
@@ -68,21 +55,25 @@ impl<A: AgentCli> Clone for CliProvider<A> {
 
 impl<A: AgentCli> CliProvider<A> {
     /// A provider launching the CLI as `config` says; fails on settings it would refuse.
-    pub fn new(config: A::Config) -> Result<Self, InvalidConfig> {
-        A::validate(&config)?;
+    pub fn new(config: ConfigOf<A>) -> Result<Self, InvalidConfig> {
+        config.validate()?;
         Ok(Self {
             config: Arc::new(config),
         })
     }
 
     /// The launch settings.
-    pub fn config(&self) -> &A::Config {
+    pub fn config(&self) -> &ConfigOf<A> {
         &self.config
     }
 
     /// Starts a conversation and returns the concrete session.
     pub fn start(&self, request: StartSession) -> Conversation<A::Conversation> {
-        A::start(Arc::clone(&self.config), request, None)
+        Conversation::new(A::Conversation::open(
+            Arc::clone(&self.config),
+            request,
+            None,
+        ))
     }
 }
 
@@ -96,7 +87,7 @@ impl<A: AgentCli> Provider for CliProvider<A> {
             provider: A::ID.into(),
             display_name: A::DISPLAY_NAME.into(),
             description: A::DESCRIPTION.into(),
-            models: A::models(&self.config),
+            models: self.config.cli().listed_models(A::ID),
             protected_resources: Some(Vec::new()),
             customizations: None,
             capabilities: None,
@@ -118,8 +109,8 @@ impl<A: AgentCli> Provider for CliProvider<A> {
         let config = Arc::clone(&self.config);
         Box::pin(async move {
             let id = A::RESUME.id(&request.resume_handle)?;
-            let session: Arc<dyn ProviderSession> =
-                Arc::new(A::start(config, request.start, Some(id)));
+            let conversation = A::Conversation::open(config, request.start, Some(id));
+            let session: Arc<dyn ProviderSession> = Arc::new(Conversation::new(conversation));
             Ok(session)
         })
     }

@@ -3,15 +3,21 @@
 
 use std::hash::Hash;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use agenthost_protocol::SessionUri;
-use agenthost_provider_api::{ProviderError, SignalSink, StartSession, stderr_suffix};
+use agenthost_provider_api::{
+    CliSettings, ProviderError, SignalSink, StartSession, TurnRequest, stderr_suffix,
+    system_notice, turn_cancelled,
+};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::driver::{Answer, Live, ProcessSlot, Waiters, await_answer, fail_waiters};
+use crate::driver::{
+    Answer, Live, MessageHandler, MessageSource, ProcessSlot, RunningTurn, Waiters, await_answer,
+    fail_waiters, spawn_reader,
+};
 use crate::{AgentProcess, Launch, Spawned};
 
 /// A conversation's state (behind its one mutex) as the driver sees it.
@@ -121,6 +127,71 @@ impl ChatBinding {
     }
 }
 
+impl ChatBinding {
+    /// How to start the agent for this chat: `cli`'s executable in the chat's working
+    /// directory with `args` and the environment changes `env` and `env_remove`.
+    pub fn launch<'a>(
+        &'a self,
+        cli: &'a CliSettings,
+        args: &'a [String],
+        env: &'a [(String, std::ffi::OsString)],
+        env_remove: &'a [String],
+    ) -> Launch<'a> {
+        Launch {
+            binary: &cli.binary,
+            args,
+            working_directory: &self.working_directory,
+            env,
+            env_remove,
+        }
+    }
+
+    /// The model `turn` runs with (see [`CliSettings::model_for`]).
+    pub fn model(&self, turn: &TurnRequest, cli: &CliSettings) -> Option<String> {
+        let chosen = turn.model.as_ref().map(|model| model.id.as_str());
+        cli.model_for(chosen, self.default_model.as_deref())
+    }
+
+    /// Shows `texts` in turn `turn_id` as system notifications.
+    pub async fn notify(&self, turn_id: &str, texts: impl IntoIterator<Item = String>) {
+        let notices = texts
+            .into_iter()
+            .map(|text| system_notice(&self.session, turn_id, text))
+            .collect::<Vec<_>>();
+        self.signals.send_all(notices).await;
+    }
+
+    /// Reports turn `turn`, which was cancelled and has wound down.
+    pub async fn cancelled(&self, turn: &RunningTurn) {
+        let duration = elapsed_ms(turn.started);
+        let signal = turn_cancelled(&self.session, &turn.id, duration);
+        self.signals.send_all(vec![signal]).await;
+    }
+}
+
+/// Makes the started `process` the conversation's current one, with a reader task feeding what
+/// `source` reads from it to `handler`; returns its generation. What belonged to the previous
+/// process is reset first ([`DriverState::process_gone`]).
+pub fn install_process<S, H, M>(
+    state: &Mutex<S>,
+    handler: Weak<H>,
+    process: &Arc<AgentProcess>,
+    source: M,
+) -> u64
+where
+    S: DriverState,
+    H: MessageHandler,
+    M: MessageSource,
+{
+    let mut state = lock(state);
+    state.process_gone();
+    let generation = state.slot().install(Arc::clone(process), |generation| {
+        spawn_reader(handler, generation, source)
+    });
+    tracing::debug!(pid = process.pid(), generation, "started the agent");
+    generation
+}
+
 /// Process `generation` if it is still the current one (output of an older process is
 /// dropped).
 pub fn current_generation<S: DriverState>(
@@ -128,6 +199,31 @@ pub fn current_generation<S: DriverState>(
     generation: u64,
 ) -> Option<Arc<AgentProcess>> {
     current_process(state).and_then(|(current, process)| (current == generation).then_some(process))
+}
+
+/// Sends a new request of the conversation and waits up to `timeout` for its answer (see
+/// [`send_request`]): `encode` gets the request's number and returns the bytes to write.
+pub async fn request<S: DriverState<Key = u64>>(
+    state: &Mutex<S>,
+    process: &AgentProcess,
+    timeout: Duration,
+    what: (&str, &str),
+    encode: impl FnOnce(u64) -> Vec<u8>,
+) -> Answer<S::Answer> {
+    let request = new_request(state);
+    let bytes = encode(request.0);
+    send_request(state, process, request, &bytes, timeout, what).await
+}
+
+/// Creates the agent's home directory `dir` (named by its variable `var` in the error) when one
+/// is configured.
+pub fn create_home(var: &str, dir: Option<&std::path::Path>) -> Result<(), ProviderError> {
+    match dir {
+        Some(dir) => std::fs::create_dir_all(dir).map_err(|error| ProviderError::StartFailed {
+            message: format!("cannot create {var} {}: {error}", dir.display()),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// A new request of the conversation: its number, and the receiver its answer arrives on.
