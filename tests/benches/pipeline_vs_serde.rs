@@ -243,7 +243,8 @@ async fn run() -> Result<(), String> {
             LaunchKind::Embedded("pipeline_vs_serde".into()),
         )
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     let url = server.url();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.serve(async {

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use agenthost::CliError;
+
 /// How `--provider copilot` launches `copilot --headless --stdio`. Without
 /// `--copilot-byok-url` the CLI uses its own GitHub sign-in.
 #[derive(Debug, clap::Args)]
@@ -36,18 +38,18 @@ pub(crate) struct CopilotArgs {
 }
 
 impl CopilotArgs {
-    pub(crate) fn config(self) -> Result<agenthost_provider_copilot::CopilotConfig, String> {
+    pub(crate) fn config(self) -> Result<agenthost_provider_copilot::CopilotConfig, CliError> {
         let mut config = agenthost_provider_copilot::CopilotConfig::new(self.copilot_bin);
         config.cli.model = self.copilot_models.first().cloned();
         config.cli.models = self.copilot_models;
         config.copilot_home = self.copilot_home;
         if let Some(base_url) = self.copilot_byok_url {
             let api_key = std::env::var(&self.copilot_byok_key_env).map_err(|_| {
-                format!(
+                CliError::Usage(format!(
                     "--copilot-byok-url needs the API key in ${} (set it, or name another \
                      variable with --copilot-byok-key-env)",
                     self.copilot_byok_key_env
-                )
+                ))
             })?;
             config.byok = Some(agenthost_provider_copilot::ByokProvider {
                 kind: self.copilot_byok_type,

@@ -8,9 +8,11 @@ use serde_json::{Value, json};
 
 use crate::term::Style;
 
+use crate::CliError;
+
 pub use agenthost_service::checkpoint_commands::{DiffResult as Diff, RollbackResult as Rollback};
 
-async fn connect(url: &str) -> Result<HostConnection, String> {
+async fn connect(url: &str) -> Result<HostConnection, CliError> {
     crate::run::connect_host(url, "agent-host-checkpoints").await
 }
 
@@ -19,7 +21,7 @@ async fn request_diff(
     session: &str,
     turn: Option<&str>,
     since: Option<&str>,
-) -> Result<Diff, String> {
+) -> Result<Diff, CliError> {
     let mut params = json!({ "session": session });
     if let Some(turn) = turn {
         params["turnId"] = json!(turn);
@@ -31,7 +33,7 @@ async fn request_diff(
         .client()
         .request::<Value, Diff>("x-checkpoint/diff", params)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(CliError::from)
 }
 
 /// The diff of a turn (`turn`), of everything since a turn started (`since`), or of the whole
@@ -41,7 +43,7 @@ pub async fn diff(
     session: &str,
     turn: Option<&str>,
     since: Option<&str>,
-) -> Result<Diff, String> {
+) -> Result<Diff, CliError> {
     let client = connect(url).await?;
     let diff = request_diff(&client, session, turn, since).await;
     client.close().await;
@@ -77,11 +79,11 @@ pub async fn rollback(
     yes: bool,
     out: &mut impl Write,
     confirm: impl FnOnce(&mut dyn Write) -> bool,
-) -> Result<Option<Rollback>, String> {
+) -> Result<Option<Rollback>, CliError> {
     let client = connect(url).await?;
     let result = async {
         let preview = request_diff(&client, session, None, Some(turn)).await?;
-        let io = |e: std::io::Error| format!("cannot write the output: {e}");
+        let io = |e: std::io::Error| CliError::io("cannot write the output", e);
         if preview.files.is_empty() {
             writeln!(
                 out,
@@ -109,8 +111,7 @@ pub async fn rollback(
                 "x-checkpoint/rollback",
                 json!({ "session": session, "turnId": turn }),
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         for (label, paths) in [
             ("restored", &done.restored),
             ("removed", &done.removed),

@@ -16,6 +16,8 @@ use agenthost_protocol::{ChatUri, StateAction};
 use crate::host::{HostOptions, bind};
 use crate::term::{Renderer, Style};
 
+use crate::CliError;
+
 const TURNS: [(&str, &str); 2] = [
     (
         "turn-1",
@@ -55,13 +57,13 @@ impl Printer {
 }
 
 /// Runs the demo and prints it; `verbose` also prints each action's sequence number and channel.
-pub async fn run(verbose: bool) -> Result<(), String> {
-    let workspace =
-        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+pub async fn run(verbose: bool) -> Result<(), CliError> {
+    let workspace = tempfile::tempdir()
+        .map_err(|e| CliError::Host(format!("cannot create a temporary directory: {e}")))?;
     let root = workspace
         .path()
         .canonicalize()
-        .map_err(|e| format!("cannot resolve the temporary directory: {e}"))?;
+        .map_err(|e| CliError::Host(format!("cannot resolve the temporary directory: {e}")))?;
     let repository = init_repository(&root);
     let server = bind(HostOptions::scripted(vec![root.clone()], LaunchKind::Demo)).await?;
     let url = server.url();
@@ -74,8 +76,8 @@ pub async fn run(verbose: bool) -> Result<(), String> {
     let _ = serving.await;
     outcome?;
     let hello = root.join("hello.txt");
-    let written =
-        std::fs::read_to_string(&hello).map_err(|e| format!("the agent's file is missing: {e}"))?;
+    let written = std::fs::read_to_string(&hello)
+        .map_err(|e| CliError::Host(format!("the agent's file is missing: {e}")))?;
     println!();
     println!("The agent wrote {}:", hello.display());
     for line in written.lines() {
@@ -87,22 +89,15 @@ pub async fn run(verbose: bool) -> Result<(), String> {
     Ok(())
 }
 
-async fn converse(url: &str, root: &Path, verbose: bool) -> Result<(), String> {
-    let client = HostConnection::connect(url, "agent-host-demo")
-        .await
-        .map_err(|e| e.to_string())?;
-    let directory = path_to_file_uri(root).map_err(|e| e.to_string())?;
+async fn converse(url: &str, root: &Path, verbose: bool) -> Result<(), CliError> {
+    let client = HostConnection::connect(url, "agent-host-demo").await?;
+    let directory = path_to_file_uri(root)?;
     let mut events = client.client().events();
     let (session, chat) = client
         .create_session("scripted", "demo", Some(directory))
-        .await
-        .map_err(|e| e.to_string())?;
-    let _ = client
-        .client()
-        .subscribe(session.to_string())
-        .await
-        .map_err(|e| e.to_string())?;
-    let (view, _subscription) = client.open_chat(&chat).await.map_err(|e| e.to_string())?;
+        .await?;
+    let _ = client.client().subscribe(session.to_string()).await?;
+    let (view, _subscription) = client.open_chat(&chat).await?;
     let mut views: HashMap<String, ChatView> = HashMap::from([(chat.to_string(), view)]);
     let mut style = Style::detect(std::io::stdout().is_terminal());
     style.show_reasoning = verbose;
@@ -117,15 +112,14 @@ async fn converse(url: &str, root: &Path, verbose: bool) -> Result<(), String> {
     for (turn, prompt) in TURNS {
         printer.line("");
         printer.line(&format!("> {prompt}"));
-        client
-            .start_turn(&chat, turn, prompt)
-            .await
-            .map_err(|e| e.to_string())?;
+        client.start_turn(&chat, turn, prompt).await?;
         loop {
             let event = tokio::time::timeout(STALL, events.recv())
                 .await
-                .map_err(|_| format!("the host sent nothing for {}s", STALL.as_secs()))?
-                .ok_or("the connection to the host closed")?;
+                .map_err(|_| {
+                    CliError::Host(format!("the host sent nothing for {}s", STALL.as_secs()))
+                })?
+                .ok_or_else(|| CliError::host("the connection to the host closed"))?;
             if handle(&client, &chat, &mut views, &mut printer, event, turn).await? {
                 break;
             }
@@ -133,8 +127,7 @@ async fn converse(url: &str, root: &Path, verbose: bool) -> Result<(), String> {
     }
     let status = client
         .list_sessions()
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
         .items
         .first()
         .map(|s| s.status);
@@ -157,7 +150,7 @@ async fn handle(
     printer: &mut Printer,
     event: ClientEvent,
     turn: &str,
-) -> Result<bool, String> {
+) -> Result<bool, CliError> {
     let SubscriptionEvent::Action(envelope) = event.event else {
         return Ok(false);
     };
@@ -171,8 +164,8 @@ async fn handle(
         && added.summary.resource != chat.as_str()
     {
         // A subagent's chat: follow it too.
-        let uri = ChatUri::parse(&added.summary.resource).map_err(|e| e.to_string())?;
-        let (view, _subscription) = client.open_chat(&uri).await.map_err(|e| e.to_string())?;
+        let uri = ChatUri::parse(&added.summary.resource)?;
+        let (view, _subscription) = client.open_chat(&uri).await?;
         printer.line(&format!("  ↳ subagent: {}", added.summary.title));
         views.insert(uri.to_string(), view);
         return Ok(false);
@@ -190,16 +183,15 @@ async fn handle(
                 tool_call_id,
                 ..
             } => {
-                let target = ChatUri::parse(&envelope.channel).map_err(|e| e.to_string())?;
+                let target = ChatUri::parse(&envelope.channel)?;
                 client
                     .confirm_tool(&target, &turn_id, &tool_call_id, true)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 printer.line(&format!("{indent}  approved by the demo client"));
             }
             Event::TurnEnded { turn_id, error, .. } if main && turn_id == turn => {
                 return match error {
-                    Some(error) => Err(format!("the turn failed: {error}")),
+                    Some(error) => Err(CliError::Host(format!("the turn failed: {error}"))),
                     None => Ok(true),
                 };
             }

@@ -36,6 +36,8 @@ use agenthost_side_effects::{Orchestrator, OrchestratorConfig};
 use agenthost_state::StateManager;
 use agenthost_store::Store;
 
+use crate::CliError;
+
 /// Everything a host needs to start.
 #[derive(Debug, Clone)]
 pub struct HostOptions {
@@ -119,13 +121,17 @@ pub const DATABASE_FILE: &str = "agenthost.db";
 
 /// Opens (creating it and its directory when missing) the store of a data directory, or an
 /// in-memory store.
-pub fn open_store(data_dir: Option<&std::path::Path>) -> Result<Store, String> {
+pub fn open_store(data_dir: Option<&std::path::Path>) -> Result<Store, CliError> {
     match data_dir {
-        None => Store::open_in_memory().map_err(|e| e.to_string()),
+        None => Ok(Store::open_in_memory()?),
         Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create the data directory {}: {e}", dir.display()))?;
-            Store::open(dir.join(DATABASE_FILE)).map_err(|e| e.to_string())
+            std::fs::create_dir_all(dir).map_err(|e| {
+                CliError::io(
+                    format!("cannot create the data directory {}", dir.display()),
+                    e,
+                )
+            })?;
+            Ok(Store::open(dir.join(DATABASE_FILE))?)
         }
     }
 }
@@ -172,9 +178,9 @@ pub fn copilot_config(
 /// Providers this build can run.
 const AVAILABLE: &[&str] = &["scripted", "claude", "codex", "copilot"];
 
-fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
+fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, CliError> {
     if options.providers.is_empty() {
-        return Err("at least one --provider is needed".into());
+        return Err(CliError::usage("at least one --provider is needed"));
     }
     let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
     for name in &options.providers {
@@ -184,7 +190,7 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
         match name.as_str() {
             "scripted" => {
                 let script = match &options.script {
-                    Some(path) => Script::load(path).map_err(|e| e.to_string())?,
+                    Some(path) => Script::load(path)?,
                     None => Script::builtin(),
                 };
                 providers.push(Arc::new(ScriptedProvider::new(script)));
@@ -195,7 +201,7 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
                     .clone()
                     .unwrap_or_else(|| ClaudeConfig::new("claude"));
                 providers.push(Arc::new(
-                    ClaudeProvider::new(config).map_err(|error| error.to_string())?,
+                    ClaudeProvider::new(config).map_err(|error| CliError::Usage(error.0))?,
                 ));
             }
             "codex" => {
@@ -204,25 +210,25 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, String> {
                     .clone()
                     .unwrap_or_else(|| CodexConfig::new("codex"));
                 providers.push(Arc::new(
-                    CodexProvider::new(config).map_err(|error| error.to_string())?,
+                    CodexProvider::new(config).map_err(|error| CliError::Usage(error.0))?,
                 ));
             }
             "copilot" => {
                 let config = copilot_config(options.copilot.as_ref(), options.data_dir.as_deref());
                 providers.push(Arc::new(
-                    CopilotProvider::new(config).map_err(|error| error.to_string())?,
+                    CopilotProvider::new(config).map_err(|error| CliError::Usage(error.0))?,
                 ));
             }
             other => {
-                return Err(format!(
+                return Err(CliError::Usage(format!(
                     "provider {other:?} is not available in this build (available: {})",
                     AVAILABLE.join(", ")
-                ));
+                )));
             }
         }
     }
     if options.script.is_some() && !options.providers.iter().any(|p| p == "scripted") {
-        return Err("--script needs --provider scripted".into());
+        return Err(CliError::usage("--script needs --provider scripted"));
     }
     Ok(providers)
 }
@@ -286,7 +292,7 @@ fn services(
 
 /// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
 /// call `serve` on the result. The server has the default limits of [`ServerConfig`].
-pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
+pub async fn bind(options: HostOptions) -> Result<BoundServer, CliError> {
     bind_with(options, |_| {}).await
 }
 
@@ -296,19 +302,19 @@ pub async fn bind(options: HostOptions) -> Result<BoundServer, String> {
 pub async fn bind_with(
     options: HostOptions,
     configure: impl FnOnce(&mut ServerConfig),
-) -> Result<BoundServer, String> {
+) -> Result<BoundServer, CliError> {
     let composed = compose(&options, Customize::default()).await?;
     let token = match &options.token {
-        Some(token) => Token::new(token.clone()).map_err(|e| format!("--token: {e}"))?,
-        None => Token::generate().map_err(|e| e.to_string())?,
+        Some(token) => {
+            Token::new(token.clone()).map_err(|e| CliError::Host(format!("--token: {e}")))?
+        }
+        None => Token::generate()?,
     };
     let mut config = ServerConfig::new(token);
     config.listen = options.listen;
     configure(&mut config);
     let host = Host::new(composed.service, composed.machine);
-    let server = Server::bind(config, host)
-        .await
-        .map_err(|e| e.to_string())?;
+    let server = Server::bind(config, host).await?;
     crate::tokens::keep_current(composed.store, &server.credentials())?;
     Ok(server)
 }
@@ -350,12 +356,12 @@ pub struct Composed {
 /// Builds the host's parts — providers, store, state, services, dispatcher with the built-in
 /// contributions, orchestrator, session service — into its [`AgentService`], without a
 /// transport ([`bind_with`] adds the server).
-pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Composed, String> {
+pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Composed, CliError> {
     let providers = providers(options)?;
     let roots = if options.roots.is_empty() {
         vec![
             std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}"))?,
+                .map_err(|e| CliError::Host(format!("cannot read the current directory: {e}")))?,
         ]
     } else {
         options.roots.clone()
@@ -374,7 +380,7 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     let machine = machine_facts();
     let mut root = root_state(agents);
     root.meta = Some(agenthost_protocol::machine::root_meta(&machine));
-    let state = state_for(&store, root).map_err(|e| e.to_string())?;
+    let state = state_for(&store, root)?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
     let (mut registry, intake_requests) = services(&state, &store, provider_ids, &roots);
     if let Some(add) = customize.services {
@@ -386,10 +392,10 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     if let Ok(configuration) = dispatcher.services().get::<InMemoryConfiguration>() {
         for flag in &options.enable {
             if !ENABLE_FLAGS.contains(&flag.as_str()) {
-                return Err(format!(
+                return Err(CliError::Host(format!(
                     "unknown flag `{flag}` to enable: expected one of {}",
                     ENABLE_FLAGS.join(", ")
-                ));
+                )));
             }
             configuration.set_root(flag, Some(true.into()));
         }
@@ -401,9 +407,11 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     let contributions = match &customize.registration_order {
         None => register_builtin_contributions(&dispatcher),
         Some(order) => agenthost_contributions::register_builtins_in_order(&dispatcher, order)
-            .ok_or("the registration order must list every built-in once")?,
+            .ok_or_else(|| {
+                CliError::usage("the registration order must list every built-in once")
+            })?,
     }
-    .map_err(|e| format!("cannot register the built-in contributions: {e}"))?;
+    .map_err(|e| CliError::Host(format!("cannot register the built-in contributions: {e}")))?;
     let token_store = store.clone();
     let orchestrator = Orchestrator::start(
         Arc::clone(&state),
@@ -415,8 +423,7 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
             default_directory: roots[0].clone(),
             ..OrchestratorConfig::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let service = SessionService::new(
         Arc::clone(&state),
         dispatcher,
@@ -427,8 +434,7 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
             resume_handles: Some(Arc::new(orchestrator.clone())),
             history_limit: options.history_backlog,
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let service = Arc::new(service);
     service.spawn_history_retries(options.history_retry.unwrap_or(DEFAULT_HISTORY_RETRY));
     let service = AgentService::new(HostParts {
@@ -481,15 +487,15 @@ fn machine_facts() -> agenthost_protocol::machine::MachineFacts {
 /// The options of a host started in this process to answer one command (`sessions`, `diff`,
 /// `rollback`) over the sessions stored in `data_dir`: loopback, the scripted provider only
 /// (nothing runs a turn), the current directory as its root.
-pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, String> {
+pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, CliError> {
     if !data_dir.join(DATABASE_FILE).exists() {
-        return Err(format!(
+        return Err(CliError::Host(format!(
             "no session database in {} (expected {DATABASE_FILE}); pass --data-dir, or              --connect to a running host",
             data_dir.display()
-        ));
+        )));
     }
-    let root =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let root = std::env::current_dir()
+        .map_err(|e| CliError::Host(format!("cannot read the current directory: {e}")))?;
     Ok(HostOptions {
         data_dir: Some(data_dir),
         ..HostOptions::scripted(
@@ -503,12 +509,12 @@ pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, St
 /// data directory `data_dir` gives, stopped again once `work` is done.
 pub async fn with_host<T, F>(
     connect: Option<String>,
-    data_dir: impl FnOnce() -> Result<PathBuf, String>,
+    data_dir: impl FnOnce() -> Result<PathBuf, CliError>,
     command: &str,
     work: impl FnOnce(String) -> F,
-) -> Result<T, String>
+) -> Result<T, CliError>
 where
-    F: std::future::Future<Output = Result<T, String>>,
+    F: std::future::Future<Output = Result<T, CliError>>,
 {
     match connect {
         Some(url) => work(url).await,
@@ -531,7 +537,7 @@ pub struct LocalHost {
 
 impl LocalHost {
     /// Binds a host with `options` and serves it in a task.
-    pub async fn start(options: HostOptions) -> Result<Self, String> {
+    pub async fn start(options: HostOptions) -> Result<Self, CliError> {
         let server = bind(options).await?;
         let url = server.url();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -619,8 +625,8 @@ mod tests {
         let Err(error) = bind(options(&["telepathy"])).await else {
             panic!("an unknown flag was accepted");
         };
-        assert!(error.contains("telepathy"), "{error}");
-        assert!(error.contains("artifactTools"), "{error}");
+        assert!(error.to_string().contains("telepathy"), "{error}");
+        assert!(error.to_string().contains("artifactTools"), "{error}");
         assert!(bind(options(ENABLE_FLAGS)).await.is_ok());
     }
 }

@@ -3,11 +3,15 @@
 //!
 //! This is the only crate that reads flags, environment variables and files given on the command
 //! line; everything below it is configured through plain structs.
+//!
+//! Every command fails with a [`CliError`], whose variant says what the person at the terminal
+//! can do about it (a bad flag, the database, a file, the host, an agent, an interrupt).
 #![deny(missing_docs)]
 
 pub mod checkpoints;
 pub mod demo;
 pub mod discovery;
+mod error;
 pub mod host;
 pub mod map;
 pub mod mock_model;
@@ -17,6 +21,8 @@ pub mod sessions;
 pub mod term;
 pub mod tokens;
 pub mod unattended;
+
+pub use error::CliError;
 
 /// How long the process waits at exit for tasks still running after its own orderly stop.
 pub const EXIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);

@@ -10,6 +10,8 @@ mod agent_args;
 
 use agent_args::{ClaudeArgs, CodexArgs, CopilotArgs};
 
+use agenthost::CliError;
+
 /// An agent host: hosts agent sessions for AHP clients (VS Code, the `ahp` Rust client, scripts)
 /// and drives coding agents.
 #[derive(Debug, Parser)]
@@ -242,11 +244,11 @@ impl LimitArgs {
 }
 
 /// A limit: a whole number of at least 1.
-fn at_least_one(value: &str) -> Result<usize, String> {
+fn at_least_one(value: &str) -> Result<usize, CliError> {
     match value.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(0) => Err(CliError::usage("must be at least 1")),
         Ok(n) => Ok(n),
-        Err(error) => Err(error.to_string()),
+        Err(error) => Err(CliError::Usage(error.to_string())),
     }
 }
 
@@ -284,10 +286,10 @@ struct HostArgs {
 impl HostArgs {
     /// Runs `command` against the running host, or against one started over the data
     /// directory for the command's length (see [`agenthost::host::with_host`]).
-    async fn with_host<T, F, Fut>(self, what: &str, command: F) -> Result<T, String>
+    async fn with_host<T, F, Fut>(self, what: &str, command: F) -> Result<T, CliError>
     where
         F: FnOnce(String) -> Fut,
-        Fut: std::future::Future<Output = Result<T, String>>,
+        Fut: std::future::Future<Output = Result<T, CliError>>,
     {
         let dir = self.data_dir;
         agenthost::host::with_host(self.connect, || data_dir(dir), what, command).await
@@ -375,11 +377,11 @@ struct RunArgs {
 
 impl RunArgs {
     /// The options and where the host is.
-    fn resolve(self) -> Result<(agenthost::run::Target, agenthost::run::RunOptions), String> {
+    fn resolve(self) -> Result<(agenthost::run::Target, agenthost::run::RunOptions), CliError> {
         let cwd = match self.cwd {
             Some(cwd) => cwd,
             None => std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}"))?,
+                .map_err(|e| CliError::Usage(format!("cannot read the current directory: {e}")))?,
         };
         let options = agenthost::run::RunOptions {
             provider: self.provider.clone(),
@@ -406,9 +408,9 @@ impl RunArgs {
         if let Some(program) = program {
             agenthost::run::check_provider_cli(&self.provider, &program)?;
         }
-        let root = cwd
-            .canonicalize()
-            .map_err(|e| format!("the folder {} is not usable: {e}", cwd.display()))?;
+        let root = cwd.canonicalize().map_err(|e| {
+            CliError::Usage(format!("the folder {} is not usable: {e}", cwd.display()))
+        })?;
         let copilot = self.copilot.config()?;
         let host = agenthost::host::HostOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -471,10 +473,10 @@ struct MapArgs {
     file: PathBuf,
 }
 
-fn data_dir(given: Option<PathBuf>) -> Result<PathBuf, String> {
+fn data_dir(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
     given
         .or_else(agenthost::host::default_data_dir)
-        .ok_or_else(|| "no data directory: pass --data-dir (HOME is not set)".to_owned())
+        .ok_or_else(|| CliError::usage("no data directory: pass --data-dir (HOME is not set)"))
 }
 
 #[derive(Debug, clap::Args)]
@@ -665,7 +667,7 @@ fn main() -> ExitCode {
                 let style =
                     agenthost::term::Style::detect(std::io::IsTerminal::is_terminal(&stdout));
                 agenthost::checkpoints::print_diff(&mut stdout.lock(), &diff.diff, style)
-                    .map_err(|e| format!("cannot write the diff: {e}"))
+                    .map_err(|e| CliError::Usage(format!("cannot write the diff: {e}")))
             })
         }
         Command::Rollback(args) => {

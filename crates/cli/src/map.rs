@@ -15,6 +15,8 @@ use agenthost_protocol::{SafeId, SessionUri};
 use agenthost_provider_api::signal_json;
 use agenthost_provider_copilot::FrameDecoder;
 
+use crate::CliError;
+
 /// The providers whose transcripts can be mapped.
 pub const MAPPABLE: &[&str] = &["claude", "codex", "copilot"];
 
@@ -38,28 +40,32 @@ fn format_of(provider: &str) -> &'static str {
 }
 
 /// Maps `text` (a `provider` transcript, JSON lines) to one JSON line per signal; may be empty.
-pub fn map_text(provider: &str, text: &str) -> Result<Vec<String>, String> {
-    let session =
-        SessionUri::canonical(SafeId::new("map").map_err(|e| format!("internal session id: {e}"))?);
+pub fn map_text(provider: &str, text: &str) -> Result<Vec<String>, CliError> {
+    let session = SessionUri::canonical(
+        SafeId::new("map").map_err(|e| CliError::Usage(format!("internal session id: {e}")))?,
+    );
     let signals = match provider {
         "claude" => agenthost_provider_claude::map_transcript(session, TURN_ID, text)
-            .map_err(|e| e.to_string())?,
+            .map_err(|e| CliError::Agent(e.to_string()))?,
         // `codex app-server` output and `codex exec --json` output are told apart by their lines.
         "codex" => agenthost_provider_codex::map_transcript(session, TURN_ID, text)
-            .map_err(|e| e.to_string())?,
+            .map_err(|e| CliError::Agent(e.to_string()))?,
         // Decoded headless frames and `copilot -p --output-format json` lines alike.
         "copilot" => agenthost_provider_copilot::map_transcript(session, TURN_ID, text)
-            .map_err(|e| e.to_string())?,
+            .map_err(|e| CliError::Agent(e.to_string()))?,
         other => {
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "cannot map transcripts of provider {other:?} (mappable: {})",
                 MAPPABLE.join(", ")
-            ));
+            )));
         }
     };
     signals
         .iter()
-        .map(|signal| serde_json::to_string(&signal_json(signal)).map_err(|e| e.to_string()))
+        .map(|signal| {
+            serde_json::to_string(&signal_json(signal))
+                .map_err(|e| CliError::Agent(format!("cannot write a signal as JSON: {e}")))
+        })
         .collect()
 }
 
@@ -79,7 +85,7 @@ pub fn is_framed(text: &str) -> bool {
 /// Errors name the frame and the byte it starts at: a header that is not `Name: value` lines
 /// with a byte count as `Content-Length`, a body that is not UTF-8, or a capture that ends
 /// inside a frame (truncated).
-pub fn unframe(text: &str) -> Result<String, String> {
+pub fn unframe(text: &str) -> Result<String, CliError> {
     let trimmed = text.trim_start();
     let skipped = text.len() - trimmed.len();
     let bytes = trimmed.as_bytes();
@@ -96,7 +102,10 @@ pub fn unframe(text: &str) -> Result<String, String> {
             match decoder.next_frame() {
                 Ok(Some(body)) => {
                     let body = String::from_utf8(body).map_err(|_| {
-                        format!("{}: the body is not UTF-8", frame_at(bodies.len() + 1, end))
+                        CliError::Usage(format!(
+                            "{}: the body is not UTF-8",
+                            frame_at(bodies.len() + 1, end)
+                        ))
                     })?;
                     // Raw line breaks in a JSON body can only be insignificant white space.
                     bodies.push(body.replace(['\r', '\n'], " "));
@@ -106,14 +115,17 @@ pub fn unframe(text: &str) -> Result<String, String> {
                 // Trailing blank space after the last frame is no frame.
                 Err(_) if bytes[end..].iter().all(u8::is_ascii_whitespace) => break 'feed,
                 Err(error) => {
-                    return Err(format!("{}: {error}", frame_at(bodies.len() + 1, end)));
+                    return Err(CliError::Usage(format!(
+                        "{}: {error}",
+                        frame_at(bodies.len() + 1, end)
+                    )));
                 }
             }
         }
     }
     let rest = &bytes[end..];
     if !rest.iter().all(u8::is_ascii_whitespace) {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{} is truncated: the capture ends {} bytes into it, before the end of its {}",
             frame_at(bodies.len() + 1, end),
             rest.len(),
@@ -122,7 +134,7 @@ pub fn unframe(text: &str) -> Result<String, String> {
             } else {
                 "header"
             }
-        ));
+        )));
     }
     Ok(bodies.join("\n"))
 }
@@ -130,37 +142,39 @@ pub fn unframe(text: &str) -> Result<String, String> {
 /// Maps a capture read from `source` (a file name, for messages) as a `provider` transcript:
 /// framed captures are unframed first. No signal at all is an error naming `source` and
 /// `provider`, suggesting the provider whose format the capture is in when one maps it.
-pub fn map_capture(provider: &str, source: &str, text: &str) -> Result<Vec<String>, String> {
+pub fn map_capture(provider: &str, source: &str, text: &str) -> Result<Vec<String>, CliError> {
     if !MAPPABLE.contains(&provider) {
         return map_text(provider, text);
     }
     let framed = is_framed(text);
     let lines = if framed {
-        unframe(text).map_err(|e| format!("{source}: not a valid Content-Length capture: {e}"))?
+        unframe(text).map_err(|e| {
+            CliError::Usage(format!("{source}: not a valid Content-Length capture: {e}"))
+        })?
     } else {
         text.to_owned()
     };
     let mapped = map_text(provider, &lines).map_err(|e| {
         let numbering = if framed { " (line n is frame n)" } else { "" };
-        format!(
+        CliError::Agent(format!(
             "cannot map {source} as a {provider} transcript: {e}{numbering}{}",
             suggestion(provider, &lines)
-        )
+        ))
     })?;
     if !mapped.is_empty() {
         return Ok(mapped);
     }
     if lines.trim().is_empty() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{source} is empty: no {provider} transcript to map (expected {})",
             format_of(provider)
-        ));
+        )));
     }
-    Err(format!(
+    Err(CliError::Usage(format!(
         "{source} maps to no AHP actions as a {provider} transcript (expected {}){}",
         format_of(provider),
         suggestion(provider, &lines)
-    ))
+    )))
 }
 
 /// `; it maps as a … transcript: try --provider …` naming the other provider `lines` map to the
@@ -186,22 +200,23 @@ fn suggestion(provider: &str, lines: &str) -> String {
 }
 
 /// Reads `file` (`-`: stdin) and prints its mapping to stdout.
-pub fn run(provider: &str, file: &Path) -> Result<(), String> {
+pub fn run(provider: &str, file: &Path) -> Result<(), CliError> {
     let (source, text) = if file == Path::new("-") {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read stdin: {e}"))?;
+            .map_err(|e| CliError::Usage(format!("cannot read stdin: {e}")))?;
         ("stdin".to_owned(), text)
     } else {
         let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", file.display())))?;
         (file.display().to_string(), text)
     };
     let lines = map_capture(provider, &source, &text)?;
     let mut stdout = std::io::stdout().lock();
     for line in lines {
-        writeln!(stdout, "{line}").map_err(|e| format!("cannot write to stdout: {e}"))?;
+        writeln!(stdout, "{line}")
+            .map_err(|e| CliError::Usage(format!("cannot write to stdout: {e}")))?;
     }
     Ok(())
 }
@@ -244,13 +259,16 @@ mod tests {
     fn unframe_names_a_truncated_frame_and_a_bad_header() {
         let whole = frames(&["{\"a\":1}", "{\"b\":2}"]);
         let error = unframe(&whole[..whole.len() - 3]).unwrap_err();
-        assert!(error.contains("frame 2 (byte 28) is truncated"), "{error}");
-        assert!(error.contains("Content-Length"), "{error}");
+        assert!(
+            error.to_string().contains("frame 2 (byte 28) is truncated"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("Content-Length"), "{error}");
         let error = unframe(&whole[..whole.len() - 10]).unwrap_err();
-        assert!(error.contains("frame 2"), "{error}");
-        assert!(error.contains("header"), "{error}");
+        assert!(error.to_string().contains("frame 2"), "{error}");
+        assert!(error.to_string().contains("header"), "{error}");
         let error = unframe("Content-Length: 2\r\n\r\n{}Content-Length: x\r\n\r\n{}").unwrap_err();
-        assert!(error.contains("frame 2 (byte 23)"), "{error}");
-        assert!(error.contains("not a byte count"), "{error}");
+        assert!(error.to_string().contains("frame 2 (byte 23)"), "{error}");
+        assert!(error.to_string().contains("not a byte count"), "{error}");
     }
 }

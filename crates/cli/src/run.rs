@@ -28,6 +28,8 @@ mod follow;
 
 use follow::{Follow, Pending, summarize_changeset};
 
+use crate::CliError;
+
 /// How long `run` waits for the host between two events before giving up.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(600);
 
@@ -133,25 +135,21 @@ pub async fn run<W: Write>(
     options: &RunOptions,
     mut input: Input,
     out: &mut Renderer<W>,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, CliError> {
     let client = connect_host(url, "agent-host-run").await?;
     let cwd = options.cwd.canonicalize().map_err(|e| {
-        format!(
+        CliError::Host(format!(
             "the working directory {} is not usable: {e}",
             options.cwd.display()
-        )
+        ))
     })?;
-    let directory = path_to_file_uri(&cwd).map_err(|e| e.to_string())?;
+    let directory = path_to_file_uri(&cwd)?;
     let mut events = client.client().events();
     let (session, chat) = client
         .create_session(&options.provider, &new_session_id(), Some(directory))
         .await
-        .map_err(|e| format!("cannot create a session: {e}"))?;
-    let (snapshot, _session_subscription) = client
-        .client()
-        .subscribe(session.to_string())
-        .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| CliError::Host(format!("cannot create a session: {e}")))?;
+    let (snapshot, _session_subscription) = client.client().subscribe(session.to_string()).await?;
     let turn_template = match snapshot.snapshot.map(|s| s.state) {
         Some(SnapshotState::Session(state)) => state
             .changesets
@@ -161,7 +159,7 @@ pub async fn run<W: Write>(
             .map(|c| c.uri_template),
         _ => None,
     };
-    let (view, _chat_subscription) = client.open_chat(&chat).await.map_err(|e| e.to_string())?;
+    let (view, _chat_subscription) = client.open_chat(&chat).await?;
     let mut follow = Follow {
         client: &client,
         chat: chat.clone(),
@@ -187,7 +185,7 @@ pub async fn run<W: Write>(
     client
         .start_turn_with_model(&chat, turn_id, &options.prompt, options.model.as_deref())
         .await
-        .map_err(|e| format!("cannot start the turn: {e}"))?;
+        .map_err(|e| CliError::Host(format!("cannot start the turn: {e}")))?;
     let started = std::time::Instant::now();
     let mut cancelled = false;
     // Progress on a terminal while nothing arrives for more than a second (the agent's process
@@ -213,8 +211,8 @@ pub async fn run<W: Write>(
             event = tokio::time::timeout(options.stall, events.recv()) => {
                 last_event = tokio::time::Instant::now();
                 let event = event
-                    .map_err(|_| format!("the host sent nothing for {}s", options.stall.as_secs()))?
-                    .ok_or("the connection to the host closed")?;
+                    .map_err(|_| CliError::Host(format!("the host sent nothing for {}s", options.stall.as_secs())))?
+                    .ok_or_else(|| CliError::host("the connection to the host closed"))?;
                 if let Some(outcome) = follow.handle(event, turn_id, options, out).await? {
                     break outcome;
                 }
@@ -226,14 +224,14 @@ pub async fn run<W: Write>(
             }
             interrupt = input.interrupts.recv() => {
                 if interrupt.is_none() || cancelled {
-                    return Err("interrupted".to_owned());
+                    return Err(CliError::Interrupted);
                 }
                 cancelled = true;
                 let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
                 client
                     .cancel_turn(&chat, turn_id, elapsed)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    ?;
             }
         }
     };
@@ -274,21 +272,23 @@ pub async fn attach<W: Write>(
     options: &AttachOptions,
     mut input: Input,
     out: &mut Renderer<W>,
-) -> Result<Option<Outcome>, String> {
+) -> Result<Option<Outcome>, CliError> {
     let session = agenthost_protocol::SessionUri::parse(session)
-        .map_err(|e| format!("not a session URI: {e}"))?;
+        .map_err(|e| CliError::Host(format!("not a session URI: {e}")))?;
     let client = connect_host(url, "agent-host-attach").await?;
     let mut events = client.client().events();
     let (snapshot, _session_subscription) = client
         .client()
         .subscribe(session.to_string())
         .await
-        .map_err(|e| format!("cannot attach to {session}: {e}"))?;
+        .map_err(|e| CliError::Host(format!("cannot attach to {session}: {e}")))?;
     let Some(SnapshotState::Session(state)) = snapshot.snapshot.map(|s| s.state) else {
-        return Err(format!("{session} is not a session this host knows"));
+        return Err(CliError::Host(format!(
+            "{session} is not a session this host knows"
+        )));
     };
     let chat = ChatUri::default_for(&session);
-    let (view, _chat_subscription) = client.open_chat(&chat).await.map_err(|e| e.to_string())?;
+    let (view, _chat_subscription) = client.open_chat(&chat).await?;
     let running = view.state().active_turn.as_ref().map(|t| t.id.clone());
     let run_like = RunOptions {
         provider: state.provider.clone(),
@@ -328,8 +328,8 @@ pub async fn attach<W: Write>(
         tokio::select! {
             event = tokio::time::timeout(options.stall, events.recv()) => {
                 let event = event
-                    .map_err(|_| format!("the host sent nothing for {}s", options.stall.as_secs()))?
-                    .ok_or("the connection to the host closed")?;
+                    .map_err(|_| CliError::Host(format!("the host sent nothing for {}s", options.stall.as_secs())))?
+                    .ok_or_else(|| CliError::host("the connection to the host closed"))?;
                 let turn = follow
                     .views
                     .get(chat.as_str())
@@ -423,13 +423,13 @@ fn found(program: &std::path::Path) -> bool {
 }
 
 /// A clear error when the provider's CLI is missing, naming the npm package that provides it.
-pub fn check_provider_cli(provider: &str, program: &std::path::Path) -> Result<(), String> {
+pub fn check_provider_cli(provider: &str, program: &std::path::Path) -> Result<(), CliError> {
     match npm_package(provider) {
-        Some(package) if !found(program) => Err(format!(
+        Some(package) if !found(program) => Err(CliError::Host(format!(
             "the {provider} CLI (`{}`) is not installed or not on PATH: install it with \
              `npm install -g {package}`, or point --{provider}-bin at it",
             program.display()
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -439,7 +439,7 @@ pub async fn attach_command(
     url: &str,
     session: &str,
     options: AttachOptions,
-) -> Result<Option<Outcome>, String> {
+) -> Result<Option<Outcome>, CliError> {
     let input = terminal_input();
     let style = crate::term::Style::detect(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut renderer = Renderer::new(std::io::stdout(), style);
@@ -470,7 +470,7 @@ fn terminal_input() -> Input {
 
 /// `agent-host run`: finds or starts the host, reads answers from stdin and Ctrl-C, renders to
 /// stdout in the style the terminal allows.
-pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, String> {
+pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, CliError> {
     let (url, local) = match target {
         Target::Connect(url) => (url, None),
         Target::Start(host) => {
@@ -493,7 +493,7 @@ pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, Str
 /// token, so two commands running at once, or with different tokens, must not share one), with
 /// an error a person can act on: a refused token, an unreachable host (the token is never
 /// printed).
-pub async fn connect_host(url: &str, kind: &str) -> Result<HostConnection, String> {
+pub async fn connect_host(url: &str, kind: &str) -> Result<HostConnection, CliError> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
@@ -502,19 +502,19 @@ pub async fn connect_host(url: &str, kind: &str) -> Result<HostConnection, Strin
     HostConnection::connect(url, &client_id).await.map_err(|e| {
         let text = e.to_string();
         if text.contains("403") {
-            format!(
+            CliError::host(format!(
                 "the host at {} refused the connection token: use the exact URL `agent-host \
                  serve` printed (its ?tkn=…)",
                 redact(url)
-            )
+            ))
         } else {
-            format!("cannot reach the host at {}: {text}", redact(url))
+            CliError::host(format!("cannot reach the host at {}: {text}", redact(url)))
         }
     })
 }
 
-fn io_error(error: std::io::Error) -> String {
-    format!("cannot write the output: {error}")
+fn io_error(error: std::io::Error) -> CliError {
+    CliError::io("cannot write the output", error)
 }
 
 /// The URL without its token, for messages.

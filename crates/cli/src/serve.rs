@@ -9,6 +9,8 @@ use agenthost_server::ServerConfig;
 
 use crate::host::{HostOptions, bind_with};
 
+use crate::CliError;
+
 /// The server limits `agent-host serve` takes as flags (each documented on
 /// [`ServerConfig`]); the default is [`ServerConfig`]'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,14 +56,14 @@ impl ServerLimits {
 
 /// Refuses a listen address other machines can reach unless `allow_remote` (`--allow-remote`):
 /// the host runs agents that edit files and run commands, so exposing it is a decision.
-pub fn check_listen(listen: SocketAddr, allow_remote: bool) -> Result<(), String> {
+pub fn check_listen(listen: SocketAddr, allow_remote: bool) -> Result<(), CliError> {
     if listen.ip().is_loopback() || allow_remote {
         return Ok(());
     }
-    Err(format!(
+    Err(CliError::Host(format!(
         "--listen {listen} is reachable from other machines: pass --allow-remote to serve there \
          (every client still needs the connection token)"
-    ))
+    )))
 }
 
 /// The options of `agent-host serve`.
@@ -107,7 +109,7 @@ pub struct ServeOptions {
 }
 
 /// Serves until Ctrl-C, after printing the URL as the first line on stdout.
-pub async fn run(options: ServeOptions) -> Result<(), String> {
+pub async fn run(options: ServeOptions) -> Result<(), CliError> {
     let limits = options.limits;
     let origins = options.allowed_origins;
     let server = bind_with(
@@ -140,7 +142,7 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
         Some(user_data_dir) => {
             let user_data_dir = user_data_dir
                 .or_else(crate::discovery::default_vscode_user_data_dir)
-                .ok_or("--vscode-discovery: cannot find VS Code's user-data directory; pass --vscode-user-data-dir")?;
+                .ok_or_else(|| CliError::usage("--vscode-discovery: cannot find VS Code's user-data directory; pass --vscode-user-data-dir"))?;
             let entries = crate::discovery::entries_dir(&user_data_dir);
             let entry = crate::discovery::DiscoveryEntry::publish(
                 &entries,
@@ -148,10 +150,10 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
                 server.credentials().primary(),
             )
             .map_err(|e| {
-                format!(
+                CliError::Host(format!(
                     "--vscode-discovery: cannot write the entry in {}: {e}",
                     entries.display()
-                )
+                ))
             })?;
             tracing::info!(path = %entry.path().display(), "published the VS Code discovery entry");
             Some(entry)
@@ -162,10 +164,11 @@ pub async fn run(options: ServeOptions) -> Result<(), String> {
     let stop = ShutdownSignals::install();
     // The contract: the first line on stdout is the full URL, token included.
     let mut stdout = std::io::stdout();
-    writeln!(stdout, "{}", server.url()).map_err(|e| format!("cannot write to stdout: {e}"))?;
+    writeln!(stdout, "{}", server.url())
+        .map_err(|e| CliError::Host(format!("cannot write to stdout: {e}")))?;
     stdout
         .flush()
-        .map_err(|e| format!("cannot write to stdout: {e}"))?;
+        .map_err(|e| CliError::Host(format!("cannot write to stdout: {e}")))?;
     tracing::info!(address = %server.local_addr(), "serving AHP");
     server
         .serve(async move {

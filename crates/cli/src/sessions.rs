@@ -9,10 +9,12 @@ use agenthost_protocol::{ChatUri, SessionUri};
 
 use crate::host::{DATABASE_FILE, open_store};
 
+use crate::CliError;
+
 /// Prints every stored session, newest first: URI, provider, title, last modification.
-pub fn list(data_dir: &Path) -> Result<(), String> {
+pub fn list(data_dir: &Path) -> Result<(), CliError> {
     let store = existing_store(data_dir)?;
-    let sessions = store.sessions().map_err(|e| e.to_string())?;
+    let sessions = store.sessions()?;
     if sessions.is_empty() {
         println!("no sessions in {}", data_dir.display());
     }
@@ -27,18 +29,17 @@ pub fn list(data_dir: &Path) -> Result<(), String> {
 
 /// Deletes a session and its history for good. A running host keeps what it has in memory until
 /// it restarts: to delete from a running host, send it `x-deleteSession`.
-pub fn delete(data_dir: &Path, session: &str) -> Result<(), String> {
-    let uri = SessionUri::parse(session).map_err(|e| e.to_string())?;
+pub fn delete(data_dir: &Path, session: &str) -> Result<(), CliError> {
+    let uri = SessionUri::parse(session)?;
     let store = existing_store(data_dir)?;
     let directories: Vec<std::path::PathBuf> = store
-        .session(&uri)
-        .map_err(|e| e.to_string())?
+        .session(&uri)?
         .map(|record| record.working_directories)
         .unwrap_or_default()
         .iter()
         .filter_map(|d| agenthost_protocol::uri::file_uri_to_path(d).ok())
         .collect();
-    if store.delete_session(&uri).map_err(|e| e.to_string())? {
+    if store.delete_session(&uri)? {
         // The session's checkpoint refs go too (a missing repository or ref is fine).
         let checkpoints = Checkpointer::new(
             CheckpointConfig::default(),
@@ -48,7 +49,10 @@ pub fn delete(data_dir: &Path, session: &str) -> Result<(), String> {
         println!("deleted {uri} ({refs} checkpoint refs)");
         Ok(())
     } else {
-        Err(format!("no session {uri} in {}", data_dir.display()))
+        Err(CliError::Usage(format!(
+            "no session {uri} in {}",
+            data_dir.display()
+        )))
     }
 }
 
@@ -86,13 +90,9 @@ fn row(summary: &SessionSummary, turns: Option<usize>) -> [String; 6] {
 /// The sessions table (newest first) of the host at `url`: archived sessions only with `all`.
 /// Each session's turns are counted from its default chat (restored for the purpose, as a
 /// client subscribing would).
-pub async fn table(url: &str, all: bool) -> Result<String, String> {
+pub async fn table(url: &str, all: bool) -> Result<String, CliError> {
     let client = crate::run::connect_host(url, "agent-host-sessions").await?;
-    let mut sessions = client
-        .list_sessions()
-        .await
-        .map_err(|e| e.to_string())?
-        .items;
+    let mut sessions = client.list_sessions().await?.items;
     sessions
         .retain(|s| all || !SessionStatus::from_bits(s.status).contains(SessionStatus::IsArchived));
     sessions.sort_by(|a, b| b.modified_at.cmp(&a.modified_at));
@@ -143,12 +143,12 @@ pub async fn table(url: &str, all: bool) -> Result<String, String> {
     Ok(out)
 }
 
-pub(crate) fn existing_store(data_dir: &Path) -> Result<agenthost_store::Store, String> {
+pub(crate) fn existing_store(data_dir: &Path) -> Result<agenthost_store::Store, CliError> {
     if !data_dir.join(DATABASE_FILE).exists() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "no session database in {} (expected {DATABASE_FILE})",
             data_dir.display()
-        ));
+        )));
     }
     open_store(Some(data_dir))
 }

@@ -21,6 +21,8 @@ use agenthost_services::{
     client_action_queue, isolation_config_property,
 };
 use agenthost_state::ClientDispatch;
+
+use crate::CliError;
 pub use agenthost_tool_execution::{DEFAULT_GRACE, UnattendedPolicy};
 
 pub use agenthost_contrib_client_departure::{
@@ -88,7 +90,7 @@ impl Default for UnattendedOptions {
 
 impl UnattendedOptions {
     /// Parses the two flags' values (`grace`: the engine's default when `None`).
-    pub fn parse(policy: &str, grace: Option<&str>) -> Result<Self, String> {
+    pub fn parse(policy: &str, grace: Option<&str>) -> Result<Self, CliError> {
         Ok(Self {
             policy: parse_policy(policy)?,
             grace: grace.map(parse_grace).transpose()?.unwrap_or(DEFAULT_GRACE),
@@ -98,34 +100,35 @@ impl UnattendedOptions {
 }
 
 /// Parses `off`, `deny` or `allow=tool1,tool2`.
-pub fn parse_policy(text: &str) -> Result<UnattendedPolicy, String> {
-    text.parse().map_err(|e| format!("{e}"))
+pub fn parse_policy(text: &str) -> Result<UnattendedPolicy, CliError> {
+    text.parse()
+        .map_err(|e: agenthost_tool_execution::PolicyParseError| CliError::usage(e.to_string()))
 }
 
 /// Parses an interval such as `500ms` or `2s` as [`parse_grace`] does, refusing zero (a task
 /// repeating every 0 ms would spin).
-pub fn parse_interval(text: &str) -> Result<Duration, String> {
+pub fn parse_interval(text: &str) -> Result<Duration, CliError> {
     let every = parse_grace(text)?;
     if every.is_zero() {
-        return Err(format!(
+        return Err(CliError::usage(format!(
             "invalid interval `{}`: it must be longer than 0",
             text.trim()
-        ));
+        )));
     }
     Ok(every)
 }
 
 /// Parses a duration such as `2s`, `500ms` or `1m` (a whole number and a unit).
-pub fn parse_grace(text: &str) -> Result<Duration, String> {
+pub fn parse_grace(text: &str) -> Result<Duration, CliError> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
     let bad = || {
-        format!(
+        CliError::usage(format!(
             "invalid duration `{text}`: expected a whole number and a unit, as in `2s`, `500ms` or `1m`"
-        )
+        ))
     };
     let number: u64 = number.parse().map_err(|_| bad())?;
     match unit {
@@ -252,25 +255,26 @@ mod tests {
     #[test]
     fn flags_parse_with_clear_errors() {
         assert_eq!(
-            UnattendedOptions::parse("deny", Some("200ms")),
-            Ok(UnattendedOptions {
+            UnattendedOptions::parse("deny", Some("200ms")).ok(),
+            Some(UnattendedOptions {
                 policy: UnattendedPolicy::Deny,
                 grace: Duration::from_millis(200),
                 client_grace: DEFAULT_CLIENT_GRACE,
             })
         );
         assert_eq!(
-            UnattendedOptions::parse("off", None),
-            Ok(UnattendedOptions::default())
+            UnattendedOptions::parse("off", None).ok(),
+            Some(UnattendedOptions::default())
         );
-        assert_eq!(parse_grace("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_grace("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_grace("2s").ok(), Some(Duration::from_secs(2)));
+        assert_eq!(parse_grace("1m").ok(), Some(Duration::from_secs(60)));
         for bad in ["", "2", "ms", "2h", "-1s", "1.5s"] {
             let error = parse_grace(bad).unwrap_err();
-            assert!(error.contains("500ms"), "{bad:?}: {error}");
+            assert!(matches!(error, CliError::Usage(_)), "{bad:?}: {error:?}");
+            assert!(error.to_string().contains("500ms"), "{bad:?}: {error}");
         }
         let error = parse_policy("sometimes").unwrap_err();
-        assert!(error.contains("allow=tool1,tool2"), "{error}");
+        assert!(error.to_string().contains("allow=tool1,tool2"), "{error}");
         assert!(parse_policy("allow=").is_err());
     }
 }

@@ -11,6 +11,8 @@ use agenthost_protocol::{ChatUri, StateAction};
 
 use super::*;
 
+use crate::CliError;
+
 /// A confirmation waiting for the user.
 #[derive(Debug, Clone)]
 pub(super) struct Pending {
@@ -42,24 +44,21 @@ impl Follow<'_> {
         turn: &str,
         options: &RunOptions,
         out: &mut Renderer<W>,
-    ) -> Result<Option<Outcome>, String> {
+    ) -> Result<Option<Outcome>, CliError> {
         let SubscriptionEvent::Action(envelope) = event.event else {
             return Ok(None);
         };
         if options.json {
-            let line = serde_json::to_string(&envelope).map_err(|e| e.to_string())?;
+            let line = serde_json::to_string(&envelope)
+                .map_err(|e| CliError::host(format!("cannot write the action as JSON: {e}")))?;
             out.line(&line).map_err(io_error)?;
         }
         if let StateAction::SessionChatAdded(added) = &envelope.action
             && added.summary.resource != self.chat.as_str()
             && !self.views.contains_key(&added.summary.resource)
         {
-            let uri = ChatUri::parse(&added.summary.resource).map_err(|e| e.to_string())?;
-            let (view, subscription) = self
-                .client
-                .open_chat(&uri)
-                .await
-                .map_err(|e| e.to_string())?;
+            let uri = ChatUri::parse(&added.summary.resource)?;
+            let (view, subscription) = self.client.open_chat(&uri).await?;
             if !options.json {
                 out.line(&format!("  ↳ {}", added.summary.title))
                     .map_err(io_error)?;
@@ -124,7 +123,7 @@ impl Follow<'_> {
         &mut self,
         options: &RunOptions,
         out: &mut Renderer<W>,
-    ) -> Result<(), String> {
+    ) -> Result<(), CliError> {
         while let Some(first) = self.pending.first() {
             if first.asked {
                 return Ok(());
@@ -146,7 +145,7 @@ impl Follow<'_> {
         &mut self,
         options: &RunOptions,
         out: &mut Renderer<W>,
-    ) -> Result<(), String> {
+    ) -> Result<(), CliError> {
         let Some(first) = self.pending.first_mut() else {
             return Ok(());
         };
@@ -180,7 +179,7 @@ impl Follow<'_> {
         line: Option<String>,
         options: &RunOptions,
         out: &mut Renderer<W>,
-    ) -> Result<(), String> {
+    ) -> Result<(), CliError> {
         let answer = line.as_deref().map(str::trim).unwrap_or_default();
         match answer {
             "y" | "Y" | "yes" => self.answer(true, "approved", options, out).await,
@@ -207,16 +206,15 @@ impl Follow<'_> {
         why: &str,
         options: &RunOptions,
         out: &mut Renderer<W>,
-    ) -> Result<(), String> {
+    ) -> Result<(), CliError> {
         if self.pending.is_empty() {
             return Ok(());
         }
         let pending = self.pending.remove(0);
-        let chat = ChatUri::parse(&pending.chat).map_err(|e| e.to_string())?;
+        let chat = ChatUri::parse(&pending.chat)?;
         self.client
             .confirm_tool(&chat, &pending.turn_id, &pending.tool_call_id, approved)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if options.json {
             // Stdout carries envelopes only; the answer shows in them.
             return Ok(());
@@ -237,7 +235,7 @@ pub(super) async fn summarize_changeset<W: Write>(
     uri: &str,
     cwd: &std::path::Path,
     out: &mut Renderer<W>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let Ok((snapshot, _subscription)) = client.client().subscribe(uri.to_owned()).await else {
         return Ok(());
     };

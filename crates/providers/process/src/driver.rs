@@ -38,7 +38,7 @@ pub use state::{
     resolve_response, send_request, spawn_agent, stop_process, take_process, unreadable_output,
 };
 pub use turns::{
-    AgentState, Ended, ProviderState, RunningTurn, TurnState, Turns, admit, begin_turn,
+    AgentState, Ended, EndedOf, ProviderState, RunningTurn, TurnState, Turns, admit, begin_turn,
     cancel_turn, dispose_state, end_turn, take_input, take_permission, terminate, wind_down,
 };
 pub use waiters::{Answer, Taken, Waiters, await_answer, fail_waiters};

@@ -126,7 +126,7 @@ pub fn begin_turn<S: TurnState>(state: &Mutex<S>, turn_id: &str) {
 }
 
 /// Ends the running turn (see [`Turns::end`]).
-pub fn end_turn<S: TurnState>(state: &Mutex<S>) -> Ended<S::Permission, S::Input> {
+pub fn end_turn<S: TurnState>(state: &Mutex<S>) -> EndedOf<S> {
     lock(state).turns().end()
 }
 
@@ -168,12 +168,15 @@ pub fn take_input<S: TurnState>(
     Ok((parked, process))
 }
 
+/// What a turn of a conversation with state `S` left behind (see [`Ended`]).
+pub type EndedOf<S> = Ended<<S as TurnState>::Permission, <S as TurnState>::Input>;
+
 /// Ends turn `turn_id` for a cancel: what it left behind, or an error when it is not the running
 /// turn (the running turn, if another, goes on).
 pub fn cancel_turn<S: TurnState>(
     state: &Mutex<S>,
     turn_id: &str,
-) -> Result<(RunningTurn, Ended<S::Permission, S::Input>), ProviderError> {
+) -> Result<(RunningTurn, EndedOf<S>), ProviderError> {
     let mut state = lock(state);
     let turns = state.turns();
     if turns.turn.as_ref().is_none_or(|turn| turn.id != turn_id) {
@@ -189,9 +192,7 @@ pub fn cancel_turn<S: TurnState>(
 }
 
 /// Marks the conversation disposed and takes out its process and what its turn left behind.
-pub fn dispose_state<S: TurnState>(
-    state: &Mutex<S>,
-) -> (Option<Live<AgentProcess>>, Ended<S::Permission, S::Input>) {
+pub fn dispose_state<S: TurnState>(state: &Mutex<S>) -> (Option<Live<AgentProcess>>, EndedOf<S>) {
     let mut state = lock(state);
     state.turns().disposed = true;
     let live = state.slot().take();
