@@ -404,7 +404,7 @@ async fn cancel_kills_a_cli_that_ignores_the_interrupt_and_the_next_turn_resumes
     let mut chat = start(config);
     chat.session.send_turn(turn("t1")).await.unwrap();
     poll("the CLI reports its session", || {
-        chat.session.cli_session_id().is_some()
+        ProviderSession::resume_handle(&chat.session).is_some()
     })
     .await;
     let pid = fake.pid().unwrap();

@@ -1,29 +1,27 @@
-//! One chat's conversation with `codex app-server`: the process, the Codex thread it follows,
-//! the protocol turn it runs, the host's requests awaiting answers and the approvals and input
-//! requests awaiting the host.
+//! One chat's conversation with `codex app-server`, as the driver's [`Protocol`]: the process,
+//! the Codex thread it follows, the protocol turn it runs, the host's requests awaiting answers
+//! and the approvals and input requests awaiting the host.
 //!
 //! The process starts on the first turn (`initialize`, `initialized`); the thread is started
 //! (`thread/start`) or, for a restored chat or after a restart of the process, resumed
 //! (`thread/resume`) before the first `turn/start`. A reader task feeds every stdout line to the
-//! [`Translator`]; the state changes of a line apply before its signals are sent. Starting,
-//! cancelling and disposing take the `lifecycle` lock.
+//! [`Translator`]; the state changes of a line apply before its signals are sent.
 
-use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use agenthost_protocol::AgentSignal;
+use agenthost_protocol::ahp_types::state::ErrorInfo;
 use agenthost_protocol::state::ChatInputResponseKind;
 use agenthost_provider_api::{
-    InputResponse, PermissionDecision, ProviderError, ResumeKey, StartSession, TurnRequest,
-    is_valid_resume_id, stderr_suffix,
+    AgentMode, InputResponse, PermissionDecision, ProviderError, ResumeKey, StartSession,
+    TurnRequest, is_valid_resume_id, stderr_suffix,
 };
 use agenthost_provider_process::driver::{
-    AgentConversation, AgentState, ChatBinding, Conversation, MessageHandler, ProviderState,
-    STDERR_SETTLE, admit, begin_turn, cancel_turn, create_home, current_generation,
-    current_process, dispose_state, end_turn, install_process, reap_process, request,
-    resolve_response, spawn_agent, stop_process, take_input, take_permission, terminate,
-    unreadable_output, wind_down,
+    AgentState, Conversation, EndedOf, Engine, Protocol, ProviderState, Reply, RunningTurn,
+    STDERR_SETTLE, begin_turn, create_home, end_turn, install_process, request, resolve_response,
+    resume_or_start, spawn_agent, wind_down,
 };
 use agenthost_provider_process::{AgentProcess, LineReader};
 use serde::Deserialize;
@@ -32,6 +30,7 @@ use serde_json::{Value, json};
 use crate::attachments::user_input;
 use crate::config::{CodexConfig, DEFAULT_MODEL};
 use crate::control;
+use crate::provider::Codex;
 use crate::translate::{ApprovalKind, InputKind, Output, Translator};
 
 /// The longest stdout line read whole.
@@ -51,26 +50,20 @@ pub(crate) const RESUME: ResumeKey = ResumeKey {
     what: "thread id",
 };
 
+/// The state of a conversation of one chat with Codex.
+pub type CodexConversation = Engine<Codex>;
+
 /// A conversation of one chat with Codex: the host's `ProviderSession`.
 pub type CodexSession = Conversation<CodexConversation>;
 
-/// The state of a conversation with Codex (see [`CodexSession`]).
-pub struct CodexConversation {
-    config: Arc<CodexConfig>,
-    chat: ChatBinding,
-    translator: Mutex<Translator>,
-    state: Mutex<State>,
-}
-
 type Answer = Result<Value, ProviderError>;
 
-/// The conversation's state: the driver's part, the running turn with its approvals (by tool
-/// call id) and input requests (by AHP request id), and [`Codex`].
-type State = AgentState<Codex, Parked, ParkedInput>;
+/// The state of a conversation: the driver's part and [`CodexState`].
+type State = AgentState<CodexState, Parked, ParkedInput>;
 
-/// What the Codex conversation keeps of its own.
+/// What a Codex conversation keeps of its own.
 #[derive(Default)]
-struct Codex {
+pub struct CodexState {
     thread_id: Option<String>,
     /// Whether the current process has the thread loaded (started or resumed).
     thread_loaded: bool,
@@ -82,18 +75,20 @@ struct Codex {
     plan_overrides: bool,
 }
 
-impl ProviderState for Codex {
+impl ProviderState for CodexState {
     fn process_gone(&mut self) {
         self.thread_loaded = false;
     }
 }
 
-struct Parked {
+/// An approval request of Codex parked until the host answers.
+pub struct Parked {
     request_id: Value,
     kind: ApprovalKind,
 }
 
-struct ParkedInput {
+/// An input request of Codex parked until the host answers.
+pub struct ParkedInput {
     request_id: Value,
     kind: InputKind,
 }
@@ -106,14 +101,18 @@ impl ParkedInput {
     }
 }
 
+impl Parked {
+    /// The line declining it.
+    fn declined(self) -> String {
+        let answer = control::approval_answer(self.kind, false);
+        control::reply(&self.request_id, &answer)
+    }
+}
+
 /// Just enough of a line to see whether it is a `turn/completed` notification.
 #[derive(Deserialize)]
 struct LineMethod {
     method: Option<String>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn remove_images(images: Vec<PathBuf>) {
@@ -126,333 +125,257 @@ fn remove_images(images: Vec<PathBuf>) {
     }
 }
 
-impl CodexConversation {
-    /// The process id of the running `codex`, if one runs.
-    pub fn process_id(&self) -> Option<i32> {
-        current_process(&self.state).and_then(|(_, process)| process.pid())
-    }
+/// Sends request `method` and waits up to `timeout` for its result; `sent` is told the
+/// request's number before it goes out.
+async fn call(
+    engine: &Engine<Codex>,
+    process: &AgentProcess,
+    (method, params): (&str, Value),
+    timeout: Duration,
+    sent: impl FnOnce(u64),
+) -> Answer {
+    request(&engine.state, process, timeout, ("codex", method), |id| {
+        sent(id);
+        let mut line = control::request(id, method, &params);
+        line.push('\n');
+        line.into_bytes()
+    })
+    .await
+}
 
-    /// The Codex thread this conversation follows, once known.
-    pub fn thread_id(&self) -> Option<String> {
-        lock(&self.state).thread_id.clone()
+/// The running app-server, started and initialized when there is none.
+async fn ensure_process(engine: &Arc<Engine<Codex>>) -> Result<Arc<AgentProcess>, ProviderError> {
+    if let Some((_, process)) = engine.current_process() {
+        return Ok(process);
     }
+    let config = &engine.config;
+    create_home("CODEX_HOME", config.codex_home.as_deref())?;
+    let cli = &config.cli;
+    let (args, env) = (config.args(), config.child_env());
+    let spawned = spawn_agent(&engine.chat.launch(cli, &args, &env, &cli.env_remove))?;
+    let process = spawned.process;
+    let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
+    let generation = install_process(&engine.state, Arc::downgrade(engine), &process, lines);
+    let params = control::initialize_params(CLIENT_NAME, env!("CARGO_PKG_VERSION"));
+    let initialized = call(
+        engine,
+        &process,
+        ("initialize", params),
+        cli.start_timeout,
+        |_| {},
+    )
+    .await;
+    // Every failure of `call` already quotes the stderr tail.
+    let failure = match initialized {
+        Ok(_) => match process
+            .write_line(&control::notification("initialized", &json!({})))
+            .await
+        {
+            Ok(()) => return Ok(process),
+            Err(error) => format!(
+                "could not send `initialized`: {error}{}",
+                stderr_suffix(&process.stderr_tail(STDERR_SETTLE).await)
+            ),
+        },
+        Err(ProviderError::Protocol { message }) => message,
+        Err(error) => error.to_string(),
+    };
+    engine.stop_process(generation, false).await;
+    Err(ProviderError::StartFailed {
+        message: format!("codex app-server did not start: {failure}"),
+    })
+}
 
-    /// Sends request `method` and waits up to `timeout` for its result; `sent` is told the
-    /// request's number before it goes out.
-    async fn call(
-        &self,
-        process: &AgentProcess,
-        (method, params): (&str, Value),
-        timeout: Duration,
-        sent: impl FnOnce(u64),
-    ) -> Answer {
-        request(&self.state, process, timeout, ("codex", method), |id| {
-            sent(id);
-            let mut line = control::request(id, method, &params);
-            line.push('\n');
-            line.into_bytes()
-        })
-        .await
-    }
-
-    /// Sends request `method` and waits up to `timeout` for its result.
-    async fn request(
-        &self,
-        process: &AgentProcess,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Answer {
-        self.call(process, (method, params), timeout, |_| {}).await
-    }
-
-    /// The running app-server, started and initialized when there is none.
-    async fn ensure_process(self: &Arc<Self>) -> Result<Arc<AgentProcess>, ProviderError> {
-        if let Some((_, process)) = current_process(&self.state) {
-            return Ok(process);
-        }
-        create_home("CODEX_HOME", self.config.codex_home.as_deref())?;
-        let cli = &self.config.cli;
-        let (args, env) = (self.config.args(), self.config.child_env());
-        let spawned = spawn_agent(&self.chat.launch(cli, &args, &env, &cli.env_remove))?;
-        let process = spawned.process;
-        let lines = LineReader::new(spawned.stdout, MAX_LINE_BYTES);
-        let generation = install_process(&self.state, Arc::downgrade(self), &process, lines);
-        let initialized = self
-            .request(
-                &process,
-                "initialize",
-                control::initialize_params(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
-                cli.start_timeout,
-            )
-            .await;
-        // Every failure of `request` already quotes the stderr tail.
-        let failure = match initialized {
-            Ok(_) => match process
-                .write_line(&control::notification("initialized", &json!({})))
-                .await
-            {
-                Ok(()) => return Ok(process),
-                Err(error) => format!(
-                    "could not send `initialized`: {error}{}",
-                    stderr_suffix(&process.stderr_tail(STDERR_SETTLE).await)
-                ),
-            },
-            Err(ProviderError::Protocol { message }) => message,
-            Err(error) => error.to_string(),
-        };
-        self.stop_process(generation, false).await;
-        Err(ProviderError::StartFailed {
-            message: format!("codex app-server did not start: {failure}"),
-        })
-    }
-
-    /// The thread id, after starting or resuming the thread in this process when needed; also
-    /// the notices for the user (a thread that could not be resumed).
-    async fn ensure_thread(
-        &self,
-        process: &AgentProcess,
-        model: Option<&str>,
-    ) -> Result<(String, Vec<String>), ProviderError> {
-        let (loaded, known) = {
-            let state = lock(&self.state);
-            (state.thread_loaded, state.thread_id.clone())
-        };
-        if loaded && let Some(id) = known {
-            return Ok((id, Vec::new()));
-        }
-        let mut notices = Vec::new();
-        if let Some(id) = known {
-            let resumed = self
-                .request(
-                    process,
-                    "thread/resume",
-                    control::thread_resume_params(&id),
-                    self.config.request_timeout,
-                )
-                .await;
-            match resumed {
-                Ok(_) => {
-                    lock(&self.translator).set_thread(&id);
-                    lock(&self.state).thread_loaded = true;
-                    return Ok((id, notices));
-                }
-                Err(ProviderError::Protocol { message }) => {
-                    tracing::warn!(message, "codex could not resume its thread");
-                    notices.push(format!(
-                        "Codex could not resume its earlier conversation ({message}); this \
-                         turn starts a new one."
-                    ));
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        let cwd = self.chat.working_directory.to_string_lossy();
-        let result = self
-            .request(
-                process,
-                "thread/start",
-                control::thread_start_params(
-                    &cwd,
-                    model,
-                    &self.config.approval_policy,
-                    &self.config.sandbox,
-                ),
-                self.config.request_timeout,
-            )
-            .await?;
-        let id = result
+/// The thread id, after starting or resuming the thread in this process when needed; also the
+/// notices for the user (a thread that could not be resumed).
+async fn ensure_thread(
+    engine: &Engine<Codex>,
+    process: &AgentProcess,
+    model: Option<&str>,
+) -> Result<(String, Vec<String>), ProviderError> {
+    let known = {
+        let state = engine.state();
+        (state.thread_id.clone(), state.thread_loaded)
+    };
+    let timeout = engine.config.request_timeout;
+    let resume = |id: String| async move {
+        let params = control::thread_resume_params(&id);
+        call(engine, process, ("thread/resume", params), timeout, |_| {}).await?;
+        Ok(id)
+    };
+    let start = || async move {
+        let cwd = engine.chat.working_directory.to_string_lossy();
+        let (policy, sandbox) = (&engine.config.approval_policy, &engine.config.sandbox);
+        let params = control::thread_start_params(&cwd, model, policy, sandbox);
+        let result = call(engine, process, ("thread/start", params), timeout, |_| {}).await?;
+        result
             .pointer("/thread/id")
             .and_then(Value::as_str)
             .filter(|id| is_valid_thread_id(id))
+            .map(str::to_owned)
             .ok_or_else(|| ProviderError::Protocol {
                 message: format!("`thread/start` answered without a valid thread id: {result}"),
-            })?
-            .to_owned();
-        lock(&self.translator).set_thread(&id);
-        {
-            let mut state = lock(&self.state);
-            state.thread_id = Some(id.clone());
-            state.thread_loaded = true;
-        }
-        Ok((id, notices))
-    }
+            })
+    };
+    let (id, notices) = resume_or_start("Codex", known, resume, start).await?;
+    engine.translator().set_thread(&id);
+    let mut state = engine.state();
+    state.thread_id = Some(id.clone());
+    state.thread_loaded = true;
+    Ok((id, notices))
+}
 
-    /// Terminates process `generation` if it is still current; `from_reader` when its own
-    /// reader calls (which must not abort itself).
-    async fn stop_process(&self, generation: u64, from_reader: bool) {
-        let grace = self.config.cli.kill_grace;
-        stop_process(&self.state, generation, grace, from_reader, "codex").await;
-    }
+/// Forgets the app-server's turn id and removes the turn's images; returns the turn id.
+fn forget_turn_details(engine: &Engine<Codex>) -> Option<String> {
+    let (app_turn, images) = {
+        let mut state = engine.state();
+        (state.app_turn_id.take(), std::mem::take(&mut state.images))
+    };
+    remove_images(images);
+    app_turn
+}
 
-    /// Forgets the running turn and its parked approvals; returns its parked input requests,
-    /// which the caller answers as cancelled when the process still runs.
-    fn end_turn_state(&self) -> Vec<ParkedInput> {
-        let ended = end_turn(&self.state);
-        self.forget_turn_details();
-        ended.inputs
-    }
-
-    /// Forgets the app-server's turn id and removes the turn's images; returns the turn id.
-    fn forget_turn_details(&self) -> Option<String> {
-        let (app_turn, images) = {
-            let mut state = lock(&self.state);
-            (state.app_turn_id.take(), std::mem::take(&mut state.images))
-        };
-        remove_images(images);
-        app_turn
-    }
-
-    /// The running turn fails with `error`: the process is gone or being stopped, so its
-    /// requests need no answer.
-    async fn fail_turn(&self, error: ProviderError) {
-        let signals = lock(&self.translator).fail_turn(error.to_error_info());
-        self.end_turn_state();
-        self.chat.signals.send_all(signals).await;
-    }
-
-    async fn respond_input(
-        &self,
-        request_id: &str,
-        response: InputResponse,
-    ) -> Result<(), ProviderError> {
-        let (parked, process) = take_input(&self.state, request_id)?;
-        let answer = control::input_answer(&parked.kind, &response);
-        process
-            .write_line(&control::reply(&parked.request_id, &answer))
-            .await
-            .map_err(|error| ProviderError::input_closed(error, String::new()))
+/// The parameter overrides of a turn in `mode`: plan mode is a read-only sandbox that asks for
+/// nothing; the first turn after it sets the configured policy again (Codex keeps a turn's
+/// overrides for the next ones).
+fn mode_overrides(engine: &Engine<Codex>, mode: AgentMode) -> Option<Vec<(&'static str, Value)>> {
+    let plan = mode == AgentMode::Plan;
+    let was_plan = std::mem::replace(&mut engine.state().plan_overrides, plan);
+    let config = &engine.config;
+    match (plan, was_plan) {
+        (true, _) => Some(control::plan_overrides().into_iter().collect()),
+        (false, true) => Some(
+            control::turn_policy_overrides(&config.approval_policy, &config.sandbox)
+                .into_iter()
+                .collect(),
+        ),
+        (false, false) => None,
     }
 }
 
-impl MessageHandler for CodexConversation {
-    /// One stdout line of process `generation`; `false` when reading must stop.
-    async fn handle_message(&self, generation: u64, line: &str) -> bool {
-        let Some(process) = current_generation(&self.state, generation) else {
-            return false;
+impl Protocol for Codex {
+    const TAKES_INPUT: bool = true;
+
+    type Config = CodexConfig;
+    type Translator = Translator;
+    type State = State;
+
+    fn open(
+        _config: &CodexConfig,
+        start: &StartSession,
+        thread_id: Option<String>,
+    ) -> (Translator, State) {
+        let own = CodexState {
+            thread_id,
+            ..CodexState::default()
         };
+        (Translator::new(start.session.clone()), State::new(own))
+    }
+
+    fn resume_id(state: &State) -> Option<&str> {
+        state.thread_id.as_deref()
+    }
+
+    async fn write(process: &AgentProcess, message: &str) -> std::io::Result<()> {
+        process.write_line(message).await
+    }
+
+    fn on_message(engine: &Engine<Codex>, line: &str) -> Result<Reply, String> {
         let completes_turn = serde_json::from_str::<LineMethod>(line)
             .ok()
             .and_then(|m| m.method)
             .is_some_and(|method| method == "turn/completed");
-        let outcome = lock(&self.translator).on_line(line);
-        let outputs = match outcome {
-            Ok(outputs) => outputs,
-            Err(error) => {
-                self.fail_turn(unreadable_output(&process, error).await)
-                    .await;
-                self.stop_process(generation, true).await;
-                return false;
-            }
-        };
-        let mut signals = Vec::new();
-        let mut writes = Vec::new();
+        let outputs = engine
+            .translator()
+            .on_line(line)
+            .map_err(|e| e.to_string())?;
+        let mut reply = Reply::default();
         let mut ended = false;
-        {
-            let mut state = lock(&self.state);
-            for output in outputs {
-                match output {
-                    Output::Signal(signal) => signals.push(signal),
-                    Output::Response { id, result } => resolve_response(&mut *state, &id, result),
-                    Output::ApprovalRequest {
-                        request_id,
-                        tool_call_id,
-                        kind,
-                    } => {
-                        // A newer request for the same call replaces the waiting one, which
-                        // is declined so Codex never waits for it forever.
-                        if let Some(replaced) = state
-                            .turns
-                            .park_permission(tool_call_id, Parked { request_id, kind })
-                        {
-                            let answer = control::approval_answer(replaced.kind, false);
-                            writes.push(control::reply(&replaced.request_id, &answer));
-                        }
+        let mut state = engine.state();
+        for output in outputs {
+            match output {
+                Output::Signal(signal) => reply.signals.push(signal),
+                Output::Response { id, result } => resolve_response(&mut *state, &id, result),
+                Output::ApprovalRequest {
+                    request_id,
+                    tool_call_id,
+                    kind,
+                } => {
+                    // A newer request for the same call replaces the waiting one, which
+                    // is declined so Codex never waits for it forever.
+                    if let Some(replaced) = state
+                        .turns
+                        .park_permission(tool_call_id, Parked { request_id, kind })
+                    {
+                        let answer = control::approval_answer(replaced.kind, false);
+                        reply
+                            .writes
+                            .push(control::reply(&replaced.request_id, &answer));
                     }
-                    Output::InputRequest {
-                        request_id,
-                        input_id,
-                        kind,
-                    } => {
-                        // The translator never asks twice under one id in a turn; should it,
-                        // the older request is cancelled so Codex never waits for it forever.
-                        if let Some(replaced) = state
-                            .turns
-                            .park_input(input_id, ParkedInput { request_id, kind })
-                        {
-                            writes.push(replaced.cancelled());
-                        }
-                    }
-                    Output::Reply { request_id, result } => {
-                        writes.push(control::reply(&request_id, &result));
-                    }
-                    Output::UnsupportedRequest { request_id, method } => {
-                        writes.push(control::error_reply(
-                            &request_id,
-                            control::METHOD_NOT_FOUND,
-                            &format!("agenthost does not support `{method}`"),
-                        ));
-                    }
-                    Output::ThreadStarted(id) if is_valid_thread_id(&id) => {
-                        state.thread_id = Some(id);
-                    }
-                    Output::ThreadStarted(id) => {
-                        tracing::warn!(
-                            id = id.escape_debug().to_string(),
-                            "ignoring a malformed thread id"
-                        );
-                    }
-                    Output::TurnEnded => ended = true,
                 }
-            }
-            if completes_turn {
-                state.waiters.wound_down();
+                Output::InputRequest {
+                    request_id,
+                    input_id,
+                    kind,
+                } => {
+                    // The translator never asks twice under one id in a turn; should it,
+                    // the older request is cancelled so Codex never waits for it forever.
+                    if let Some(replaced) = state
+                        .turns
+                        .park_input(input_id, ParkedInput { request_id, kind })
+                    {
+                        reply.writes.push(replaced.cancelled());
+                    }
+                }
+                Output::Reply { request_id, result } => {
+                    reply.writes.push(control::reply(&request_id, &result));
+                }
+                Output::UnsupportedRequest { request_id, method } => {
+                    reply.writes.push(control::error_reply(
+                        &request_id,
+                        control::METHOD_NOT_FOUND,
+                        &format!("agenthost does not support `{method}`"),
+                    ));
+                }
+                Output::ThreadStarted(id) if is_valid_thread_id(&id) => {
+                    state.thread_id = Some(id);
+                }
+                Output::ThreadStarted(id) => {
+                    tracing::warn!(
+                        id = id.escape_debug().to_string(),
+                        "ignoring a malformed thread id"
+                    );
+                }
+                Output::TurnEnded => ended = true,
             }
         }
+        if completes_turn {
+            state.waiters.wound_down();
+        }
+        drop(state);
         if ended {
             // Input requests still waiting are answered as cancelled: the turn is over.
-            writes.extend(self.end_turn_state().iter().map(ParkedInput::cancelled));
+            let inputs = end_turn(&engine.state).inputs;
+            reply
+                .writes
+                .extend(inputs.iter().map(ParkedInput::cancelled));
+            forget_turn_details(engine);
         }
-        for write in writes {
-            if let Err(error) = process.write_line(&write).await {
-                tracing::warn!(%error, "could not answer a codex request");
-            }
-        }
-        self.chat.signals.send_all(signals).await;
-        true
+        Ok(reply)
     }
 
-    /// Process `generation`'s output ended: reap it and fail the turn it was running.
-    async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let grace = self.config.cli.kill_grace;
-        let reaped = reap_process(&self.state, generation, grace, read_error, "codex").await;
-        if let Some(error) = reaped {
-            self.fail_turn(error).await;
-        }
-    }
-}
-
-impl AgentConversation for CodexConversation {
-    type Config = CodexConfig;
-
-    fn open(config: Arc<CodexConfig>, start: StartSession, thread_id: Option<String>) -> Self {
-        Self {
-            config,
-            translator: Mutex::new(Translator::new(start.session.clone())),
-            state: Mutex::new(State::new(Codex {
-                thread_id,
-                ..Codex::default()
-            })),
-            chat: ChatBinding::new(start),
-        }
+    fn fail_turn(engine: &Engine<Codex>, error: ErrorInfo) -> Vec<AgentSignal> {
+        forget_turn_details(engine);
+        engine.translator().fail_turn(error)
     }
 
-    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.chat.lifecycle.lock().await;
-        admit(&self.state, "Codex", &turn.turn_id)?;
-        let process = self.ensure_process().await?;
-        let model = self.chat.model(&turn, &self.config.cli);
-        let (thread_id, mut notices) = self.ensure_thread(&process, model.as_deref()).await?;
+    async fn send_turn(
+        engine: &Arc<Engine<Codex>>,
+        turn: TurnRequest,
+    ) -> Result<(), ProviderError> {
+        let process = ensure_process(engine).await?;
+        let model = engine.chat.model(&turn, &engine.config.cli);
+        let (thread_id, mut notices) = ensure_thread(engine, &process, model.as_deref()).await?;
         let image_dir = std::env::temp_dir();
         let (input, images, skipped) = user_input(
             &turn.text,
@@ -469,76 +392,61 @@ impl AgentConversation for CodexConversation {
                 .map(|note| format!("Not sent to Codex: {note}")),
         );
         {
-            let mut translator = lock(&self.translator);
-            translator.set_advertised_model(
-                turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL),
-            );
+            let mut translator = engine.translator();
+            let listed = turn.listed_model(engine.chat.default_model.as_deref(), DEFAULT_MODEL);
+            translator.set_advertised_model(listed);
             translator.begin_turn(&turn.turn_id);
         }
-        begin_turn(&self.state, &turn.turn_id);
-        lock(&self.state).images = images;
-        self.chat.notify(&turn.turn_id, notices).await;
+        begin_turn(&engine.state, &turn.turn_id);
+        engine.state().images = images;
+        engine.chat.notify(&turn.turn_id, notices).await;
         let mut params = control::turn_start_params(&thread_id, input);
-        if let (Some(model), Some(object)) = (&model, params.as_object_mut()) {
-            object.insert("model".into(), json!(model));
-        }
-        // Plan mode: a read-only sandbox that asks for nothing; the configured policy again on
-        // the first turn after (Codex keeps a turn's overrides for the next ones).
-        let plan = turn.mode == agenthost_provider_api::AgentMode::Plan;
-        let overrides = {
-            let mut state = lock(&self.state);
-            let was_plan = std::mem::replace(&mut state.plan_overrides, plan);
-            match (plan, was_plan) {
-                (true, _) => Some(control::plan_overrides()),
-                (false, true) => Some(control::turn_policy_overrides(
-                    &self.config.approval_policy,
-                    &self.config.sandbox,
-                )),
-                (false, false) => None,
+        if let Some(object) = params.as_object_mut() {
+            if let Some(model) = &model {
+                object.insert("model".into(), json!(model));
             }
-        };
-        if let (Some(overrides), Some(object)) = (overrides, params.as_object_mut()) {
-            object.extend(overrides.map(|(key, value)| (key.to_owned(), value)));
+            let overrides = mode_overrides(engine, turn.mode).unwrap_or_default();
+            object.extend(
+                overrides
+                    .into_iter()
+                    .map(|(key, value)| (key.to_owned(), value)),
+            );
         }
-        let sent = |id: u64| lock(&self.translator).turn_start_sent(&json!(id));
-        let timeout = self.config.request_timeout;
-        let started = self
-            .call(&process, ("turn/start", params), timeout, sent)
-            .await;
-        match started {
+        let sent = |id: u64| engine.translator().turn_start_sent(&json!(id));
+        let timeout = engine.config.request_timeout;
+        match call(engine, &process, ("turn/start", params), timeout, sent).await {
             Ok(result) => {
-                let app_turn = result
-                    .pointer("/turn/id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                let mut state = lock(&self.state);
+                let app_turn = result.pointer("/turn/id").and_then(Value::as_str);
+                let mut state = engine.state();
                 let running = state.turns.turn.as_ref();
                 if running.is_some_and(|running| running.id == turn.turn_id) {
-                    state.app_turn_id = app_turn;
+                    state.app_turn_id = app_turn.map(str::to_owned);
                 }
                 Ok(())
             }
             Err(error) => {
-                let signals = lock(&self.translator).abort_turn();
-                self.chat.signals.send_all(signals).await;
-                for parked in self.end_turn_state() {
-                    let _ = process.write_line(&parked.cancelled()).await;
-                }
+                let signals = engine.translator().abort_turn();
+                engine.chat.signals.send_all(signals).await;
+                forget_turn_details(engine);
+                let inputs = end_turn(&engine.state).inputs;
+                let withdrawn = inputs.iter().map(ParkedInput::cancelled).collect();
+                Engine::<Codex>::withdraw(&process, withdrawn).await;
                 Err(error)
             }
         }
     }
 
-    async fn respond_to_permission(
-        &self,
+    async fn answer_permission(
+        engine: &Engine<Codex>,
+        parked: Parked,
+        process: Arc<AgentProcess>,
         tool_call_id: &str,
         decision: PermissionDecision,
     ) -> Result<(), ProviderError> {
-        let (parked, process) = take_permission(&self.state, tool_call_id)?;
         let approved = matches!(decision, PermissionDecision::Approve);
-        let signals = lock(&self.translator).record_decision(tool_call_id, approved);
+        let signals = engine.translator().record_decision(tool_call_id, approved);
         // Before the answer: Codex goes on (and may end the turn) only once it has it.
-        self.chat.signals.send_all(signals).await;
+        engine.chat.signals.send_all(signals).await;
         let answer = control::approval_answer(parked.kind, approved);
         process
             .write_line(&control::reply(&parked.request_id, &answer))
@@ -546,69 +454,63 @@ impl AgentConversation for CodexConversation {
             .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
-    fn respond_to_input(
-        &self,
-        request_id: &str,
+    async fn answer_input(
+        _engine: &Engine<Codex>,
+        parked: ParkedInput,
+        process: Arc<AgentProcess>,
         response: InputResponse,
-    ) -> Option<impl Future<Output = Result<(), ProviderError>> + Send> {
-        Some(self.respond_input(request_id, response))
+    ) -> Result<(), ProviderError> {
+        let answer = control::input_answer(&parked.kind, &response);
+        process
+            .write_line(&control::reply(&parked.request_id, &answer))
+            .await
+            .map_err(|error| ProviderError::input_closed(error, String::new()))
     }
 
-    async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
-        let _lifecycle = self.chat.lifecycle.lock().await;
-        let (turn, ended) = cancel_turn(&self.state, turn_id)?;
-        let app_turn = self
-            .forget_turn_details()
-            .or_else(|| lock(&self.translator).app_turn_id().map(str::to_owned));
-        let thread = lock(&self.state).thread_id.clone();
-        let cleared = lock(&self.translator).abort_turn();
-        self.chat.signals.send_all(cleared).await;
-        if let Some((generation, process)) = current_process(&self.state) {
-            // Approvals still waiting are declined, so the command does not run meanwhile;
-            // input requests still waiting are cancelled.
-            for parked in ended.permissions {
-                let answer = control::approval_answer(parked.kind, false);
-                let _ = process
-                    .write_line(&control::reply(&parked.request_id, &answer))
-                    .await;
-            }
-            for parked in ended.inputs {
-                let _ = process.write_line(&parked.cancelled()).await;
-            }
-            let interrupted = match (thread, app_turn) {
-                (Some(thread), Some(app_turn)) => {
-                    let params = control::turn_interrupt_params(&thread, &app_turn);
-                    let grace = self.config.cli.cancel_grace;
-                    let ask = self.request(&process, "turn/interrupt", params, grace);
-                    wind_down(&self.state, grace, async { ask.await.is_ok() }).await
-                }
-                _ => false,
-            };
-            if !interrupted {
-                tracing::debug!("codex did not wind the turn down in time: terminating it");
-                self.stop_process(generation, false).await;
-            }
-        }
-        self.chat.cancelled(&turn).await;
-        Ok(())
+    async fn cancel(
+        engine: &Engine<Codex>,
+        _turn: &RunningTurn,
+        ended: EndedOf<State>,
+        process: Option<&AgentProcess>,
+    ) -> bool {
+        let app_turn = forget_turn_details(engine)
+            .or_else(|| engine.translator().app_turn_id().map(str::to_owned));
+        let thread = engine.state().thread_id.clone();
+        let cleared = engine.translator().abort_turn();
+        engine.chat.signals.send_all(cleared).await;
+        let Some(process) = process else {
+            return false;
+        };
+        // Approvals still waiting are declined, so the command does not run meanwhile; input
+        // requests still waiting are cancelled.
+        let mut withdrawn: Vec<String> = ended
+            .permissions
+            .into_iter()
+            .map(Parked::declined)
+            .collect();
+        withdrawn.extend(ended.inputs.iter().map(ParkedInput::cancelled));
+        Engine::<Codex>::withdraw(process, withdrawn).await;
+        let (Some(thread), Some(app_turn)) = (thread, app_turn) else {
+            return false;
+        };
+        let params = control::turn_interrupt_params(&thread, &app_turn);
+        let grace = engine.config.cli.cancel_grace;
+        let ask = call(engine, process, ("turn/interrupt", params), grace, |_| {});
+        wind_down(&engine.state, grace, async { ask.await.is_ok() }).await
     }
 
-    fn resume_handle(&self) -> Option<Value> {
-        self.thread_id().map(|id| RESUME.handle(&id))
-    }
-
-    async fn dispose(&self) {
-        let _lifecycle = self.chat.lifecycle.lock().await;
-        let (live, ended) = dispose_state(&self.state);
-        self.forget_turn_details();
-        let cleared = lock(&self.translator).abort_turn();
-        self.chat.signals.send_all(cleared).await;
-        if let Some(live) = live {
+    async fn dispose(
+        engine: &Engine<Codex>,
+        ended: EndedOf<State>,
+        process: Option<&AgentProcess>,
+    ) {
+        forget_turn_details(engine);
+        let cleared = engine.translator().abort_turn();
+        engine.chat.signals.send_all(cleared).await;
+        if let Some(process) = process {
             // Input requests still waiting are cancelled before the process goes.
-            for parked in ended.inputs {
-                let _ = live.process.write_line(&parked.cancelled()).await;
-            }
-            terminate(&self.state, live, self.config.cli.kill_grace, "codex").await;
+            let withdrawn = ended.inputs.iter().map(ParkedInput::cancelled).collect();
+            Engine::<Codex>::withdraw(process, withdrawn).await;
         }
     }
 }

@@ -1,30 +1,29 @@
-//! One chat's conversation with `copilot --headless --stdio`: the process, the Copilot session
-//! it follows, the protocol turn it runs, the host's requests awaiting answers and the
-//! permission requests awaiting the host.
+//! One chat's conversation with `copilot --headless --stdio`, as the driver's [`Protocol`]: the
+//! process, the Copilot session it follows, the protocol turn it runs, the host's requests
+//! awaiting answers and the permission requests awaiting the host.
 //!
 //! The process starts on the first turn (`ping`); the Copilot session is created
 //! (`session.create`) or, for a restored chat or after a restart of the process, resumed
 //! (`session.resume`) before the first `session.send`. A reader task decodes the
 //! `Content-Length` frames of stdout and feeds each message to the [`Translator`]; the state
-//! changes of a message apply before its signals are sent. Starting, cancelling and disposing
-//! take the `lifecycle` lock. The reader never waits for an answer of its own requests (it is
-//! the one that would deliver it).
+//! changes of a message apply before its signals are sent. The reader never waits for an answer
+//! of its own requests (it is the one that would deliver it).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use agenthost_protocol::AgentSignal;
+use agenthost_protocol::ahp_types::state::ErrorInfo;
 use agenthost_provider_api::{
-    AgentMode, PermissionDecision, ProviderError, StartSession, TurnRequest,
+    AgentMode, InputResponse, PermissionDecision, ProviderError, StartSession, TurnRequest,
 };
 use agenthost_provider_process::AgentProcess;
 use agenthost_provider_process::driver::{
-    AgentConversation, AgentState, ChatBinding, Conversation, MessageHandler, MessageSource,
-    ProviderState, SourceError, admit, begin_turn, cancel_turn, create_home, current_generation,
-    current_process, dispose_state, end_turn, install_process, reap_process, request,
-    resolve_response, spawn_agent, stop_process, take_permission, terminate, unreadable_output,
-    wind_down,
+    AgentState, Conversation, EndedOf, Engine, MessageSource, Protocol, ProviderState, Reply,
+    RunningTurn, SourceError, begin_turn, create_home, end_turn, install_process, request,
+    resolve_response, resume_or_start, spawn_agent, wind_down,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -35,6 +34,7 @@ use crate::attachments::attachments;
 use crate::config::{CopilotConfig, DEFAULT_MODEL};
 use crate::control;
 use crate::framing::{FrameDecoder, encode};
+use crate::provider::Copilot;
 use crate::translate::{Output, Translator};
 
 mod frames;
@@ -61,26 +61,18 @@ pub(crate) const RESUME: agenthost_provider_api::ResumeKey = agenthost_provider_
     what: "session id",
 };
 
+/// The state of a conversation of one chat with Copilot.
+pub type CopilotConversation = Engine<Copilot>;
+
 /// A conversation of one chat with Copilot: the host's `ProviderSession`.
 pub type CopilotSession = Conversation<CopilotConversation>;
 
-/// The state of a conversation with Copilot (see [`CopilotSession`]).
-pub struct CopilotConversation {
-    config: Arc<CopilotConfig>,
-    chat: ChatBinding,
-    translator: Mutex<Translator>,
-    state: Mutex<State>,
-}
+/// The state of a conversation: the driver's part and [`CopilotState`].
+type State = AgentState<CopilotState, String, Infallible>;
 
-type Answer = Result<Value, ProviderError>;
-
-/// The conversation's state: the driver's part, the running turn with its permission requests
-/// (Copilot's request ids, by tool call id), and [`Copilot`].
-type State = AgentState<Copilot, String, Infallible>;
-
-/// What the Copilot conversation keeps of its own.
+/// What a Copilot conversation keeps of its own.
 #[derive(Default)]
-struct Copilot {
+pub struct CopilotState {
     copilot_session: Option<String>,
     /// Whether the current process has the Copilot session loaded (created or resumed).
     session_loaded: bool,
@@ -91,7 +83,7 @@ struct Copilot {
     other_mode_used: bool,
 }
 
-impl ProviderState for Copilot {
+impl ProviderState for CopilotState {
     fn process_gone(&mut self) {
         self.session_loaded = false;
     }
@@ -155,227 +147,203 @@ fn markers(body: &str) -> Markers {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+/// Sends request `method` and waits up to `timeout` for its result; `sent` is told the
+/// request's number before it goes out.
+async fn call(
+    engine: &Engine<Copilot>,
+    process: &AgentProcess,
+    (method, params): (&str, Value),
+    timeout: Duration,
+    sent: impl FnOnce(u64),
+) -> Result<Value, ProviderError> {
+    request(&engine.state, process, timeout, ("copilot", method), |id| {
+        sent(id);
+        encode(control::request(id, method, &params).as_bytes())
+    })
+    .await
 }
 
-impl CopilotConversation {
-    /// The process id of the running `copilot`, if one runs.
-    pub fn process_id(&self) -> Option<i32> {
-        current_process(&self.state).and_then(|(_, process)| process.pid())
-    }
+/// The `permission.handle` request answering Copilot's permission request `request_id`, sent
+/// without waiting for its answer (from the reader, which would deliver it).
+fn permission_answer(
+    engine: &Engine<Copilot>,
+    session_id: &str,
+    request_id: &str,
+    (approved, feedback): (bool, Option<&str>),
+) -> String {
+    let params =
+        control::permission_answer_params(session_id, request_id, approved, feedback, false);
+    let id = engine.state().waiters.next_id();
+    control::request(id, control::HANDLE_PERMISSION, &params)
+}
 
-    /// The Copilot session this conversation follows, once known.
-    pub fn copilot_session_id(&self) -> Option<String> {
-        lock(&self.state).copilot_session.clone()
+/// The running CLI, started and pinged when there is none.
+async fn ensure_process(
+    engine: &Arc<Engine<Copilot>>,
+    model: Option<&str>,
+) -> Result<Arc<AgentProcess>, ProviderError> {
+    if let Some((_, process)) = engine.current_process() {
+        return Ok(process);
     }
-
-    async fn write(&self, process: &AgentProcess, body: &str) -> std::io::Result<()> {
-        process.write_bytes(&encode(body.as_bytes())).await
-    }
-
-    /// Sends request `method` and waits up to `timeout` for its result; `sent` is told the
-    /// request's number before it goes out.
-    async fn call(
-        &self,
-        process: &AgentProcess,
-        (method, params): (&str, Value),
-        timeout: Duration,
-        sent: impl FnOnce(u64),
-    ) -> Answer {
-        request(&self.state, process, timeout, ("copilot", method), |id| {
-            sent(id);
-            encode(control::request(id, method, &params).as_bytes())
-        })
-        .await
-    }
-
-    /// Sends request `method` and waits up to `timeout` for its result.
-    async fn request(
-        &self,
-        process: &AgentProcess,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Answer {
-        self.call(process, (method, params), timeout, |_| {}).await
-    }
-
-    /// Sends request `method` without waiting for its answer (from the reader).
-    async fn notify_request(&self, process: &AgentProcess, method: &str, params: Value) {
-        let id = lock(&self.state).waiters.next_id();
-        if let Err(error) = self
-            .write(process, &control::request(id, method, &params))
-            .await
-        {
-            tracing::warn!(%error, method, "could not send a request to copilot");
+    let config = &engine.config;
+    create_home("COPILOT_HOME", config.copilot_home.as_deref())?;
+    let cli = &config.cli;
+    let (args, env, env_remove) = (
+        config.args(),
+        config.child_env(model),
+        config.child_env_remove(),
+    );
+    let spawned = spawn_agent(&engine.chat.launch(cli, &args, &env, &env_remove))?;
+    let process = spawned.process;
+    let frames = Frames::new(spawned.stdout);
+    let generation = install_process(&engine.state, Arc::downgrade(engine), &process, frames);
+    let params = control::ping_params(CLIENT_NAME);
+    match call(
+        engine,
+        &process,
+        (control::PING, params),
+        cli.start_timeout,
+        |_| {},
+    )
+    .await
+    {
+        Ok(_) => Ok(process),
+        Err(error) => {
+            engine.stop_process(generation, false).await;
+            let failure = match error {
+                ProviderError::Protocol { message } => message,
+                other => other.to_string(),
+            };
+            Err(ProviderError::StartFailed {
+                message: format!("copilot did not start: {failure}"),
+            })
         }
     }
+}
 
-    /// The running CLI, started and pinged when there is none.
-    async fn ensure_process(
-        self: &Arc<Self>,
-        model: Option<&str>,
-    ) -> Result<Arc<AgentProcess>, ProviderError> {
-        if let Some((_, process)) = current_process(&self.state) {
-            return Ok(process);
-        }
-        create_home("COPILOT_HOME", self.config.copilot_home.as_deref())?;
-        let cli = &self.config.cli;
-        let args = self.config.args();
-        let env = self.config.child_env(model);
-        let env_remove = self.config.child_env_remove();
-        let spawned = spawn_agent(&self.chat.launch(cli, &args, &env, &env_remove))?;
-        let process = spawned.process;
-        let frames = Frames::new(spawned.stdout);
-        let generation = install_process(&self.state, Arc::downgrade(self), &process, frames);
-        let pinged = self
-            .request(
-                &process,
-                control::PING,
-                control::ping_params(CLIENT_NAME),
-                cli.start_timeout,
-            )
-            .await;
-        match pinged {
-            Ok(_) => Ok(process),
-            Err(error) => {
-                self.stop_process(generation, false).await;
-                let failure = match error {
-                    ProviderError::Protocol { message } => message,
-                    other => other.to_string(),
-                };
-                Err(ProviderError::StartFailed {
-                    message: format!("copilot did not start: {failure}"),
-                })
-            }
-        }
-    }
-
-    /// The Copilot session id, after creating or resuming the session in this process when
-    /// needed; also the notices for the user (a session that could not be resumed).
-    async fn ensure_session(
-        &self,
-        process: &AgentProcess,
-        model: Option<&str>,
-    ) -> Result<(String, Vec<String>), ProviderError> {
-        let (loaded, known) = {
-            let state = lock(&self.state);
-            (state.session_loaded, state.copilot_session.clone())
-        };
-        if loaded && let Some(id) = known {
-            return Ok((id, Vec::new()));
-        }
-        let cwd = self.chat.working_directory.to_string_lossy().into_owned();
-        let byok = self.config.byok.as_ref();
-        let mut notices = Vec::new();
-        if let Some(id) = known {
-            let resumed = self
-                .request(
-                    process,
-                    control::SESSION_RESUME,
-                    control::session_resume_params(&id, model, &cwd, CLIENT_NAME, byok),
-                    self.config.request_timeout,
-                )
-                .await;
-            match resumed {
-                Ok(result) => {
-                    self.learn_workspace(&result);
-                    lock(&self.translator).set_copilot_session(&id);
-                    lock(&self.state).session_loaded = true;
-                    return Ok((id, notices));
-                }
-                Err(ProviderError::Protocol { message }) => {
-                    tracing::warn!(message, "copilot could not resume its session");
-                    notices.push(format!(
-                        "Copilot could not resume its earlier conversation ({message}); this \
-                         turn starts a new one."
-                    ));
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        let result = self
-            .request(
-                process,
-                control::SESSION_CREATE,
-                control::session_create_params(model, &cwd, CLIENT_NAME, byok),
-                self.config.request_timeout,
-            )
-            .await?;
-        let id = result
+/// The Copilot session id, after creating or resuming the session in this process when
+/// needed; also the notices for the user (a session that could not be resumed).
+async fn ensure_session(
+    engine: &Engine<Copilot>,
+    process: &AgentProcess,
+    model: Option<&str>,
+) -> Result<(String, Vec<String>), ProviderError> {
+    let known = {
+        let state = engine.state();
+        (state.copilot_session.clone(), state.session_loaded)
+    };
+    let cwd = engine.chat.working_directory.to_string_lossy().into_owned();
+    let byok = engine.config.byok.as_ref();
+    let timeout = engine.config.request_timeout;
+    let cwd = cwd.as_str();
+    let resume = |id: String| async move {
+        let params = control::session_resume_params(&id, model, cwd, CLIENT_NAME, byok);
+        let result = call(
+            engine,
+            process,
+            (control::SESSION_RESUME, params),
+            timeout,
+            |_| {},
+        )
+        .await?;
+        learn_workspace(engine, &result);
+        Ok(id)
+    };
+    let create = || async move {
+        let params = control::session_create_params(model, cwd, CLIENT_NAME, byok);
+        let result = call(
+            engine,
+            process,
+            (control::SESSION_CREATE, params),
+            timeout,
+            |_| {},
+        )
+        .await?;
+        learn_workspace(engine, &result);
+        result
             .get("sessionId")
             .and_then(Value::as_str)
             .filter(|id| is_valid_copilot_session_id(id))
+            .map(str::to_owned)
             .ok_or_else(|| ProviderError::Protocol {
                 message: format!("`session.create` answered without a valid session id: {result}"),
-            })?
-            .to_owned();
-        self.learn_workspace(&result);
-        lock(&self.translator).set_copilot_session(&id);
-        {
-            let mut state = lock(&self.state);
-            state.copilot_session = Some(id.clone());
-            state.session_loaded = true;
-        }
-        Ok((id, notices))
-    }
+            })
+    };
+    let (id, notices) = resume_or_start("Copilot", known, resume, create).await?;
+    engine.translator().set_copilot_session(&id);
+    let mut state = engine.state();
+    state.copilot_session = Some(id.clone());
+    state.session_loaded = true;
+    Ok((id, notices))
+}
 
-    /// The session's state directory (`workspacePath` of a create / resume answer): the
-    /// translator auto-approves Copilot's own reads and writes there.
-    fn learn_workspace(&self, result: &Value) {
-        if let Some(dir) = result.get("workspacePath").and_then(Value::as_str) {
-            lock(&self.translator).set_session_state_dir(dir);
-        }
-    }
-
-    /// Terminates process `generation` if it is still current; `from_reader` when its own
-    /// reader calls (which must not abort itself).
-    async fn stop_process(&self, generation: u64, from_reader: bool) {
-        let grace = self.config.cli.kill_grace;
-        stop_process(&self.state, generation, grace, from_reader, "copilot").await;
-    }
-
-    /// The running turn fails with `error` (the process is gone or being stopped).
-    async fn fail_turn(&self, error: ProviderError) {
-        let signals = lock(&self.translator).fail_turn(error.to_error_info());
-        end_turn(&self.state);
-        self.chat.signals.send_all(signals).await;
-    }
-
-    /// The CLI sent something unreadable: the turn fails and the process is stopped.
-    async fn protocol_failure(&self, generation: u64, process: &AgentProcess, message: String) {
-        self.fail_turn(unreadable_output(process, message).await)
-            .await;
-        self.stop_process(generation, true).await;
+/// The session's state directory (`workspacePath` of a create / resume answer): the translator
+/// auto-approves Copilot's own reads and writes there.
+fn learn_workspace(engine: &Engine<Copilot>, result: &Value) {
+    if let Some(dir) = result.get("workspacePath").and_then(Value::as_str) {
+        engine.translator().set_session_state_dir(dir);
     }
 }
 
-impl MessageHandler for CopilotConversation {
-    /// One message of process `generation`; `false` when reading must stop.
-    async fn handle_message(&self, generation: u64, body: &str) -> bool {
-        let Some(process) = current_generation(&self.state, generation) else {
-            return false;
+/// Copilot's own agent mode for a turn in `mode`; `interactive` is said explicitly only after
+/// another mode was used (Copilot's default otherwise).
+fn agent_mode(engine: &Engine<Copilot>, mode: AgentMode) -> Option<&'static str> {
+    let mut state = engine.state();
+    let said = match mode {
+        AgentMode::Interactive if !state.other_mode_used => None,
+        mode => Some(mode.as_str()),
+    };
+    state.other_mode_used |= mode != AgentMode::Interactive;
+    said
+}
+
+impl Protocol for Copilot {
+    const TAKES_INPUT: bool = false;
+
+    type Config = CopilotConfig;
+    type Translator = Translator;
+    type State = State;
+
+    fn open(
+        _config: &CopilotConfig,
+        start: &StartSession,
+        copilot_session: Option<String>,
+    ) -> (Translator, State) {
+        let mut translator = Translator::new(start.session.clone());
+        if let Some(id) = &copilot_session {
+            translator.set_copilot_session(id);
+        }
+        translator.set_working_directory(&start.working_directory.to_string_lossy());
+        translator.set_temp_dir(&std::env::temp_dir().to_string_lossy());
+        let own = CopilotState {
+            copilot_session,
+            ..CopilotState::default()
         };
+        (translator, State::new(own))
+    }
+
+    fn resume_id(state: &State) -> Option<&str> {
+        state.copilot_session.as_deref()
+    }
+
+    async fn write(process: &AgentProcess, message: &str) -> std::io::Result<()> {
+        process.write_bytes(&encode(message.as_bytes())).await
+    }
+
+    fn on_message(engine: &Engine<Copilot>, body: &str) -> Result<Reply, String> {
         let markers = markers(body);
-        let outcome = lock(&self.translator).on_message(body);
-        let outputs = match outcome {
-            Ok(outputs) => outputs,
-            Err(error) => {
-                self.protocol_failure(generation, &process, error.to_string())
-                    .await;
-                return false;
-            }
-        };
-        let mut signals = Vec::new();
-        let mut writes = Vec::new();
+        let outputs = engine
+            .translator()
+            .on_message(body)
+            .map_err(|e| e.to_string())?;
+        let mut reply = Reply::default();
         let mut answers = Vec::new();
         let mut ended = false;
         let copilot_session = {
-            let mut state = lock(&self.state);
+            let mut state = engine.state();
             for output in outputs {
                 match output {
-                    Output::Signal(signal) => signals.push(signal),
+                    Output::Signal(signal) => reply.signals.push(signal),
                     Output::Response { id, result } => resolve_response(&mut *state, &id, result),
                     Output::PermissionRequest {
                         request_id,
@@ -394,7 +362,7 @@ impl MessageHandler for CopilotConversation {
                         feedback,
                     } => answers.push((request_id, approved, feedback)),
                     Output::UnsupportedRequest { request_id, method } => {
-                        writes.push(control::error_reply(
+                        reply.writes.push(control::error_reply(
                             &request_id,
                             control::METHOD_NOT_FOUND,
                             &format!("agenthost does not support `{method}`"),
@@ -403,89 +371,37 @@ impl MessageHandler for CopilotConversation {
                     Output::TurnEnded => ended = true,
                 }
             }
-            if markers.interrupted_tools {
-                state.interrupted_tools = true;
-            }
+            state.interrupted_tools |= markers.interrupted_tools;
             if markers.idle {
                 state.waiters.wound_down();
             }
             state.copilot_session.clone()
         };
         if ended {
-            end_turn(&self.state);
-        }
-        for write in writes {
-            if let Err(error) = self.write(&process, &write).await {
-                tracing::warn!(%error, "could not answer a copilot request");
-            }
+            end_turn(&engine.state);
         }
         if let Some(session_id) = copilot_session {
             for (request_id, approved, feedback) in answers {
-                let params = control::permission_answer_params(
-                    &session_id,
-                    &request_id,
-                    approved,
-                    feedback.as_deref(),
-                    false,
-                );
-                self.notify_request(&process, control::HANDLE_PERMISSION, params)
-                    .await;
+                let answer = (approved, feedback.as_deref());
+                reply
+                    .writes
+                    .push(permission_answer(engine, &session_id, &request_id, answer));
             }
         }
-        self.chat.signals.send_all(signals).await;
-        true
+        Ok(reply)
     }
 
-    /// Process `generation`'s output ended: reap it and fail the turn it was running.
-    async fn process_ended(&self, generation: u64, read_error: Option<String>) {
-        let grace = self.config.cli.kill_grace;
-        let reaped = reap_process(&self.state, generation, grace, read_error, "copilot").await;
-        if let Some(error) = reaped {
-            self.fail_turn(error).await;
-        }
+    fn fail_turn(engine: &Engine<Copilot>, error: ErrorInfo) -> Vec<AgentSignal> {
+        engine.translator().fail_turn(error)
     }
 
-    async fn unreadable(&self, generation: u64, error: SourceError) {
-        if let Some((current, process)) = current_process(&self.state)
-            && current == generation
-        {
-            self.protocol_failure(generation, &process, error.to_string())
-                .await;
-        }
-    }
-}
-
-impl AgentConversation for CopilotConversation {
-    type Config = CopilotConfig;
-
-    fn open(
-        config: Arc<CopilotConfig>,
-        start: StartSession,
-        copilot_session: Option<String>,
-    ) -> Self {
-        let mut translator = Translator::new(start.session.clone());
-        if let Some(id) = &copilot_session {
-            translator.set_copilot_session(id);
-        }
-        translator.set_working_directory(&start.working_directory.to_string_lossy());
-        translator.set_temp_dir(&std::env::temp_dir().to_string_lossy());
-        Self {
-            config,
-            translator: Mutex::new(translator),
-            state: Mutex::new(State::new(Copilot {
-                copilot_session,
-                ..Copilot::default()
-            })),
-            chat: ChatBinding::new(start),
-        }
-    }
-
-    async fn send_turn(self: &Arc<Self>, turn: TurnRequest) -> Result<(), ProviderError> {
-        let _lifecycle = self.chat.lifecycle.lock().await;
-        admit(&self.state, "Copilot", &turn.turn_id)?;
-        let model = self.chat.model(&turn, &self.config.cli);
-        let process = self.ensure_process(model.as_deref()).await?;
-        let (session_id, mut notices) = self.ensure_session(&process, model.as_deref()).await?;
+    async fn send_turn(
+        engine: &Arc<Engine<Copilot>>,
+        turn: TurnRequest,
+    ) -> Result<(), ProviderError> {
+        let model = engine.chat.model(&turn, &engine.config.cli);
+        let process = ensure_process(engine, model.as_deref()).await?;
+        let (session_id, mut notices) = ensure_session(engine, &process, model.as_deref()).await?;
         let (items, skipped) = attachments(&turn.attachments, |path| std::fs::read_to_string(path));
         notices.extend(
             skipped
@@ -498,50 +414,48 @@ impl AgentConversation for CopilotConversation {
             prompt.push_str(instruction);
         }
         {
-            let mut translator = lock(&self.translator);
+            let mut translator = engine.translator();
             translator
-                .set_model(turn.listed_model(self.chat.default_model.as_deref(), DEFAULT_MODEL));
+                .set_model(turn.listed_model(engine.chat.default_model.as_deref(), DEFAULT_MODEL));
             translator.begin_turn(&turn.turn_id);
         }
-        begin_turn(&self.state, &turn.turn_id);
-        self.chat.notify(&turn.turn_id, notices).await;
-        // Copilot's own agent mode for this message; `interactive` is said explicitly only
-        // after another mode was used (Copilot's default otherwise).
-        let agent_mode = {
-            let mut state = lock(&self.state);
-            let mode = turn.mode;
-            let said = match mode {
-                AgentMode::Interactive if !state.other_mode_used => None,
-                mode => Some(mode.as_str()),
-            };
-            state.other_mode_used |= mode != AgentMode::Interactive;
-            said
-        };
-        let params = control::session_send_params(&session_id, &prompt, items, agent_mode);
-        let sent = |id: u64| lock(&self.translator).send_sent(&serde_json::json!(id));
-        let timeout = self.config.request_timeout;
-        let answered = self
-            .call(&process, (control::SESSION_SEND, params), timeout, sent)
-            .await;
-        if let Err(error) = answered {
-            lock(&self.translator).abort_turn();
-            end_turn(&self.state);
+        begin_turn(&engine.state, &turn.turn_id);
+        engine.chat.notify(&turn.turn_id, notices).await;
+        let mode = agent_mode(engine, turn.mode);
+        let params = control::session_send_params(&session_id, &prompt, items, mode);
+        let sent = |id: u64| engine.translator().send_sent(&serde_json::json!(id));
+        let timeout = engine.config.request_timeout;
+        if let Err(error) = call(
+            engine,
+            &process,
+            (control::SESSION_SEND, params),
+            timeout,
+            sent,
+        )
+        .await
+        {
+            engine.translator().abort_turn();
+            end_turn(&engine.state);
             return Err(error);
         }
         Ok(())
     }
 
-    async fn respond_to_permission(
-        &self,
+    async fn answer_permission(
+        engine: &Engine<Copilot>,
+        request_id: String,
+        process: Arc<AgentProcess>,
         tool_call_id: &str,
         decision: PermissionDecision,
     ) -> Result<(), ProviderError> {
-        let (request_id, process) = take_permission(&self.state, tool_call_id)?;
-        let session_id = self
-            .copilot_session_id()
-            .ok_or_else(|| ProviderError::NotRunning {
-                message: format!("no tool call `{tool_call_id}` is waiting for permission"),
-            })?;
+        let not_waiting = || ProviderError::NotRunning {
+            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
+        };
+        let session_id = engine
+            .state()
+            .copilot_session
+            .clone()
+            .ok_or_else(not_waiting)?;
         let (approved, feedback) = match &decision {
             PermissionDecision::Approve => (true, None),
             // Copilot calls the model again only when a rejection carries feedback.
@@ -554,11 +468,9 @@ impl AgentConversation for CopilotConversation {
                 ),
             ),
         };
-        lock(&self.translator).record_decision(tool_call_id, approved);
-        let method = control::HANDLE_PERMISSION;
-        let mut answered = Err(ProviderError::NotRunning {
-            message: format!("no tool call `{tool_call_id}` is waiting for permission"),
-        });
+        engine.translator().record_decision(tool_call_id, approved);
+        let timeout = engine.config.request_timeout;
+        let mut answered = Err(not_waiting());
         // Older CLIs take other result kinds: the second attempt uses them.
         for legacy in [false, true] {
             let params = control::permission_answer_params(
@@ -568,9 +480,14 @@ impl AgentConversation for CopilotConversation {
                 feedback.as_deref(),
                 legacy,
             );
-            answered = self
-                .request(&process, method, params, self.config.request_timeout)
-                .await;
+            answered = call(
+                engine,
+                &process,
+                (control::HANDLE_PERMISSION, params),
+                timeout,
+                |_| {},
+            )
+            .await;
             match &answered {
                 Err(ProviderError::Protocol { message }) => {
                     tracing::debug!(message, legacy, "copilot refused the permission answer");
@@ -581,56 +498,55 @@ impl AgentConversation for CopilotConversation {
         answered.map(|_| ())
     }
 
-    async fn cancel(&self, turn_id: &str) -> Result<(), ProviderError> {
-        let _lifecycle = self.chat.lifecycle.lock().await;
-        let (turn, ended) = cancel_turn(&self.state, turn_id)?;
-        let session_id = self.copilot_session_id();
-        lock(&self.translator).abort_turn();
-        if let Some((generation, process)) = current_process(&self.state) {
-            let aborted = match session_id {
-                Some(session_id) => {
-                    // Permission requests still waiting are rejected first.
-                    for request_id in ended.permissions {
-                        let params = control::permission_answer_params(
-                            &session_id,
-                            &request_id,
-                            false,
-                            Some("The turn was cancelled."),
-                            false,
-                        );
-                        self.notify_request(&process, control::HANDLE_PERMISSION, params)
-                            .await;
-                    }
-                    lock(&self.state).interrupted_tools = false;
-                    let params = control::session_abort_params(&session_id);
-                    let grace = self.config.cli.cancel_grace;
-                    let ask = self.request(&process, control::SESSION_ABORT, params, grace);
-                    let done = wind_down(&self.state, grace, async { ask.await.is_ok() }).await;
-                    // Copilot's abort leaves a command already running in its shell: only
-                    // replacing the process stops it (the next turn resumes the session).
-                    done && !std::mem::take(&mut lock(&self.state).interrupted_tools)
-                }
-                None => false,
-            };
-            if !aborted {
-                tracing::debug!("copilot did not stop its work: terminating it");
-                self.stop_process(generation, false).await;
-            }
-        }
-        self.chat.cancelled(&turn).await;
-        Ok(())
+    async fn answer_input(
+        _engine: &Engine<Copilot>,
+        parked: Infallible,
+        _process: Arc<AgentProcess>,
+        _response: InputResponse,
+    ) -> Result<(), ProviderError> {
+        match parked {}
     }
 
-    fn resume_handle(&self) -> Option<Value> {
-        self.copilot_session_id().map(|id| RESUME.handle(&id))
+    async fn cancel(
+        engine: &Engine<Copilot>,
+        _turn: &RunningTurn,
+        ended: EndedOf<State>,
+        process: Option<&AgentProcess>,
+    ) -> bool {
+        let session_id = engine.state().copilot_session.clone();
+        engine.translator().abort_turn();
+        let (Some(process), Some(session_id)) = (process, session_id) else {
+            return false;
+        };
+        // Permission requests still waiting are rejected first.
+        let rejected = (false, Some("The turn was cancelled."));
+        let withdrawn = ended
+            .permissions
+            .iter()
+            .map(|request_id| permission_answer(engine, &session_id, request_id, rejected))
+            .collect();
+        Engine::<Copilot>::withdraw(process, withdrawn).await;
+        engine.state().interrupted_tools = false;
+        let params = control::session_abort_params(&session_id);
+        let grace = engine.config.cli.cancel_grace;
+        let ask = call(
+            engine,
+            process,
+            (control::SESSION_ABORT, params),
+            grace,
+            |_| {},
+        );
+        let done = wind_down(&engine.state, grace, async { ask.await.is_ok() }).await;
+        // Copilot's abort leaves a command already running in its shell: only replacing the
+        // process stops it (the next turn resumes the session).
+        done && !std::mem::take(&mut engine.state().interrupted_tools)
     }
 
-    async fn dispose(&self) {
-        let _lifecycle = self.chat.lifecycle.lock().await;
-        let (live, _) = dispose_state(&self.state);
-        lock(&self.translator).abort_turn();
-        if let Some(live) = live {
-            terminate(&self.state, live, self.config.cli.kill_grace, "copilot").await;
-        }
+    async fn dispose(
+        engine: &Engine<Copilot>,
+        _ended: EndedOf<State>,
+        _process: Option<&AgentProcess>,
+    ) {
+        engine.translator().abort_turn();
     }
 }

@@ -10,6 +10,10 @@
 //! - [`Waiters`] and [`await_answer`]: request/response correlation — a request registers a
 //!   waiter, the reader resolves it, a timeout or the end of the process fails it with the
 //!   stderr tail.
+//! - [`Engine`] over a [`Protocol`]: a conversation written once — the lifecycle lock, turn
+//!   admission, message handling (state changes before signals, then the answers), unreadable
+//!   output and process exits failing the turn, cancel, dispose; a provider's protocol says only
+//!   how its agent is spoken to.
 //! - [`AgentConversation`] and [`Conversation`]: the `ProviderSession` a provider hands the
 //!   host, written once over a conversation's async methods; [`AgentCli`] and [`CliProvider`]:
 //!   the `Provider`, written once over what distinguishes one CLI from another.
@@ -21,6 +25,7 @@
 //!   ([`wind_down`]) and disposing written once.
 
 mod conversation;
+mod engine;
 mod provider;
 mod reader;
 mod slot;
@@ -29,6 +34,7 @@ mod turns;
 mod waiters;
 
 pub use conversation::{AgentConversation, Conversation};
+pub use engine::{Engine, Protocol, Reply, resume_or_start};
 pub use provider::{AgentCli, CliProvider, ConfigOf};
 pub use reader::{MessageHandler, MessageSource, SourceError, spawn_reader};
 pub use slot::{Live, ProcessSlot};
