@@ -136,17 +136,10 @@ pub fn take_permission<S: TurnState>(
     state: &Mutex<S>,
     tool_call_id: &str,
 ) -> Result<(S::Permission, Arc<AgentProcess>), ProviderError> {
-    let not_waiting = || ProviderError::NotRunning {
-        message: format!("no tool call `{tool_call_id}` is waiting for permission"),
-    };
-    let mut state = lock(state);
-    let (_, process) = state.slot().current().ok_or_else(not_waiting)?;
-    let parked = state
-        .turns()
-        .permissions
-        .remove(tool_call_id)
-        .ok_or_else(not_waiting)?;
-    Ok((parked, process))
+    let waiting = format!("no tool call `{tool_call_id}` is waiting for permission");
+    take_parked(state, waiting, |turns| {
+        turns.permissions.remove(tool_call_id)
+    })
 }
 
 /// Takes the input request parked as `request_id` and the process to answer it on; an error
@@ -155,17 +148,23 @@ pub fn take_input<S: TurnState>(
     state: &Mutex<S>,
     request_id: &str,
 ) -> Result<(S::Input, Arc<AgentProcess>), ProviderError> {
-    let not_waiting = || ProviderError::NotRunning {
-        message: format!("no input request `{request_id}` is waiting for an answer"),
-    };
+    let waiting = format!("no input request `{request_id}` is waiting for an answer");
+    take_parked(state, waiting, |turns| turns.inputs.remove(request_id))
+}
+
+/// The request `take` removes from the parked ones, and the current process; `NotRunning` with
+/// `message` when there is no process (nothing is removed then) or no such request.
+fn take_parked<S: TurnState, T>(
+    state: &Mutex<S>,
+    message: String,
+    take: impl FnOnce(&mut Turns<S::Permission, S::Input>) -> Option<T>,
+) -> Result<(T, Arc<AgentProcess>), ProviderError> {
     let mut state = lock(state);
-    let (_, process) = state.slot().current().ok_or_else(not_waiting)?;
-    let parked = state
-        .turns()
-        .inputs
-        .remove(request_id)
-        .ok_or_else(not_waiting)?;
-    Ok((parked, process))
+    let taken = match state.slot().current() {
+        Some((_, process)) => take(state.turns()).map(|parked| (parked, process)),
+        None => None,
+    };
+    taken.ok_or(ProviderError::NotRunning { message })
 }
 
 /// What a turn of a conversation with state `S` left behind (see [`Ended`]).
