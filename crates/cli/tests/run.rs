@@ -345,3 +345,59 @@ fn outside_a_git_repository_checkpoints_are_off_and_said_once() {
         started.elapsed()
     );
 }
+
+/// A subagent's chat is created and busy before `run` hears of it: its text and its tool calls
+/// still show (indented under it), and its confirmation is still answered (`--yes`).
+#[test]
+fn a_subagent_busy_before_run_opens_its_chat_still_shows_its_work_and_gets_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    repository(&work);
+    let script = tmp.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({ "turns": [{ "steps": [
+            { "kind": "subagent", "agent": "helper", "description": "helps", "prompt": "help",
+              "steps": [
+                { "kind": "say", "text": "sub work" },
+                { "kind": "tool", "name": "write_file", "displayName": "Write file",
+                  "confirm": true,
+                  "effect": { "kind": "writeFile", "path": "sub.txt", "content": "s\n" } }
+              ] },
+            { "kind": "say", "text": "main done" }
+        ]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = agent_host();
+    command
+        .args(["run", "--provider", "scripted", "--yes", "--script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&work)
+        .arg("--data-dir")
+        .arg(tmp.path().join("data"))
+        .arg("delegate")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (status, stdout, stderr) = finish(command.spawn().unwrap());
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let sub = stdout
+        .find("    sub work")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let helps = stdout
+        .find("  ↳ helps")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(helps < sub, "{stdout}");
+    assert!(
+        stdout.contains("Write `sub.txt`: approved (--yes)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("main done"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("sub.txt")).unwrap(),
+        "s\n"
+    );
+}

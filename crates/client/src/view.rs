@@ -100,6 +100,28 @@ impl ChatView {
         events
     }
 
+    /// What the snapshot already holds, as the events a person would have seen had they
+    /// followed the chat from its start: the text, reasoning, notices and tool calls of its
+    /// turns and of the running turn, in order, and the confirmations still waiting (so a
+    /// client that opens a chat late — a subagent's, created and busy before the client knew of
+    /// it — shows its work and can answer what it asks).
+    pub fn backlog(&self) -> Vec<Event> {
+        let finished = self
+            .state
+            .turns
+            .iter()
+            .map(|turn| (turn.id.as_str(), &turn.response_parts));
+        let running = self
+            .state
+            .active_turn
+            .iter()
+            .map(|turn| (turn.id.as_str(), &turn.response_parts));
+        finished
+            .chain(running)
+            .flat_map(|(turn_id, parts)| parts.iter().filter_map(|part| part_event(turn_id, part)))
+            .collect()
+    }
+
     /// The tool name of call `tool_call_id` in the running turn.
     fn tool_name(&self, tool_call_id: &str) -> Option<String> {
         use agenthost_protocol::ahp_types::state::ToolCallState;
@@ -116,6 +138,41 @@ impl ChatView {
             },
             _ => None,
         })
+    }
+}
+
+/// What a response part already in a turn (`turn_id`) shows a person, if anything.
+fn part_event(turn_id: &str, part: &ResponsePart) -> Option<Event> {
+    use agenthost_protocol::ahp_types::state::{ToolCallState, ToolInput};
+    match part {
+        ResponsePart::Markdown(m) if !m.content.is_empty() => Some(Event::Text(m.content.clone())),
+        ResponsePart::Reasoning(r) if !r.content.is_empty() => {
+            Some(Event::Reasoning(r.content.clone()))
+        }
+        ResponsePart::SystemNotification(n) => Some(Event::Notice(n.content.as_text().to_owned())),
+        ResponsePart::ToolCall(call) => match &call.tool_call {
+            ToolCallState::PendingConfirmation(s) => Some(Event::ConfirmationNeeded {
+                turn_id: turn_id.to_owned(),
+                tool_call_id: s.tool_call_id.clone(),
+                invocation: s.invocation_message.as_text().to_owned(),
+                tool_name: s.tool_name.clone(),
+                input: match &s.tool_input {
+                    Some(ToolInput::Inline(text)) => Some(text.clone()),
+                    _ => None,
+                },
+            }),
+            ToolCallState::Running(s) => Some(Event::ToolStarted {
+                tool_call_id: s.tool_call_id.clone(),
+                display_name: s.display_name.clone(),
+            }),
+            ToolCallState::Completed(s) => Some(Event::ToolFinished {
+                tool_call_id: s.tool_call_id.clone(),
+                success: s.success,
+                summary: s.past_tense_message.as_text().to_owned(),
+            }),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -218,5 +275,44 @@ mod tests {
             }]
         );
         assert_eq!(view.state().turns.len(), 1);
+    }
+
+    #[test]
+    fn the_backlog_is_what_the_snapshot_holds_in_order_with_its_waiting_confirmation() {
+        let mut view = ChatView::new(
+            serde_json::from_value(json!({
+                "resource": "ahp-chat:/c", "title": "C", "status": 1,
+                "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []
+            }))
+            .unwrap(),
+            0,
+        );
+        let steps = [
+            json!({ "type": "chat/turnStarted", "turnId": "t", "startedAt": "2026-01-01T00:00:00.000Z",
+                "message": { "text": "hi", "origin": { "kind": "user" } } }),
+            json!({ "type": "chat/responsePart", "turnId": "t", "part": { "kind": "markdown", "id": "m", "content": "Hello" } }),
+            json!({ "type": "chat/toolCallStart", "turnId": "t", "toolCallId": "c1", "toolName": "write_file", "displayName": "Write file" }),
+            json!({ "type": "chat/toolCallReady", "turnId": "t", "toolCallId": "c1", "invocationMessage": "Write `a.txt`", "toolInput": "a" }),
+        ];
+        for (seq, step) in steps.into_iter().enumerate() {
+            view.apply(&envelope(u64::try_from(seq).unwrap() + 1, step));
+        }
+        assert_eq!(
+            view.backlog(),
+            [
+                Event::Text("Hello".into()),
+                Event::ConfirmationNeeded {
+                    turn_id: "t".into(),
+                    tool_call_id: "c1".into(),
+                    invocation: "Write `a.txt`".into(),
+                    tool_name: "write_file".into(),
+                    input: Some("a".into()),
+                },
+            ]
+        );
+        // A view seeded from that state (as a client opening the chat now gets it) shows the
+        // same, and nothing of it again when the envelopes up to its snapshot arrive.
+        let late = ChatView::new(view.state().clone(), 4);
+        assert_eq!(late.backlog(), view.backlog());
     }
 }

@@ -63,51 +63,76 @@ impl Follow<'_> {
                 out.line(&format!("  ↳ {}", added.summary.title))
                     .map_err(io_error)?;
             }
+            // The chat may have been busy before this client knew of it: what it already
+            // holds is shown (and its waiting confirmations asked) as if followed from the
+            // start.
+            let backlog = view.backlog();
             self.views.insert(uri.to_string(), view);
             self.subscriptions.push(subscription);
+            for event in backlog {
+                self.take(uri.as_str(), event, turn, options, out)?;
+            }
             return Ok(None);
         }
-        let main = envelope.channel == self.chat.as_str();
         let Some(view) = self.views.get_mut(&envelope.channel) else {
             return Ok(None);
         };
-        let indent = if main { "" } else { "    " };
         for event in view.apply(&envelope) {
-            if !options.json {
-                out.event(indent, &event).map_err(io_error)?;
+            if let Some(outcome) = self.take(&envelope.channel, event, turn, options, out)? {
+                return Ok(Some(outcome));
             }
-            match event {
-                Event::ConfirmationNeeded {
-                    turn_id,
-                    tool_call_id,
-                    invocation,
-                    tool_name,
-                    input,
-                } => self.pending.push(Pending {
-                    chat: envelope.channel.clone(),
+        }
+        Ok(None)
+    }
+
+    /// One event of chat `channel`: shown (indented for a subagent's chat), a confirmation
+    /// kept to be answered, and the run's outcome when it ends the main chat's turn `turn`.
+    fn take<W: Write>(
+        &mut self,
+        channel: &str,
+        event: Event,
+        turn: &str,
+        options: &RunOptions,
+        out: &mut Renderer<W>,
+    ) -> Result<Option<Outcome>, CliError> {
+        let main = channel == self.chat.as_str();
+        if !options.json {
+            let indent = if main { "" } else { "    " };
+            out.event(indent, &event).map_err(io_error)?;
+        }
+        match event {
+            Event::ConfirmationNeeded {
+                turn_id,
+                tool_call_id,
+                invocation,
+                tool_name,
+                input,
+            } if !self.pending.iter().any(|p| p.tool_call_id == tool_call_id) => {
+                self.pending.push(Pending {
+                    chat: channel.to_owned(),
                     turn_id,
                     tool_call_id,
                     invocation,
                     tool_name,
                     input,
                     asked: false,
-                }),
-                Event::ToolFinished { tool_call_id, .. } => {
-                    self.pending.retain(|p| p.tool_call_id != tool_call_id);
-                }
-                Event::TurnEnded {
-                    turn_id,
-                    error,
-                    cancelled,
-                } if main && turn_id == turn => {
-                    return Ok(Some(match (error, cancelled) {
-                        (Some(error), _) => Outcome::Failed(error),
-                        (None, true) => Outcome::Cancelled,
-                        (None, false) => Outcome::Completed,
-                    }));
-                }
-                _ => {}
+                });
             }
+            Event::ToolFinished { tool_call_id, .. } => {
+                self.pending.retain(|p| p.tool_call_id != tool_call_id);
+            }
+            Event::TurnEnded {
+                turn_id,
+                error,
+                cancelled,
+            } if main && turn_id == turn => {
+                return Ok(Some(match (error, cancelled) {
+                    (Some(error), _) => Outcome::Failed(error),
+                    (None, true) => Outcome::Cancelled,
+                    (None, false) => Outcome::Completed,
+                }));
+            }
+            _ => {}
         }
         Ok(None)
     }
