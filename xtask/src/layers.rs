@@ -35,6 +35,7 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("agenthost-provider-api", Layer::Rank(2)),
     ("agenthost-testkit", Layer::Rank(2)),
     ("agenthost-provider-process", Layer::Rank(3)),
+    ("agenthost-provider-acp", Layer::Rank(4)),
     ("agenthost-provider-claude", Layer::Rank(4)),
     ("agenthost-provider-codex", Layer::Rank(4)),
     ("agenthost-provider-copilot", Layer::Rank(4)),

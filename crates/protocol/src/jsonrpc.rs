@@ -184,10 +184,12 @@ impl DecodeError {
 }
 
 /// Decodes one text frame.
-pub fn decode(text: &str) -> Result<Incoming, DecodeError> {
-    let value: Value = serde_json::from_str(text).map_err(|error| DecodeError {
-        id: Value::Null,
-        error: RpcError::parse_error(format!("parse error: {error}")),
+pub fn decode(text: &str) -> Result<Incoming, Box<DecodeError>> {
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        Box::new(DecodeError {
+            id: Value::Null,
+            error: RpcError::parse_error(format!("parse error: {error}")),
+        })
     })?;
     let Value::Object(mut object) = value else {
         let message = if value.is_array() {
@@ -195,38 +197,41 @@ pub fn decode(text: &str) -> Result<Incoming, DecodeError> {
         } else {
             "a JSON-RPC message must be an object"
         };
-        return Err(DecodeError::invalid(Value::Null, message));
+        return Err(Box::new(DecodeError::invalid(Value::Null, message)));
     };
     let raw_id = object.remove("id");
     let echo_id = raw_id.clone().unwrap_or(Value::Null);
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(DecodeError::invalid(echo_id, r#""jsonrpc" must be "2.0""#));
+        return Err(Box::new(DecodeError::invalid(
+            echo_id,
+            r#""jsonrpc" must be "2.0""#,
+        )));
     }
     let params = object.remove("params");
     if let Some(params) = &params
         && !params.is_object()
         && !params.is_array()
     {
-        return Err(DecodeError::invalid(
+        return Err(Box::new(DecodeError::invalid(
             echo_id,
             r#""params" must be an object or an array"#,
-        ));
+        )));
     }
     match object.remove("method") {
         Some(Value::String(method)) => match raw_id {
             None => Ok(Incoming::Notification { method, params }),
             Some(id) => match id.as_u64() {
                 Some(id) => Ok(Incoming::Request { id, method, params }),
-                None => Err(DecodeError::invalid(
+                None => Err(Box::new(DecodeError::invalid(
                     echo_id,
                     r#""id" must be a non-negative integer"#,
-                )),
+                ))),
             },
         },
-        Some(_) => Err(DecodeError::invalid(
+        Some(_) => Err(Box::new(DecodeError::invalid(
             echo_id,
             r#""method" must be a string"#,
-        )),
+        ))),
         None => decode_response(raw_id, object),
     }
 }
@@ -234,13 +239,13 @@ pub fn decode(text: &str) -> Result<Incoming, DecodeError> {
 fn decode_response(
     raw_id: Option<Value>,
     mut object: serde_json::Map<String, Value>,
-) -> Result<Incoming, DecodeError> {
+) -> Result<Incoming, Box<DecodeError>> {
     let echo_id = raw_id.clone().unwrap_or(Value::Null);
     let Some(id) = raw_id.as_ref().and_then(Value::as_u64) else {
-        return Err(DecodeError::invalid(
+        return Err(Box::new(DecodeError::invalid(
             echo_id,
             r#"neither a request ("method") nor a response with a numeric "id""#,
-        ));
+        )));
     };
     if let Some(result) = object.remove("result") {
         return Ok(Incoming::Response {
@@ -249,10 +254,10 @@ fn decode_response(
         });
     }
     let Some(error) = object.remove("error") else {
-        return Err(DecodeError::invalid(
+        return Err(Box::new(DecodeError::invalid(
             echo_id,
             r#"a response needs "result" or "error""#,
-        ));
+        )));
     };
     let code = error
         .get("code")
@@ -268,10 +273,10 @@ fn decode_response(
                 data: error.get("data").cloned(),
             }),
         }),
-        _ => Err(DecodeError::invalid(
+        _ => Err(Box::new(DecodeError::invalid(
             echo_id,
             r#"an error response needs an integer "code" and a string "message""#,
-        )),
+        ))),
     }
 }
 

@@ -65,7 +65,7 @@ while IFS= read -r step; do
     FIN) read_frame ;;
     FREPLY)
       read_frame
-      id=$(printf '%s' "$body" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+      id=$(printf '%s' "$body" | sed -n 's/^{\("jsonrpc":"2.0",\)\{0,1\}"id":\([0-9]*\),.*/\2/p')
       write_frame "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":$arg}"
       ;;
     SLEEP) sleep "$arg" ;;
@@ -92,8 +92,9 @@ pub enum Step {
     FrameOut(String),
     /// Read one `Content-Length` frame.
     FrameIn,
-    /// Read a framed JSON-RPC request whose body starts with `{"id":N,` and answer with the
-    /// frame `{"jsonrpc":"2.0","id":N,"result":<this JSON>}`.
+    /// Read a framed JSON-RPC request whose body starts with `{"id":N,` (or
+    /// `{"jsonrpc":"2.0","id":N,`) and answer with the frame
+    /// `{"jsonrpc":"2.0","id":N,"result":<this JSON>}`.
     FrameReply(String),
     /// Run `sleep` for this many seconds (as a child, in the CLI's process group).
     Sleep(u32),

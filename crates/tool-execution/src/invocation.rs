@@ -30,8 +30,8 @@ pub enum InvocationStatus {
     AwaitingConfirmation,
     /// The tool body is running.
     Executing,
-    /// Settled with this result (failures included).
-    Completed(ToolCallResult),
+    /// Settled with this result (failures included); boxed, as results are large.
+    Completed(Box<ToolCallResult>),
     /// Settled without a result: denied, skipped remotely, removed, disposed.
     Cancelled,
 }

@@ -85,8 +85,8 @@ fn cancel_cancels_the_token_of_a_running_body_and_settle_is_final() {
     invocation.cancel();
     assert!(token.is_cancelled());
     invocation.settle(InvocationStatus::Cancelled);
-    invocation.settle(InvocationStatus::Completed(crate::answers::text_result(
-        "x", "y",
+    invocation.settle(InvocationStatus::Completed(Box::new(
+        crate::answers::text_result("x", "y"),
     )));
     assert_eq!(invocation.status(), InvocationStatus::Cancelled);
     assert!(invocation.status().is_terminal());

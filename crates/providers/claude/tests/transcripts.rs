@@ -239,10 +239,14 @@ fn check(transcript: Transcript, expected: TurnState) {
     assert_eq!(chat.turns.len(), 1);
     assert_eq!(chat.turns[0].state, expected, "{}", transcript.name);
     let turn = serde_json::to_value(&chat.turns[0]).unwrap();
-    insta::assert_json_snapshot!(
+    // Maps sorted: `serde_json` keeps insertion order in builds where a dependency turns
+    // that on, and the snapshot must not depend on the build.
+    insta::with_settings!({ sort_maps => true }, {
+        insta::assert_json_snapshot!(
         transcript.name,
         json!({ "signals": replay.rendered, "turn": turn })
     );
+    });
 }
 
 #[test]
@@ -308,8 +312,12 @@ fn stdin_interrupt() {
         ]
     );
     let turns = serde_json::to_value(&chat.turns).unwrap();
-    insta::assert_json_snapshot!(
+    // Maps sorted: `serde_json` keeps insertion order in builds where a dependency turns
+    // that on, and the snapshot must not depend on the build.
+    insta::with_settings!({ sort_maps => true }, {
+        insta::assert_json_snapshot!(
         transcript.name,
         json!({ "signals": replay.rendered, "turns": turns })
     );
+    });
 }

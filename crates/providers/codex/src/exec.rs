@@ -97,7 +97,7 @@ pub(crate) enum ExecItemDetails {
     },
     /// A tool call (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`,
     /// `collab_tool_call`).
-    Tool(ToolCall),
+    Tool(Box<ToolCall>),
     /// Any other type (`todo_list`, `error`, `plan`, …).
     Other {
         /// The item's `type`.
@@ -279,16 +279,16 @@ impl ExecItem {
             },
             "command_execution" => {
                 let fields: CommandFields = decode(&kind, value)?;
-                ExecItemDetails::Tool(ToolCall::Command {
+                ExecItemDetails::Tool(Box::new(ToolCall::Command {
                     command: shell::unwrap_command(&fields.command),
                     status: status(fields.status.as_deref()),
                     exit_code: fields.exit_code,
                     output: fields.aggregated_output,
-                })
+                }))
             }
             "file_change" => {
                 let fields: FileChangeFields = decode(&kind, value)?;
-                ExecItemDetails::Tool(ToolCall::FileChange {
+                ExecItemDetails::Tool(Box::new(ToolCall::FileChange {
                     changes: fields
                         .changes
                         .into_iter()
@@ -300,30 +300,30 @@ impl ExecItem {
                         })
                         .collect(),
                     status: status(fields.status.as_deref()),
-                })
+                }))
             }
             "mcp_tool_call" => {
                 let fields: McpFields = decode(&kind, value)?;
-                ExecItemDetails::Tool(ToolCall::Mcp {
+                ExecItemDetails::Tool(Box::new(ToolCall::Mcp {
                     server: fields.server,
                     tool: fields.tool,
                     arguments: fields.arguments,
                     status: status(fields.status.as_deref()),
                     result: fields.result,
                     error: fields.error.map(|error| error.message.unwrap_or_default()),
-                })
+                }))
             }
-            "web_search" => ExecItemDetails::Tool(ToolCall::WebSearch {
+            "web_search" => ExecItemDetails::Tool(Box::new(ToolCall::WebSearch {
                 query: decode::<WebSearchFields>(&kind, value)?.query,
-            }),
+            })),
             "collab_tool_call" => {
                 let fields: CollabFields = decode(&kind, value)?;
-                ExecItemDetails::Tool(ToolCall::Collab {
+                ExecItemDetails::Tool(Box::new(ToolCall::Collab {
                     tool: snake_to_camel(&fields.tool),
                     status: status(fields.status.as_deref()),
                     prompt: fields.prompt,
                     agents_states: fields.agents_states,
-                })
+                }))
             }
             _ => ExecItemDetails::Other { kind },
         };
@@ -493,6 +493,7 @@ impl ExecTranslator {
                 out,
             ),
             ExecItemDetails::Tool(call) => {
+                let call = *call;
                 let id = stream_id;
                 let mut events = Vec::new();
                 let known = match turn.tools.get_mut(&id) {

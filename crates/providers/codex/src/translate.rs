@@ -217,7 +217,7 @@ enum ItemTrack {
     Message,
     Reasoning,
     Tool {
-        call: ToolCall,
+        call: Box<ToolCall>,
         /// Output streamed so far.
         output: String,
         done: bool,
@@ -381,12 +381,12 @@ impl Translator {
         }
         let synthetic = match turn.items.get_mut(item_id) {
             Some(ItemTrack::Tool {
-                call: call @ ToolCall::Permissions { .. },
+                call,
                 done: done @ false,
                 ..
-            }) => {
+            }) if matches!(**call, ToolCall::Permissions { .. }) => {
                 *done = true;
-                Some(call.clone())
+                Some((**call).clone())
             }
             _ => None,
         };

@@ -7,6 +7,8 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use serde_json::Value;
+
 use crate::script::Effect;
 
 /// The error code of a tool result whose path leaves the working directory.
@@ -192,3 +194,25 @@ fn confined(
 #[cfg(test)]
 #[path = "effects_tests.rs"]
 mod tests;
+
+/// `value` as JSON text with every object's keys in order, whether or not `serde_json` keeps
+/// insertion order in this build (a dependency may turn that on for the whole workspace), so
+/// the tool input a client shows is the same in every build.
+pub(crate) fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(object) => {
+                let mut keys: Vec<&String> = object.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|key| (key.clone(), sorted(&object[key])))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}

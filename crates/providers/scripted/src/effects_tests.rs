@@ -151,3 +151,12 @@ async fn appends_add_to_the_file_and_concurrent_appends_share_new_parents() {
         OUTSIDE_WORKING_DIRECTORY
     );
 }
+
+#[test]
+fn tool_input_json_is_canonical_whatever_order_the_build_keeps() {
+    let value = serde_json::json!({ "path": "a", "content": "c", "nested": { "z": 1, "b": [ { "y": 2, "x": 1 } ] } });
+    assert_eq!(
+        canonical(&value),
+        r#"{"content":"c","nested":{"b":[{"x":1,"y":2}],"z":1},"path":"a"}"#
+    );
+}

@@ -63,7 +63,10 @@ pub(crate) fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
 /// Why a turn stopped before its last step.
 enum Stop {
     /// An `error` step: the turn ends with `chat/error`.
-    Failed { error: ErrorInfo, resumable: bool },
+    Failed {
+        error: Box<ErrorInfo>,
+        resumable: bool,
+    },
     /// The host stopped listening, or the turn is being cancelled: send nothing more.
     Gone,
 }
@@ -129,7 +132,7 @@ impl TurnRun {
             Err(Stop::Failed { error, resumable }) => StateAction::ChatError(ChatErrorAction {
                 turn_id: self.turn.turn_id.clone(),
                 duration: duration_ms(self.started),
-                part: error_part(error, resumable),
+                part: error_part(*error, resumable),
                 meta: None,
             }),
             Err(Stop::Gone) => {
@@ -218,10 +221,10 @@ impl TurnRun {
             }
             Step::Subagent(subagent) => self.subagent(subagent, scope).await,
             Step::Error(fail) => Err(Stop::Failed {
-                error: error_info(
+                error: Box::new(error_info(
                     fail.error_type.as_deref().unwrap_or(SCRIPTED_ERROR),
                     fail.message.clone(),
-                ),
+                )),
                 resumable: fail.resumable,
             }),
             Step::Pause(pause) => {
@@ -327,7 +330,10 @@ impl TurnRun {
         self.tool_calls += 1;
         let id = format!("tool-{}-{}", self.label, self.tool_calls);
         SafeId::new(id).map_err(|error| Stop::Failed {
-            error: error_info(INTERNAL_ERROR, format!("bad tool call id: {error}")),
+            error: Box::new(error_info(
+                INTERNAL_ERROR,
+                format!("bad tool call id: {error}"),
+            )),
             resumable: false,
         })
     }
@@ -393,12 +399,12 @@ impl TurnRun {
                 Ok(Answer::ClientResult(_)) if tool.client.is_some() => return Ok(()),
                 Ok(Answer::ClientResult(_)) => {
                     return Err(Stop::Failed {
-                        error: error_info(
+                        error: Box::new(error_info(
                             INTERNAL_ERROR,
                             format!(
                                 "`{tool_call_id}` is not a client tool but got a client result"
                             ),
-                        ),
+                        )),
                         resumable: false,
                     });
                 }
@@ -477,12 +483,12 @@ impl TurnRun {
         match answer {
             Ok(Answer::ClientResult(_)) => Ok(()),
             Ok(Answer::Permission(_)) => Err(Stop::Failed {
-                error: error_info(
+                error: Box::new(error_info(
                     INTERNAL_ERROR,
                     format!(
                         "the client tool call `{tool_call_id}` got a permission answer while running"
                     ),
-                ),
+                )),
                 resumable: false,
             }),
             Err(_) => Err(Stop::Gone),
@@ -637,7 +643,7 @@ impl TurnRun {
         scope: Option<&SafeId>,
         tool_call_id: SafeId,
         display_name: &str,
-        failure: Option<&(ErrorInfo, bool)>,
+        failure: Option<&(Box<ErrorInfo>, bool)>,
     ) -> Result<(), Stop> {
         self.signal(SubagentCompleted {
             session: self.session.clone(),
@@ -733,14 +739,14 @@ impl ToolTexts {
 fn tool_input(tool: &Tool) -> Option<ToolInput> {
     let input = match (&tool.input, &tool.effect) {
         (Some(Value::String(text)), _) => text.clone(),
-        (Some(value), _) => value.to_string(),
+        (Some(value), _) => effects::canonical(value),
         (None, Effect::None) => return None,
         (None, Effect::WriteFile(write)) => {
-            json!({ "path": write.path, "content": write.content }).to_string()
+            effects::canonical(&json!({ "path": write.path, "content": write.content }))
         }
-        (None, Effect::ReadFile(read)) => json!({ "path": read.path }).to_string(),
+        (None, Effect::ReadFile(read)) => effects::canonical(&json!({ "path": read.path })),
         (None, Effect::AppendFile(append)) => {
-            json!({ "path": append.path, "content": append.content }).to_string()
+            effects::canonical(&json!({ "path": append.path, "content": append.content }))
         }
     };
     Some(ToolInput::Inline(input))

@@ -147,7 +147,8 @@ where
                         break;
                     }
                 }
-                Err(DecodeError { id, error }) => {
+                Err(undecodable) => {
+                    let DecodeError { id, error } = *undecodable;
                     tracing::debug!(conn = %conn.id(), code = error.code, "undecodable frame");
                     conn.send_priority(rpc::error_frame(&id, &error));
                 }

@@ -227,7 +227,7 @@ impl Core {
                 answers::complete(&key, result.clone()),
                 fx,
             );
-            invocation.settle(InvocationStatus::Completed(result));
+            invocation.settle(InvocationStatus::Completed(Box::new(result)));
             return;
         }
         let Some(call) = self.calls.get_mut(&key) else {

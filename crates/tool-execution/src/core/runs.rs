@@ -371,7 +371,7 @@ impl Core {
         self.finish(
             key,
             attempt,
-            Some(InvocationStatus::Completed(result)),
+            Some(InvocationStatus::Completed(Box::new(result))),
             now,
             fx,
         );

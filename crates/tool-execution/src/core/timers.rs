@@ -179,7 +179,7 @@ impl Core {
                 call.started = true;
                 let result = answers::client_unavailable_result(&display_name);
                 if let Some(invocation) = call.invocation.take() {
-                    invocation.settle(InvocationStatus::Completed(result.clone()));
+                    invocation.settle(InvocationStatus::Completed(Box::new(result.clone())));
                 }
                 tracing::info!(%key, "no observer claimed a confirmable client tool; denying");
                 self.send_tool(
@@ -227,7 +227,7 @@ impl Core {
             .unwrap_or_else(|| key.tool_call_id.clone());
         let result = answers::client_unavailable_result(&display);
         if let Some(invocation) = &call.invocation {
-            invocation.settle(InvocationStatus::Completed(result.clone()));
+            invocation.settle(InvocationStatus::Completed(Box::new(result.clone())));
         }
         self.drop_record_timers(&record, fx);
         self.send_tool(

@@ -150,7 +150,7 @@ impl Translator {
                 turn.items.insert(
                     id,
                     ItemTrack::Tool {
-                        call,
+                        call: Box::new(call),
                         output: String::new(),
                         done: false,
                     },
@@ -226,7 +226,7 @@ impl Translator {
                 turn.items.insert(
                     id.to_owned(),
                     ItemTrack::Tool {
-                        call: call.clone(),
+                        call: Box::new(call.clone()),
                         output: String::new(),
                         done: true,
                     },

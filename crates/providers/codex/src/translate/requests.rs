@@ -299,7 +299,7 @@ impl Translator {
                 turn.items.insert(
                     id.clone(),
                     ItemTrack::Tool {
-                        call: call.clone(),
+                        call: Box::new(call.clone()),
                         output: String::new(),
                         done: false,
                     },
@@ -336,7 +336,7 @@ impl Translator {
             turn.items.insert(
                 call_id.clone(),
                 ItemTrack::Tool {
-                    call: call.clone(),
+                    call: Box::new(call.clone()),
                     output: String::new(),
                     done: false,
                 },

@@ -1,0 +1,195 @@
+//! What an ACP agent writes on stdout: newline-delimited JSON-RPC 2.0 messages, and the
+//! protocol's bodies decoded into the official schema types ([`schema`]).
+//!
+//! Decoding is tolerant where the protocol grows and strict where a message is malformed:
+//! - a `session/update` whose kind this build does not know (a newer schema, or one behind an
+//!   unstable feature not enabled here) is [`SessionUpdate::Skipped`] by its tag, never an
+//!   error — the schema's `SessionUpdate` has no catch-all variant, so the tag is read first;
+//! - a known kind, a permission request or a prompt answer that does not have the schema's shape
+//!   is [`Undecodable`], naming what is wrong.
+
+use agenthost_provider_api::Undecodable;
+use agenthost_provider_api::tolerant::decode_body;
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use agent_client_protocol::v1::schema;
+
+/// `session/update` kinds this build decodes (the stable schema-v1 kinds of
+/// `agent-client-protocol-schema` 1.17).
+pub const KNOWN_UPDATES: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+    "usage_update",
+    "notice",
+    "compaction_update",
+    "compaction_summary_chunk",
+];
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RpcError {
+    /// The error code (`-32000`: authentication required, `-32603`: internal error, …).
+    pub code: i64,
+    /// What went wrong.
+    pub message: String,
+    /// More detail, if the agent gave any.
+    #[serde(default)]
+    pub data: Option<Value>,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+/// One message of the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// The answer to a request of the host.
+    Response {
+        /// The request's id.
+        id: Value,
+        /// Its result, or the agent's error.
+        result: Result<Value, RpcError>,
+    },
+    /// A request of the agent (`session/request_permission`, …), answered with `id`.
+    Request {
+        /// The id to answer with.
+        id: Value,
+        /// The method.
+        method: String,
+        /// Its parameters (`null` when absent).
+        params: Value,
+    },
+    /// A notification of the agent (`session/update`, …).
+    Notification {
+        /// The method.
+        method: String,
+        /// Its parameters (`null` when absent).
+        params: Value,
+    },
+}
+
+#[derive(Deserialize)]
+struct RawMessage {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Value,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+/// Parses one line of the agent's stdout.
+pub fn parse_message(line: &str) -> Result<Message, Undecodable> {
+    let raw: RawMessage = serde_json::from_str(line)
+        .map_err(|error| Undecodable(format!("not a JSON-RPC message: {error}")))?;
+    match (raw.id, raw.method) {
+        (Some(id), Some(method)) => Ok(Message::Request {
+            id,
+            method,
+            params: raw.params,
+        }),
+        (None, Some(method)) => Ok(Message::Notification {
+            method,
+            params: raw.params,
+        }),
+        (Some(id), None) => {
+            let result = match (raw.result, raw.error) {
+                (_, Some(error)) => Err(error),
+                (Some(result), None) => Ok(result),
+                (None, None) => Ok(Value::Null),
+            };
+            Ok(Message::Response { id, result })
+        }
+        (None, None) => Err(Undecodable(
+            "a JSON-RPC message with neither an id nor a method".to_owned(),
+        )),
+    }
+}
+
+/// A `session/update` notification.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionUpdate {
+    /// An update this build knows.
+    Known {
+        /// The agent's session id.
+        session_id: String,
+        /// The update.
+        update: Box<schema::SessionUpdate>,
+    },
+    /// An update of a kind this build does not know, skipped.
+    Skipped {
+        /// The agent's session id.
+        session_id: String,
+        /// Its `sessionUpdate` tag.
+        kind: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateEnvelope {
+    session_id: String,
+    update: UpdateTag,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateTag {
+    session_update: String,
+}
+
+/// Decodes the parameters of a `session/update` notification (see the module docs).
+pub fn session_update(params: &Value) -> Result<SessionUpdate, Undecodable> {
+    let envelope: UpdateEnvelope = serde_json::from_value(params.clone())
+        .map_err(|error| Undecodable(format!("`session/update`: {error}")))?;
+    let kind = envelope.update.session_update;
+    if !KNOWN_UPDATES.contains(&kind.as_str()) {
+        return Ok(SessionUpdate::Skipped {
+            session_id: envelope.session_id,
+            kind,
+        });
+    }
+    let notification: schema::SessionNotification =
+        decode_body(&format!("session/update {kind}"), params.clone())?;
+    Ok(SessionUpdate::Known {
+        session_id: envelope.session_id,
+        update: Box::new(notification.update),
+    })
+}
+
+/// Decodes the parameters of a `session/request_permission` request.
+pub fn permission_request(params: Value) -> Result<schema::RequestPermissionRequest, Undecodable> {
+    decode_body("session/request_permission", params)
+}
+
+/// Decodes the result of `session/prompt`: why the turn stopped, and its usage when the agent
+/// reports it.
+pub fn prompt_response(result: Value) -> Result<schema::PromptResponse, Undecodable> {
+    decode_body("session/prompt", result)
+}
+
+/// Decodes the result of `initialize`: the agent's protocol version and capabilities.
+pub fn initialize_response(result: Value) -> Result<schema::InitializeResponse, Undecodable> {
+    decode_body("initialize", result)
+}
+
+/// Decodes the result of `session/new`: the session id, and its modes and config options.
+pub fn new_session_response(result: Value) -> Result<schema::NewSessionResponse, Undecodable> {
+    decode_body("session/new", result)
+}
