@@ -143,23 +143,15 @@ impl ChatView {
 
 /// What a response part already in a turn (`turn_id`) shows a person, if anything.
 fn part_event(turn_id: &str, part: &ResponsePart) -> Option<Event> {
-    use agenthost_protocol::ahp_types::state::{ToolCallState, ToolInput};
+    use agenthost_protocol::ahp_types::state::ToolCallState;
     match part {
-        ResponsePart::Markdown(m) if !m.content.is_empty() => Some(Event::Text(m.content.clone())),
-        ResponsePart::Reasoning(r) if !r.content.is_empty() => {
-            Some(Event::Reasoning(r.content.clone()))
-        }
-        ResponsePart::SystemNotification(n) => Some(Event::Notice(n.content.as_text().to_owned())),
         ResponsePart::ToolCall(call) => match &call.tool_call {
             ToolCallState::PendingConfirmation(s) => Some(Event::ConfirmationNeeded {
                 turn_id: turn_id.to_owned(),
                 tool_call_id: s.tool_call_id.clone(),
                 invocation: s.invocation_message.as_text().to_owned(),
                 tool_name: s.tool_name.clone(),
-                input: match &s.tool_input {
-                    Some(ToolInput::Inline(text)) => Some(text.clone()),
-                    _ => None,
-                },
+                input: inline(s.tool_input.as_ref()),
             }),
             ToolCallState::Running(s) => Some(Event::ToolStarted {
                 tool_call_id: s.tool_call_id.clone(),
@@ -172,6 +164,26 @@ fn part_event(turn_id: &str, part: &ResponsePart) -> Option<Event> {
             }),
             _ => None,
         },
+        text => text_event(text),
+    }
+}
+
+/// A tool input given inline, as text (`None` for one given by reference).
+fn inline(input: Option<&agenthost_protocol::ahp_types::state::ToolInput>) -> Option<String> {
+    match input {
+        Some(agenthost_protocol::ahp_types::state::ToolInput::Inline(text)) => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// What a text part (markdown, reasoning, a notice) shows a person, if anything.
+fn text_event(part: &ResponsePart) -> Option<Event> {
+    match part {
+        ResponsePart::Markdown(m) if !m.content.is_empty() => Some(Event::Text(m.content.clone())),
+        ResponsePart::Reasoning(r) if !r.content.is_empty() => {
+            Some(Event::Reasoning(r.content.clone()))
+        }
+        ResponsePart::SystemNotification(n) => Some(Event::Notice(n.content.as_text().to_owned())),
         _ => None,
     }
 }
@@ -180,13 +192,9 @@ fn describe(action: &StateAction) -> Vec<Event> {
     let event = match action {
         StateAction::ChatDelta(a) => Event::Text(a.content.clone()),
         StateAction::ChatReasoning(a) => Event::Reasoning(a.content.clone()),
-        StateAction::ChatResponsePart(a) => match &a.part {
-            ResponsePart::Markdown(m) if !m.content.is_empty() => Event::Text(m.content.clone()),
-            ResponsePart::Reasoning(r) if !r.content.is_empty() => {
-                Event::Reasoning(r.content.clone())
-            }
-            ResponsePart::SystemNotification(n) => Event::Notice(n.content.as_text().to_owned()),
-            _ => return Vec::new(),
+        StateAction::ChatResponsePart(a) => match text_event(&a.part) {
+            Some(event) => event,
+            None => return Vec::new(),
         },
         StateAction::ChatToolCallStart(a) => Event::ToolStarted {
             tool_call_id: a.tool_call_id.clone(),
@@ -197,12 +205,7 @@ fn describe(action: &StateAction) -> Vec<Event> {
             tool_call_id: a.tool_call_id.clone(),
             invocation: a.invocation_message.as_text().to_owned(),
             tool_name: String::new(),
-            input: match &a.tool_input {
-                Some(agenthost_protocol::ahp_types::state::ToolInput::Inline(text)) => {
-                    Some(text.clone())
-                }
-                _ => None,
-            },
+            input: inline(a.tool_input.as_ref()),
         },
         StateAction::ChatToolCallComplete(a) => Event::ToolFinished {
             tool_call_id: a.tool_call_id.clone(),

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agenthost_protocol::state::ChatInputResponseKind;
+use agenthost_provider_api::testing::start_request;
 use agenthost_provider_api::{
     AgentConfig, AgentMode, CliSettings, InputResponse, InvalidConfig, PermissionDecision,
     Provider, ProviderError, ProviderSession, RestoreSession, ResumeKey, StartSession, TurnRequest,
@@ -671,7 +672,7 @@ async fn a_cli_provider_checks_its_settings_lists_their_models_and_resumes_only_
     assert_eq!(models, [("default", "Default model"), ("big", "big")]);
 
     let restore = |handle: serde_json::Value| RestoreSession {
-        start: start_request(),
+        start: start_request(&std::env::temp_dir()).0,
         resume_handle: handle,
     };
     let restored = provider
@@ -690,98 +691,8 @@ async fn a_cli_provider_checks_its_settings_lists_their_models_and_resumes_only_
             "{error}"
         );
     }
-    assert_eq!(provider.start(start_request()).1, None);
-}
-
-fn start_request() -> StartSession {
-    let (tx, _rx) = tokio::sync::mpsc::channel(1);
-    let session: agenthost_protocol::SessionUri = "calls:/s1".parse().unwrap();
-    let chat = agenthost_protocol::ChatUri::default_for(&session);
-    StartSession {
-        session,
-        chat: chat.clone(),
-        working_directory: std::env::temp_dir(),
-        model: None,
-        signals: agenthost_provider_api::SignalSink::new(chat, tx),
-    }
-}
-
-/// The state of a conversation with only what the driver manages.
-#[derive(Default)]
-struct Plain;
-
-impl agenthost_provider_process::driver::ProviderState for Plain {}
-
-type TurnsOnly = agenthost_provider_process::driver::AgentState<Plain, &'static str, &'static str>;
-
-#[tokio::test]
-async fn turns_admit_one_at_a_time_cancel_only_the_running_one_and_hand_back_parked_requests() {
-    use agenthost_provider_process::driver::{
-        admit, begin_turn, cancel_turn, dispose_state, end_turn, take_input, take_permission,
-    };
-    let state = Mutex::new(TurnsOnly::default());
-    admit(&state, "Agent", "t1").unwrap();
-    begin_turn(&state, "t1");
-    let busy = admit(&state, "Agent", "t2").unwrap_err();
-    assert!(
-        busy.to_string().contains("still running turn `t1`"),
-        "{busy}"
-    );
-    {
-        let mut guard = state.lock().unwrap();
-        assert_eq!(guard.turns.park_permission("call-b".into(), "perm-b"), None);
-        assert_eq!(guard.turns.park_permission("call-a".into(), "perm-a"), None);
-        assert_eq!(
-            guard.turns.park_permission("call-a".into(), "perm-a2"),
-            Some("perm-a")
-        );
-        guard.turns.park_input("q1".into(), "input-1");
-    }
-    // Without a process nothing can be answered, and the request stays parked.
-    let gone = take_permission(&state, "call-a").unwrap_err();
-    assert!(gone.to_string().contains("call-a"), "{gone}");
-    assert!(take_input(&state, "q-unknown").is_err());
-
-    let wrong = cancel_turn(&state, "t9").unwrap_err();
-    assert!(wrong.to_string().contains("`t9` is not running"), "{wrong}");
-    assert!(admit(&state, "Agent", "t2").is_err(), "t1 must still run");
-    let (turn, ended) = cancel_turn(&state, "t1").unwrap();
-    assert_eq!(turn.id, "t1");
-    // In tool call id order, so withdrawing answers in a stable order.
-    assert_eq!(ended.permissions, ["perm-a2", "perm-b"]);
-    assert_eq!(ended.inputs, ["input-1"]);
-    admit(&state, "Agent", "t2").unwrap();
-    begin_turn(&state, "t2");
     assert_eq!(
-        end_turn(&state).turn.map(|turn| turn.id),
-        Some("t2".to_owned())
+        provider.start(start_request(&std::env::temp_dir()).0).1,
+        None
     );
-
-    let (live, _) = dispose_state(&state);
-    assert!(live.is_none());
-    let disposed = admit(&state, "Agent", "t3").unwrap_err();
-    assert!(disposed.to_string().contains("disposed"), "{disposed}");
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_cancelled_turn_winds_down_within_the_grace_or_is_reported_as_not_done() {
-    use agenthost_provider_process::driver::wind_down;
-    let state = Arc::new(Mutex::new(TurnsOnly::default()));
-    let grace = Duration::from_secs(5);
-    // The agent winds down 2 s after it was asked.
-    let reporter = Arc::clone(&state);
-    let report = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        reporter.lock().unwrap().waiters.wound_down();
-    });
-    assert!(wind_down(&*state, grace, async { true }).await);
-    report.await.unwrap();
-    // Never winds down: not done once the grace has passed.
-    let started = tokio::time::Instant::now();
-    assert!(!wind_down(&*state, grace, async { true }).await);
-    assert_eq!(started.elapsed(), grace);
-    // The request could not be sent: not done, without waiting.
-    let started = tokio::time::Instant::now();
-    assert!(!wind_down(&*state, grace, async { false }).await);
-    assert_eq!(started.elapsed(), Duration::ZERO);
 }

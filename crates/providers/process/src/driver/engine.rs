@@ -173,23 +173,23 @@ impl<P: Protocol> Engine<P> {
         self.chat.signals.send_all(signals).await;
     }
 
-    /// Writes `writes` to `process`, logging what cannot be written.
-    pub async fn write_all(process: &AgentProcess, writes: Vec<String>) {
-        for write in writes {
-            if let Err(error) = P::write(process, &write).await {
-                tracing::warn!(%error, agent = P::ID, "could not answer the agent");
+    /// Writes `messages` to `process` in order; the errors of those that could not be written.
+    async fn write_each(process: &AgentProcess, messages: Vec<String>) -> Vec<std::io::Error> {
+        let mut errors = Vec::new();
+        for message in messages {
+            if let Err(error) = P::write(process, &message).await {
+                errors.push(error);
             }
         }
+        errors
     }
 
     /// Writes `withdrawn` (answers to requests that no longer wait: the turn ended, was
     /// cancelled or the conversation is disposed) to `process`, best effort: the process may be
     /// stopping already.
     pub async fn withdraw(process: &AgentProcess, withdrawn: Vec<String>) {
-        for write in withdrawn {
-            if let Err(error) = P::write(process, &write).await {
-                tracing::debug!(%error, agent = P::ID, "could not withdraw a request");
-            }
+        for error in Self::write_each(process, withdrawn).await {
+            tracing::debug!(%error, agent = P::ID, "could not withdraw a request");
         }
     }
 
@@ -208,7 +208,9 @@ impl<P: Protocol> MessageHandler for Engine<P> {
         };
         match P::on_message(self, message) {
             Ok(reply) => {
-                Self::write_all(&process, reply.writes).await;
+                for error in Self::write_each(&process, reply.writes).await {
+                    tracing::warn!(%error, agent = P::ID, "could not answer the agent");
+                }
                 self.chat.signals.send_all(reply.signals).await;
                 true
             }

@@ -310,13 +310,9 @@ where
     }
 }
 
-impl<X, P, I, K, A> TurnState for AgentState<X, P, I, K, A>
+impl<X, P: Send, I: Send, K, A> TurnState for AgentState<X, P, I, K, A>
 where
-    X: ProviderState,
-    P: Send,
-    I: Send,
-    K: Eq + std::hash::Hash + Send,
-    A: Send,
+    Self: DriverState,
 {
     type Permission = P;
     type Input = I;
