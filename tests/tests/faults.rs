@@ -317,6 +317,7 @@ async fn start_host(agent: Agent, stand_in: &StandIn, work: &Path, data: &Path) 
         claude,
         codex,
         copilot,
+        acp_agents: Vec::new(),
         unattended: Default::default(),
         enable: Vec::new(),
     })

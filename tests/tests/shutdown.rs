@@ -50,6 +50,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         claude: Some(claude),
         codex: None,
         copilot: None,
+        acp_agents: Vec::new(),
         unattended: Default::default(),
         enable: Vec::new(),
     })

@@ -39,7 +39,7 @@ pub const LIGHT: &[(&str, bool)] = &[
     ("agenthost-services", false),
     ("agenthost-provider-api", false),
     ("agenthost-provider-scripted", false),
-    ("agenthost-provider-acp", false),
+    ("agenthost-provider-acp", true),
     ("agenthost-provider-claude", true),
     ("agenthost-provider-codex", true),
     ("agenthost-provider-copilot", true),

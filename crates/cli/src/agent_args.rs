@@ -155,3 +155,24 @@ impl ClaudeArgs {
         config
     }
 }
+
+/// The ACP agents to offer, each as provider `acp.NAME`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AcpArgs {
+    /// A TOML file of ACP agents (`[[agent]]` tables: name, command, args, env, env_remove,
+    /// working_directory, start_timeout_secs, cancel_grace_secs); each is offered as `acp.NAME`.
+    #[arg(long = "acp-agents", value_name = "FILE")]
+    acp_agents: Option<PathBuf>,
+    /// An ACP agent that needs no arguments, as NAME=PROGRAM (repeatable): offered as
+    /// `acp.NAME`.
+    #[arg(long = "acp-agent", value_name = "NAME=PROGRAM")]
+    acp_agent: Vec<String>,
+}
+
+impl AcpArgs {
+    pub(crate) fn agents(&self) -> Result<Vec<agenthost_provider_acp::AcpAgentConfig>, CliError> {
+        agenthost::acp::agents(self.acp_agents.as_deref(), &self.acp_agent, |name| {
+            std::env::var_os(name)
+        })
+    }
+}

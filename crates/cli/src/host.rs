@@ -7,6 +7,7 @@ use std::sync::Arc;
 use agenthost_checkpoint::{CheckpointConfig, GitCheckpointService};
 use agenthost_contributions::register_builtin_contributions;
 use agenthost_dispatcher::{Dispatcher, LaunchKind, ServiceRegistry};
+use agenthost_provider_acp::{AcpAgentConfig, AcpProvider};
 use agenthost_provider_api::Provider;
 use agenthost_provider_claude::{ClaudeConfig, ClaudeProvider};
 use agenthost_provider_codex::{CodexConfig, CodexProvider};
@@ -74,6 +75,9 @@ pub struct HostOptions {
     /// How the `copilot` provider launches the Copilot CLI (`copilot` on the `PATH`, defaults
     /// otherwise, when `None`).
     pub copilot: Option<CopilotConfig>,
+    /// The ACP agents (`--acp-agents`, `--acp-agent`): each is offered as provider `acp.NAME`;
+    /// those whose models are not set are probed for them (see [`crate::acp`]).
+    pub acp_agents: Vec<agenthost_provider_acp::AcpAgentConfig>,
     /// The unattended policy (`--unattended`, `--unattended-grace`; off by default).
     pub unattended: crate::unattended::UnattendedOptions,
     /// Root configuration flags turned on (`serve --enable markdownPlanRichLinks`); see
@@ -100,6 +104,7 @@ impl HostOptions {
             claude: None,
             codex: None,
             copilot: None,
+            acp_agents: Vec::new(),
             unattended: Default::default(),
             enable: Vec::new(),
         }
@@ -175,16 +180,37 @@ pub fn copilot_config(
     config
 }
 
-/// Providers this build can run.
+/// Providers this build can run (and `acp.NAME` for each configured ACP agent).
 const AVAILABLE: &[&str] = &["scripted", "claude", "codex", "copilot"];
 
-fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, CliError> {
-    if options.providers.is_empty() {
+/// The providers `options` name, then every ACP agent of `acp_agents` not named.
+fn providers(
+    options: &HostOptions,
+    acp_agents: &[AcpAgentConfig],
+) -> Result<Vec<Arc<dyn Provider>>, CliError> {
+    if options.providers.is_empty() && acp_agents.is_empty() {
         return Err(CliError::usage("at least one --provider is needed"));
     }
+    let acp_provider = |config: &AcpAgentConfig| -> Result<Arc<dyn Provider>, CliError> {
+        Ok(Arc::new(
+            AcpProvider::new(config.clone()).map_err(|error| CliError::Usage(error.0))?,
+        ))
+    };
     let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
     for name in &options.providers {
         if providers.iter().any(|p| p.id() == name) {
+            continue;
+        }
+        if let Some(agent) = name.strip_prefix(agenthost_provider_acp::PROVIDER_PREFIX) {
+            let config = acp_agents
+                .iter()
+                .find(|config| config.name == agent)
+                .ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "no ACP agent `{agent}` is configured: describe it in --acp-agents FILE,                          or give --acp-agent {agent}=PROGRAM"
+                    ))
+                })?;
+            providers.push(acp_provider(config)?);
             continue;
         }
         match name.as_str() {
@@ -221,10 +247,16 @@ fn providers(options: &HostOptions) -> Result<Vec<Arc<dyn Provider>>, CliError> 
             }
             other => {
                 return Err(CliError::Usage(format!(
-                    "provider {other:?} is not available in this build (available: {})",
+                    "provider {other:?} is not available in this build (available: {}, and \
+                     acp.NAME for an ACP agent given with --acp-agents or --acp-agent)",
                     AVAILABLE.join(", ")
                 )));
             }
+        }
+    }
+    for config in acp_agents {
+        if !providers.iter().any(|p| p.id() == config.provider_id()) {
+            providers.push(acp_provider(config)?);
         }
     }
     if options.script.is_some() && !options.providers.iter().any(|p| p == "scripted") {
@@ -357,7 +389,9 @@ pub struct Composed {
 /// contributions, orchestrator, session service — into its [`AgentService`], without a
 /// transport ([`bind_with`] adds the server).
 pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Composed, CliError> {
-    let providers = providers(options)?;
+    let store = open_store(options.data_dir.as_deref())?;
+    let acp_agents = crate::acp::with_models(options.acp_agents.clone(), &store).await;
+    let providers = providers(options, &acp_agents)?;
     let roots = if options.roots.is_empty() {
         vec![
             std::env::current_dir()
@@ -366,7 +400,6 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     } else {
         options.roots.clone()
     };
-    let store = open_store(options.data_dir.as_deref())?;
     let mut agents: Vec<_> = providers.iter().map(|p| p.agent_info()).collect();
     // The model limits agents reported in earlier runs (they are learned from turns).
     match store.host_value(agenthost_side_effects::MODEL_LIMITS_KEY) {

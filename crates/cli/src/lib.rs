@@ -8,6 +8,7 @@
 //! can do about it (a bad flag, the database, a file, the host, an agent, an interrupt).
 #![deny(missing_docs)]
 
+pub mod acp;
 pub mod checkpoints;
 pub mod demo;
 pub mod discovery;

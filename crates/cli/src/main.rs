@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod agent_args;
 
-use agent_args::{ClaudeArgs, CodexArgs, CopilotArgs};
+use agent_args::{AcpArgs, ClaudeArgs, CodexArgs, CopilotArgs};
 
 use agenthost::CliError;
 
@@ -200,6 +200,8 @@ struct ServeArgs {
     codex: CodexArgs,
     #[command(flatten)]
     copilot: CopilotArgs,
+    #[command(flatten)]
+    acp: AcpArgs,
 }
 
 /// The server's limits (see `agenthost_server::ServerConfig`). A client that reaches one gets
@@ -339,7 +341,8 @@ struct AttachArgs {
 struct RunArgs {
     /// What to ask the agent.
     prompt: String,
-    /// The agent (claude, codex, copilot, scripted).
+    /// The agent (claude, codex, copilot, scripted, or acp.NAME for an ACP agent given with
+    /// --acp-agents or --acp-agent).
     #[arg(long, default_value = "claude", value_name = "NAME")]
     provider: String,
     /// The model, when not the agent's default.
@@ -373,6 +376,8 @@ struct RunArgs {
     codex: CodexArgs,
     #[command(flatten)]
     copilot: CopilotArgs,
+    #[command(flatten)]
+    acp: AcpArgs,
 }
 
 impl RunArgs {
@@ -412,6 +417,7 @@ impl RunArgs {
             CliError::Usage(format!("the folder {} is not usable: {e}", cwd.display()))
         })?;
         let copilot = self.copilot.config()?;
+        let acp_agents = self.acp.agents()?;
         let host = agenthost::host::HostOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             providers: vec![self.provider],
@@ -426,6 +432,7 @@ impl RunArgs {
             claude: Some(self.claude.config()),
             codex: Some(self.codex.config()),
             copilot: Some(copilot),
+            acp_agents,
             unattended: Default::default(),
             enable: Vec::new(),
         };
@@ -466,7 +473,8 @@ struct MockModelArgs {
 
 #[derive(Debug, clap::Args)]
 struct MapArgs {
-    /// The provider whose output format the transcript is in.
+    /// The provider whose output format the transcript is in: claude, codex, copilot, or acp
+    /// (any ACP agent's stdout).
     #[arg(long, value_name = "NAME")]
     provider: String,
     /// The transcript: the agent's stdout, one JSON object per line (`-` for stdin).
@@ -517,8 +525,10 @@ fn main() -> ExitCode {
             let args = *args;
             init_logging("info");
             let copilot = args.copilot.config();
+            let acp_agents = args.acp.agents();
             data_dir(args.data_dir).and_then(|data_dir| {
                 let copilot = copilot?;
+                let acp_agents = acp_agents?;
                 agenthost::serve::check_listen(args.listen, args.allow_remote)?;
                 runtime.block_on(agenthost::serve::run(agenthost::serve::ServeOptions {
                     listen: args.listen,
@@ -536,6 +546,7 @@ fn main() -> ExitCode {
                     claude: Some(args.claude.config()),
                     codex: Some(args.codex.config()),
                     copilot: Some(copilot),
+                    acp_agents,
                     unattended: agenthost::unattended::UnattendedOptions {
                         policy: args.unattended,
                         grace: args

@@ -18,7 +18,7 @@ use agenthost_provider_copilot::FrameDecoder;
 use crate::CliError;
 
 /// The providers whose transcripts can be mapped.
-pub const MAPPABLE: &[&str] = &["claude", "codex", "copilot"];
+pub const MAPPABLE: &[&str] = &["claude", "codex", "copilot", "acp"];
 
 /// The turn id the transcript is mapped as.
 pub const TURN_ID: &str = "turn-1";
@@ -35,6 +35,7 @@ fn format_of(provider: &str) -> &'static str {
             "`copilot --headless --stdio` output (Content-Length frames, or their bodies one per \
              line) or `copilot -p --output-format json` output"
         }
+        "acp" => "an ACP agent's stdout (JSON-RPC 2.0, one message per line)",
         _ => "an unknown format",
     }
 }
@@ -53,6 +54,9 @@ pub fn map_text(provider: &str, text: &str) -> Result<Vec<String>, CliError> {
         // Decoded headless frames and `copilot -p --output-format json` lines alike.
         "copilot" => agenthost_provider_copilot::map_transcript(session, TURN_ID, text)
             .map_err(|e| CliError::Agent(e.to_string()))?,
+        // Any ACP agent's stdout: `session/update`s and the prompt's answer.
+        "acp" => agenthost_provider_acp::map_transcript(session, TURN_ID, text)
+            .map_err(|e| CliError::Agent(e.to_string()))?,
         other => {
             return Err(CliError::Usage(format!(
                 "cannot map transcripts of provider {other:?} (mappable: {})",
@@ -67,6 +71,16 @@ pub fn map_text(provider: &str, text: &str) -> Result<Vec<String>, CliError> {
                 .map_err(|e| CliError::Agent(format!("cannot write a signal as JSON: {e}")))
         })
         .collect()
+}
+
+/// `provider` with its article: "a claude", "an acp".
+fn a(provider: &str) -> String {
+    let article = if provider.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {provider}")
 }
 
 /// Whether `text` is a `Content-Length` framed capture rather than JSON lines: its first
@@ -157,7 +171,8 @@ pub fn map_capture(provider: &str, source: &str, text: &str) -> Result<Vec<Strin
     let mapped = map_text(provider, &lines).map_err(|e| {
         let numbering = if framed { " (line n is frame n)" } else { "" };
         CliError::Agent(format!(
-            "cannot map {source} as a {provider} transcript: {e}{numbering}{}",
+            "cannot map {source} as {} transcript: {e}{numbering}{}",
+            a(provider),
             suggestion(provider, &lines)
         ))
     })?;
@@ -171,7 +186,8 @@ pub fn map_capture(provider: &str, source: &str, text: &str) -> Result<Vec<Strin
         )));
     }
     Err(CliError::Usage(format!(
-        "{source} maps to no AHP actions as a {provider} transcript (expected {}){}",
+        "{source} maps to no AHP actions as {} transcript (expected {}){}",
+        a(provider),
         format_of(provider),
         suggestion(provider, &lines)
     )))
@@ -195,7 +211,12 @@ fn suggestion(provider: &str, lines: &str) -> String {
                 _ => Some((count, other)),
             },
         )
-        .map(|(_, other)| format!("; it maps as a {other} transcript: try --provider {other}"))
+        .map(|(_, other)| {
+            format!(
+                "; it maps as {} transcript: try --provider {other}",
+                a(other)
+            )
+        })
         .unwrap_or_default()
 }
 

@@ -95,6 +95,8 @@ pub struct ServeOptions {
     pub codex: Option<agenthost_provider_codex::CodexConfig>,
     /// How the `copilot` provider launches the Copilot CLI.
     pub copilot: Option<agenthost_provider_copilot::CopilotConfig>,
+    /// The ACP agents, each offered as `acp.NAME`.
+    pub acp_agents: Vec<agenthost_provider_acp::AcpAgentConfig>,
     /// The unattended policy and its grace window.
     pub unattended: crate::unattended::UnattendedOptions,
     /// Root configuration flags turned on.
@@ -127,6 +129,7 @@ pub async fn run(options: ServeOptions) -> Result<(), CliError> {
             claude: options.claude,
             codex: options.codex,
             copilot: options.copilot,
+            acp_agents: options.acp_agents,
             unattended: options.unattended,
             enable: options.enable,
         },

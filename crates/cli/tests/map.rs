@@ -295,3 +295,30 @@ fn mock_model_refuses_a_non_loopback_address() {
     assert!(!status.success());
     assert!(stderr.contains("cannot start the mock model"), "{stderr}");
 }
+
+#[test]
+fn map_reads_an_acp_agents_stdout_and_refuses_the_hosts_side() {
+    let fixtures =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../providers/acp/tests/fixtures");
+    let stdout = fixtures.join("acp-reject.stdout.jsonl");
+    let (ok, printed, stderr) = map(&["--provider", "acp", stdout.to_str().unwrap()], None);
+    assert!(ok, "{stderr}");
+    let lines: Vec<Value> = printed
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let complete = lines
+        .iter()
+        .find(|line| line["type"] == "chat/toolCallComplete")
+        .unwrap();
+    assert_eq!(complete["result"]["error"]["code"], "denied", "{complete}");
+    assert_eq!(lines.last().unwrap()["type"], "chat/turnComplete");
+    // What the host wrote is no agent output: it maps to nothing, and says so.
+    let stdin = fixtures.join("acp-reject.stdin.jsonl");
+    let (ok, printed, stderr) = map(&["--provider", "acp", stdin.to_str().unwrap()], None);
+    assert!(!ok && printed.is_empty(), "{printed}");
+    assert!(
+        stderr.contains("maps to no AHP actions as an acp transcript"),
+        "{stderr}"
+    );
+}

@@ -58,7 +58,7 @@ while IFS= read -r step; do
     REPLY)
       IFS= read -r line <&3 || exit 0
       printf '%s\n' "$line" >> "$log"
-      id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+      id=$(printf '%s' "$line" | sed -n 's/^{\("jsonrpc":"2.0",\)\{0,1\}"id":\([0-9]*\),.*/\2/p')
       printf '{"id":%s,"result":%s}\n' "$id" "$arg"
       ;;
     FOUT) write_frame "$arg" ;;
@@ -85,8 +85,8 @@ pub enum Step {
     In,
     /// Read a Claude `control_request` and answer it with an empty success `control_response`.
     Ack,
-    /// Read a JSON-RPC request whose line starts with `{"id":N,` and answer
-    /// `{"id":N,"result":<this JSON>}`.
+    /// Read a JSON-RPC request whose line starts with `{"id":N,` (or `{"jsonrpc":"2.0","id":N,`)
+    /// and answer `{"id":N,"result":<this JSON>}`.
     Reply(String),
     /// Print this JSON as one `Content-Length` frame (LSP-style framing, as Copilot speaks).
     FrameOut(String),

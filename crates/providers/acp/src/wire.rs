@@ -11,7 +11,7 @@
 use agenthost_provider_api::Undecodable;
 use agenthost_provider_api::tolerant::decode_body;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub use agent_client_protocol::v1::schema;
 
@@ -192,4 +192,105 @@ pub fn initialize_response(result: Value) -> Result<schema::InitializeResponse, 
 /// Decodes the result of `session/new`: the session id, and its modes and config options.
 pub fn new_session_response(result: Value) -> Result<schema::NewSessionResponse, Undecodable> {
     decode_body("session/new", result)
+}
+
+/// A JSON-RPC message of the host, with the `jsonrpc` member first.
+#[derive(serde::Serialize)]
+struct Outgoing<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a Value>,
+}
+
+impl Outgoing<'_> {
+    fn line(&self) -> String {
+        // Serializing borrowed JSON values cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// The request `method` with `params`, numbered `id`.
+pub fn request(id: u64, method: &str, params: &Value) -> String {
+    let id = Value::from(id);
+    Outgoing {
+        jsonrpc: "2.0",
+        id: Some(&id),
+        method: Some(method),
+        params: Some(params),
+        result: None,
+        error: None,
+    }
+    .line()
+}
+
+/// The notification `method` with `params`.
+pub fn notification(method: &str, params: &Value) -> String {
+    Outgoing {
+        jsonrpc: "2.0",
+        id: None,
+        method: Some(method),
+        params: Some(params),
+        result: None,
+        error: None,
+    }
+    .line()
+}
+
+/// The answer `result` to the agent's request `id`.
+pub fn result(id: &Value, result: &Value) -> String {
+    Outgoing {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method: None,
+        params: None,
+        result: Some(result),
+        error: None,
+    }
+    .line()
+}
+
+/// The error answer `code` / `message` to the agent's request `id`.
+pub fn error_reply(id: &Value, code: i64, message: &str) -> String {
+    let error = json!({ "code": code, "message": message });
+    Outgoing {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method: None,
+        params: None,
+        result: None,
+        error: Some(&error),
+    }
+    .line()
+}
+
+/// The answer to permission request `id`: the first offered option of the kinds `approved`
+/// prefers (`allow_once`, then `allow_always`; `reject_once`, then `reject_always`), or
+/// `cancelled` when none is offered. `None` for `approved` withdraws the request (`cancelled`).
+pub fn permission_answer(
+    id: &Value,
+    options: &[schema::PermissionOption],
+    approved: Option<bool>,
+) -> String {
+    use schema::PermissionOptionKind as Kind;
+    let preferred: &[Kind] = match approved {
+        Some(true) => &[Kind::AllowOnce, Kind::AllowAlways],
+        Some(false) => &[Kind::RejectOnce, Kind::RejectAlways],
+        None => &[],
+    };
+    let chosen = preferred
+        .iter()
+        .find_map(|kind| options.iter().find(|option| option.kind == *kind));
+    let outcome = match chosen {
+        Some(option) => json!({ "outcome": "selected", "optionId": option.option_id.0.as_ref() }),
+        None => json!({ "outcome": "cancelled" }),
+    };
+    result(id, &json!({ "outcome": outcome }))
 }
