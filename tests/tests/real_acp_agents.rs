@@ -1,6 +1,8 @@
 //! Real agents through the ACP provider, end to end: GitHub Copilot CLI 1.0.102 as `copilot
-//! --acp` (bring-your-own-key variables, offline), configured as ACP agent `copilot` and offered
-//! as `acp.copilot`; the testkit's mock model on 127.0.0.1, our host over the real WebSocket and
+//! --acp` (bring-your-own-key variables, offline) as `acp.copilot`, Claude Code 2.1.328 through
+//! `@agentclientprotocol/claude-agent-acp` 0.101.0 as `acp.claude` and Codex through
+//! `@agentclientprotocol/codex-acp` 2.6.0 (its own Codex 0.166) as `acp.codex` — the adapters
+//! on Node 22 from the npm registry's `node` package; the testkit's mock model on 127.0.0.1, our host over the real WebSocket and
 //! `agenthost-client` as the AHP client. The scenarios are the other real agents' (the shared
 //! part is `real/common.rs`): an approved tool call runs, a denied one does not and the turn
 //! completes, an API error is a chat error, cancelling stops the running tool and the
@@ -30,12 +32,17 @@ fn enabled() -> bool {
 
 macro_rules! for_each_acp_agent {
     ($($scenario:ident),* $(,)?) => {
-        mod acp_copilot {
+        for_each_acp_agent!(@agent acp_copilot, AcpCopilot, $($scenario),*);
+        for_each_acp_agent!(@agent acp_claude, AcpClaude, $($scenario),*);
+        for_each_acp_agent!(@agent acp_codex, AcpCodex, $($scenario),*);
+    };
+    (@agent $module:ident, $agent:ident, $($scenario:ident),*) => {
+        mod $module {
             use super::*;
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $scenario() {
                 if enabled() {
-                    super::$scenario(Agent::AcpCopilot).await;
+                    super::$scenario(Agent::$agent).await;
                 }
             })*
         }
@@ -53,5 +60,19 @@ for_each_acp_agent!(
 fn acp_copilot_after_a_host_restart_the_next_turn_loads_the_agent_session() {
     if enabled() {
         after_a_host_restart_the_next_turn_resumes_the_agent_conversation(Agent::AcpCopilot);
+    }
+}
+
+#[test]
+fn acp_claude_after_a_host_restart_the_next_turn_loads_the_agent_session() {
+    if enabled() {
+        after_a_host_restart_the_next_turn_resumes_the_agent_conversation(Agent::AcpClaude);
+    }
+}
+
+#[test]
+fn acp_codex_after_a_host_restart_the_next_turn_loads_the_agent_session() {
+    if enabled() {
+        after_a_host_restart_the_next_turn_resumes_the_agent_conversation(Agent::AcpCodex);
     }
 }

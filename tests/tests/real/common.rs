@@ -28,6 +28,10 @@ enum Agent {
     Copilot,
     /// `copilot --acp` through the ACP provider, as agent `acp.copilot`.
     AcpCopilot,
+    /// Claude Code through `claude-agent-acp` 0.101.0 on Node 22, as agent `acp.claude`.
+    AcpClaude,
+    /// Codex through `codex-acp` 2.6.0 on Node 22, as agent `acp.codex`.
+    AcpCodex,
 }
 
 impl Agent {
@@ -37,21 +41,42 @@ impl Agent {
             Agent::Codex => "codex",
             Agent::Copilot => "copilot",
             Agent::AcpCopilot => "acp.copilot",
+            Agent::AcpClaude => "acp.claude",
+            Agent::AcpCodex => "acp.codex",
         }
     }
 
-    /// The binary's variable, its name in `node_modules/.bin` and its npm package.
+    /// Whether the agent is driven through the ACP provider.
+    fn is_acp(self) -> bool {
+        matches!(self, Agent::AcpCopilot | Agent::AcpClaude | Agent::AcpCodex)
+    }
+
+    /// The binary's variable, its path in the CLI cache and its npm package.
     fn install(self) -> (&'static str, &'static str, &'static str) {
         match self {
             Agent::Claude => (
                 "AGENTHOST_CLAUDE_BIN",
-                "claude",
+                "node_modules/.bin/claude",
                 "@anthropic-ai/claude-code@2.1.328",
             ),
-            Agent::Codex => ("AGENTHOST_CODEX_BIN", "codex", "@openai/codex@0.169.0"),
+            Agent::Codex => (
+                "AGENTHOST_CODEX_BIN",
+                "node_modules/.bin/codex",
+                "@openai/codex@0.169.0",
+            ),
+            Agent::AcpClaude => (
+                "AGENTHOST_CLAUDE_ACP_JS",
+                "acp/node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js",
+                "@agentclientprotocol/claude-agent-acp@0.101.0",
+            ),
+            Agent::AcpCodex => (
+                "AGENTHOST_CODEX_ACP_JS",
+                "acp/node_modules/@agentclientprotocol/codex-acp/dist/index.js",
+                "@agentclientprotocol/codex-acp@2.6.0",
+            ),
             Agent::Copilot | Agent::AcpCopilot => (
                 "AGENTHOST_COPILOT_BIN",
-                "copilot",
+                "node_modules/.bin/copilot",
                 "@github/copilot@1.0.102",
             ),
         }
@@ -61,21 +86,15 @@ impl Agent {
     fn binary(self) -> Option<PathBuf> {
         let (variable, name, package) = self.install();
         let explicit = std::env::var_os(variable).map(PathBuf::from);
-        let cache = std::env::var_os("AGENTHOST_CLI_CACHE")
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .map(|home| PathBuf::from(home).join(".cache/agenthost/clis"))
-            });
         let found = explicit.or_else(|| {
-            cache
-                .map(|dir| dir.join("node_modules/.bin").join(name))
+            cli_cache()
+                .map(|dir| dir.join(name))
                 .filter(|path| path.exists())
         });
         if found.is_none() {
             let why = format!(
-                "the {name} CLI was not found (set {variable}, or `npm install {package}` in \
-                 ~/.cache/agenthost/clis)"
+                "{package} was not found (set {variable}, or install it as `.ci/run` does: it \
+                 looks for {name} in $AGENTHOST_CLI_CACHE, default ~/.cache/agenthost/clis)"
             );
             assert!(
                 std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
@@ -90,10 +109,30 @@ impl Agent {
     /// requests sandbox escalation.
     fn mock(self, config: MockModelConfig) -> MockModelConfig {
         MockModelConfig {
-            escalate: self == Agent::Codex,
+            escalate: matches!(self, Agent::Codex | Agent::AcpCodex),
             ..config
         }
     }
+}
+
+/// The npm cache of the agent CLIs: `$AGENTHOST_CLI_CACHE`, else `~/.cache/agenthost/clis`.
+fn cli_cache() -> Option<PathBuf> {
+    std::env::var_os("AGENTHOST_CLI_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/agenthost/clis"))
+        })
+}
+
+/// A cache path the ACP adapters need besides their own script (Node 22, Claude Code), or a
+/// failure naming how to install it.
+fn cached(relative: &str, package: &str) -> PathBuf {
+    let path = cli_cache()
+        .map(|dir| dir.join(relative))
+        .filter(|path| path.exists());
+    path.unwrap_or_else(|| {
+        panic!("{relative} is missing from the CLI cache (`.ci/run` installs {package})")
+    })
 }
 
 /// What outlives a host: the mock model, the working directory, the agent's home (its session
@@ -180,6 +219,88 @@ impl Place {
         copilot
     }
 
+    /// The place's ACP agent, offline against the mock model.
+    fn acp_agent(&self) -> AcpAgentConfig {
+        let mut agent = match self.agent {
+            Agent::AcpClaude => self.acp_claude(),
+            Agent::AcpCodex => self.acp_codex(),
+            _ => self.acp_copilot(),
+        };
+        agent.cli.start_timeout = Duration::from_secs(90);
+        agent.request_timeout = Duration::from_secs(60);
+        agent.cli.cancel_grace = Duration::from_secs(10);
+        agent.cli.kill_grace = Duration::from_secs(2);
+        agent
+    }
+
+    /// An ACP adapter script run by Node 22, as agent `name`.
+    fn node_agent(&self, name: &str) -> AcpAgentConfig {
+        let node = cached("node22/node_modules/.bin/node", "node@22");
+        let mut agent = AcpAgentConfig::new(name, node);
+        agent.cli.extra_args = vec![self.binary.to_string_lossy().into_owned()];
+        agent.cli.set_env("HOME", &self.home);
+        agent
+    }
+
+    /// `claude-agent-acp` over our Claude Code, in Claude's `default` permission mode (it
+    /// starts in `auto`, which lets a classifier approve, when nothing says otherwise); as
+    /// root it needs `IS_SANDBOX=1` to start at all.
+    fn acp_claude(&self) -> AcpAgentConfig {
+        let mut agent = self.node_agent("claude");
+        let claude = cached("node_modules/.bin/claude", "@anthropic-ai/claude-code");
+        std::fs::create_dir_all(self.home.join(".claude")).unwrap();
+        std::fs::write(
+            self.home.join(".claude/settings.json"),
+            r#"{"permissions":{"defaultMode":"default"}}"#,
+        )
+        .unwrap();
+        for (name, value) in [
+            ("CLAUDE_CODE_EXECUTABLE", claude.to_string_lossy().into_owned()),
+            ("ANTHROPIC_BASE_URL", self.mock.base_url()),
+            ("ANTHROPIC_API_KEY", "dummy".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ("DISABLE_TELEMETRY", "1".into()),
+            ("IS_SANDBOX", "1".into()),
+        ] {
+            agent.cli.set_env(name, value);
+        }
+        agent.cli.env_remove = ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CONFIG_DIR"]
+            .map(String::from)
+            .to_vec();
+        agent
+    }
+
+    /// `codex-acp` (its own Codex) on the mock model, in the `read-only` mode whose approvals
+    /// go to the user (its default mode lets Codex's own reviewer decide).
+    fn acp_codex(&self) -> AcpAgentConfig {
+        let mut agent = self.node_agent("codex");
+        let home = self.home.join("codex");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\n\
+                 name = \"mock\"\nbase_url = \"{}/v1\"\nwire_api = \"responses\"\n\
+                 env_key = \"MOCK_API_KEY\"\n\n[analytics]\nenabled = false\n\n[features]\n\
+                 plugins = false\nremote_plugin = false\napps = false\n",
+                self.mock.base_url()
+            ),
+        )
+        .unwrap();
+        for (name, value) in [
+            ("CODEX_HOME", home.to_string_lossy().into_owned()),
+            ("MOCK_API_KEY", "dummy".into()),
+            ("NO_BROWSER", "1".into()),
+            ("INITIAL_AGENT_MODE", "read-only".into()),
+        ] {
+            agent.cli.set_env(name, value);
+        }
+        agent.cli.env_remove = ["OPENAI_API_KEY", "CODEX_API_KEY"]
+            .map(String::from)
+            .to_vec();
+        agent
+    }
+
     /// `copilot --acp`, offline with bring-your-own-key variables, as ACP agent `copilot`.
     fn acp_copilot(&self) -> AcpAgentConfig {
         let mut agent = AcpAgentConfig::new("copilot", &self.binary);
@@ -201,10 +322,6 @@ impl Place {
         agent.cli.env_remove = ["GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN"]
             .map(String::from)
             .to_vec();
-        agent.cli.start_timeout = Duration::from_secs(60);
-        agent.request_timeout = Duration::from_secs(60);
-        agent.cli.cancel_grace = Duration::from_secs(10);
-        agent.cli.kill_grace = Duration::from_secs(2);
         agent
     }
 }
@@ -238,8 +355,8 @@ impl Run {
             claude: (place.agent == Agent::Claude).then(|| place.claude()),
             codex: (place.agent == Agent::Codex).then(|| place.codex()),
             copilot: (place.agent == Agent::Copilot).then(|| place.copilot()),
-            acp_agents: if place.agent == Agent::AcpCopilot {
-                vec![place.acp_copilot()]
+            acp_agents: if place.agent.is_acp() {
+                vec![place.acp_agent()]
             } else {
                 Vec::new()
             },
@@ -355,6 +472,17 @@ impl Run {
     }
 }
 
+/// The model calls of the conversation itself: not the side requests some agents make of the
+/// model on their own (a session title, a summary), which the mock answers as `side_text`.
+fn conversation_requests(place: &Place) -> Vec<agenthost_testkit::RequestRecord> {
+    place
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|record| record.decision != "side_text")
+        .collect()
+}
+
 fn tool_results(events: &[Event]) -> Vec<bool> {
     events
         .iter()
@@ -422,7 +550,7 @@ async fn an_approved_tool_call_creates_the_file(agent: Agent) {
         "the final answer streams into the chat: {events:?}"
     );
     assert_eq!(
-        place.mock.requests().len(),
+        conversation_requests(&place).len(),
         2,
         "one call for the tool, one for the answer"
     );
@@ -434,9 +562,15 @@ async fn an_approved_tool_call_creates_the_file(agent: Agent) {
         .request("subscribe", serde_json::json!({ "channel": "ahp-root://" }))
         .await
         .unwrap();
-    let model = &root["snapshot"]["state"]["agents"][0]["models"][0];
+    // (An ACP agent lists the models it offers; the session runs on its current one.)
+    let models = root["snapshot"]["state"]["agents"][0]["models"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert!(
-        model["maxContextWindow"].as_u64().is_some_and(|n| n > 0),
+        models
+            .iter()
+            .any(|model| model["maxContextWindow"].as_u64().is_some_and(|n| n > 0)),
         "no context window learned from the agent: {root}"
     );
 }
@@ -490,9 +624,15 @@ async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes(agent: Age
         .await
         .unwrap();
     let (events, error, cancelled) = run.turn_end().await;
-    assert_eq!((error, cancelled), (None, false), "{events:?}");
     assert_eq!(tool_results(&events), vec![false], "{events:?}");
     assert_eq!(read(&run.work.join("out.txt")), None);
+    if agent == Agent::AcpCodex {
+        // codex-acp offers only "No, and tell Codex what to do differently" for this command:
+        // Codex cancels its turn on it, which the host shows as the agent's own cancel.
+        assert_eq!((error, cancelled), (None, true), "{events:?}");
+        return;
+    }
+    assert_eq!((error, cancelled), (None, false), "{events:?}");
     if agent == Agent::AcpCopilot {
         // Copilot's ACP mode ends the turn at a rejection without asking the model again.
         assert!(
@@ -501,7 +641,11 @@ async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes(agent: Age
                 .any(|e| matches!(e, Event::Text(t) if t.contains("cancelled by user"))),
             "the rejection is said in the chat: {events:?}"
         );
-        assert_eq!(place.mock.requests().len(), 1, "the model was not asked again");
+        assert_eq!(
+            conversation_requests(&place).len(),
+            1,
+            "the model was not asked again"
+        );
         return;
     }
     assert!(
@@ -527,9 +671,9 @@ async fn an_api_error_surfaces_as_a_chat_error(agent: Agent) {
         .unwrap();
     let (events, error, cancelled) = run.turn_end().await;
     assert!(!cancelled);
-    if agent == Agent::AcpCopilot {
-        // Copilot's ACP mode reports a model error as message text and ends the turn with
-        // `end_turn`: ACP carries no error for the host to map, so the text is what shows.
+    if matches!(agent, Agent::AcpCopilot | Agent::AcpCodex) {
+        // Copilot's ACP mode and codex-acp report a model error as message text and end the
+        // turn with `end_turn`: ACP carries no error for the host to map, so the text shows.
         assert_eq!(error, None, "{events:?}");
         assert!(
             events
@@ -621,7 +765,7 @@ fn after_a_host_restart_the_next_turn_resumes_the_agent_conversation(agent: Agen
         run.shut_down().await;
     });
     drop(first);
-    let before = place.mock.requests().len();
+    let before = conversation_requests(&place).len();
     // Second host on the same data directory: the chat comes back from the store and the next
     // turn continues Claude's own conversation (`--resume`), so the model sees the first turn.
     runtime().block_on(async {
@@ -649,7 +793,7 @@ fn after_a_host_restart_the_next_turn_resumes_the_agent_conversation(agent: Agen
         );
     });
     // The model saw the first turn's tool result: only a resumed conversation has it.
-    let requests = place.mock.requests();
+    let requests = conversation_requests(&place);
     let resumed = &requests[before..];
     assert!(!resumed.is_empty());
     for record in resumed {

@@ -101,6 +101,12 @@ async fn call(
         line.into_bytes()
     })
     .await
+    .map_err(|error| match error {
+        ProviderError::Refused { message } => ProviderError::Refused {
+            message: format!("`{method}`: {message}"),
+        },
+        other => other,
+    })
 }
 
 fn protocol_error(message: String) -> ProviderError {
@@ -141,7 +147,7 @@ pub(crate) async fn ensure_process(
     let started = match call(engine, &process, ("initialize", params), cli.start_timeout).await {
         Ok(result) => initialized(engine, result),
         Err(error) => Err(match error {
-            ProviderError::Protocol { message } => message,
+            ProviderError::Protocol { message } | ProviderError::Refused { message } => message,
             other => other.to_string(),
         }),
     };
@@ -488,8 +494,12 @@ impl Protocol for Acp {
         notices.extend(skipped.into_iter().map(|note| format!("Not sent: {note}")));
         {
             let mut translator = engine.translator();
-            translator
-                .set_model(turn.listed_model(engine.chat.default_model.as_deref(), DEFAULT_MODEL));
+            // Without a choice the turn runs on the agent's current model, when it names one.
+            let model_option = &schema::SessionConfigOptionCategory::Model;
+            let current = select_option(translator.config_options(), model_option)
+                .map(|(_, current, _)| current);
+            let fallback = current.as_deref().unwrap_or(DEFAULT_MODEL);
+            translator.set_model(turn.listed_model(engine.chat.default_model.as_deref(), fallback));
             translator.begin_turn(&turn.turn_id);
         }
         begin_turn(&engine.state, &turn.turn_id);

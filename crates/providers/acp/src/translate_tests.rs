@@ -225,6 +225,19 @@ fn the_answer_picks_the_matching_option_and_falls_back_to_cancelled() {
         outcome(permission_answer(&json!(1), &only_always, None)),
         json!({ "outcome": { "outcome": "cancelled" } })
     );
+    // Of two rejections, the one that declines the call rather than cancelling the turn.
+    let two_rejects = [
+        option("cancel", schema::PermissionOptionKind::RejectOnce),
+        option("decline", schema::PermissionOptionKind::RejectOnce),
+    ];
+    assert_eq!(
+        outcome(permission_answer(&json!(1), &two_rejects, Some(false))),
+        json!({ "outcome": { "outcome": "selected", "optionId": "decline" } })
+    );
+    assert_eq!(
+        outcome(permission_answer(&json!(1), &two_rejects[..1], Some(false))),
+        json!({ "outcome": { "outcome": "selected", "optionId": "cancel" } })
+    );
 }
 
 #[test]

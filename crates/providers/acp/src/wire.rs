@@ -272,8 +272,8 @@ pub fn error_reply(id: &Value, code: i64, message: &str) -> String {
 }
 
 /// The answer to permission request `id`: the first offered option of the kinds `approved`
-/// prefers (`allow_once`, then `allow_always`; `reject_once`, then `reject_always`), or
-/// `cancelled` when none is offered. `None` for `approved` withdraws the request (`cancelled`).
+/// prefers (`allow_once`, then `allow_always`; `reject_once`, then `reject_always`) — of several
+/// of one kind, the first that does not say it cancels — or `cancelled` when none is offered. `None` for `approved` withdraws the request (`cancelled`).
 pub fn permission_answer(
     id: &Value,
     options: &[schema::PermissionOption],
@@ -285,9 +285,19 @@ pub fn permission_answer(
         Some(false) => &[Kind::RejectOnce, Kind::RejectAlways],
         None => &[],
     };
-    let chosen = preferred
-        .iter()
-        .find_map(|kind| options.iter().find(|option| option.kind == *kind));
+    // Of two options of a kind, the one that does not stop the agent's turn: the host's denial
+    // declines one tool call (cancelling the turn is the host's own cancel).
+    let stops = |option: &&schema::PermissionOption| {
+        let text = format!("{} {}", option.option_id.0, option.name).to_ascii_lowercase();
+        text.contains("cancel")
+    };
+    let chosen = preferred.iter().find_map(|kind| {
+        let mut of_kind = options.iter().filter(|option| option.kind == *kind);
+        of_kind
+            .clone()
+            .find(|option| !stops(option))
+            .or_else(|| of_kind.next())
+    });
     let outcome = match chosen {
         Some(option) => json!({ "outcome": "selected", "optionId": option.option_id.0.as_ref() }),
         None => json!({ "outcome": "cancelled" }),

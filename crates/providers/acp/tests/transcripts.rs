@@ -67,3 +67,33 @@ fn a_rejected_shell_call_completes_as_denied() {
         insta::assert_json_snapshot!("acp_reject", signals);
     });
 }
+
+/// What `claude-agent-acp` 0.101.0 (over Claude Code 2.1.328) and `codex-acp` 2.6.0 wrote for an
+/// approved and a rejected shell command against the mock model.
+#[test]
+fn the_adapters_transcripts_map_their_tool_calls_and_turn_ends() {
+    for (name, success, last) in [
+        ("claude-agent-acp-allow", true, "chat/turnComplete"),
+        ("claude-agent-acp-reject", false, "chat/turnComplete"),
+        ("codex-acp-allow", true, "chat/turnComplete"),
+        // codex-acp offers only "No, and tell Codex what to do differently" for this command,
+        // and Codex cancels its turn on it.
+        ("codex-acp-reject", false, "chat/turnCancelled"),
+    ] {
+        let signals = mapped(&format!("{name}.stdout.jsonl"));
+        let complete = signals
+            .iter()
+            .find(|s| s["type"] == "chat/toolCallComplete")
+            .unwrap_or_else(|| panic!("{name}: no tool call completed"));
+        assert_eq!(complete["result"]["success"], success, "{name}: {complete}");
+        let kinds = kinds(&signals);
+        let end = kinds
+            .iter()
+            .rfind(|kind| kind.starts_with("chat/turn"))
+            .unwrap_or_else(|| panic!("{name}: no turn end in {kinds:?}"));
+        assert_eq!(*end, last, "{name}");
+        insta::with_settings!({ sort_maps => true }, {
+            insta::assert_json_snapshot!(name.replace('-', "_"), signals);
+        });
+    }
+}

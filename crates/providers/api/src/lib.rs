@@ -89,6 +89,12 @@ pub enum ProviderError {
         /// What was wrong.
         message: String,
     },
+    /// The agent answered one of the host's requests with an error.
+    #[error("the agent refused the request: {message}")]
+    Refused {
+        /// What the agent answered.
+        message: String,
+    },
     /// The operation needs a running turn or session that is not there.
     #[error("{message}")]
     NotRunning {
@@ -127,6 +133,7 @@ impl ProviderError {
             ProviderError::StartFailed { .. } => "providerStartFailed",
             ProviderError::Exited { .. } => PROVIDER_EXITED,
             ProviderError::Protocol { .. } => "providerProtocol",
+            ProviderError::Refused { .. } => "providerRefused",
             ProviderError::NotRunning { .. } => "providerNotRunning",
             ProviderError::Unsupported { .. } => "providerUnsupported",
         };

@@ -177,7 +177,7 @@ async fn ensure_process(engine: &Arc<Engine<Codex>>) -> Result<Arc<AgentProcess>
                 stderr_suffix(&process.stderr_tail(STDERR_SETTLE).await)
             ),
         },
-        Err(ProviderError::Protocol { message }) => message,
+        Err(ProviderError::Protocol { message } | ProviderError::Refused { message }) => message,
         Err(error) => error.to_string(),
     };
     engine.stop_process(generation, false).await;

@@ -211,7 +211,7 @@ async fn ensure_process(
         Err(error) => {
             engine.stop_process(generation, false).await;
             let failure = match error {
-                ProviderError::Protocol { message } => message,
+                ProviderError::Protocol { message } | ProviderError::Refused { message } => message,
                 other => other.to_string(),
             };
             Err(ProviderError::StartFailed {
@@ -489,7 +489,7 @@ impl Protocol for Copilot {
             )
             .await;
             match &answered {
-                Err(ProviderError::Protocol { message }) => {
+                Err(ProviderError::Refused { message }) => {
                     tracing::debug!(message, legacy, "copilot refused the permission answer");
                 }
                 _ => break,

@@ -578,7 +578,7 @@ async fn a_request_is_written_and_answered_by_the_response_with_its_id() {
     );
     let error = failing.1.await.unwrap().unwrap_err();
     assert!(
-        matches!(&error, ProviderError::Protocol { message } if message == "no such method"),
+        matches!(&error, ProviderError::Refused { message } if message == "no such method"),
         "{error}"
     );
     process.terminate(Duration::from_millis(100)).await;

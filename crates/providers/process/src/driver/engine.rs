@@ -328,7 +328,7 @@ where
         Some(id) if loaded => return Ok((id, notices)),
         Some(id) => match resume(id).await {
             Ok(id) => return Ok((id, notices)),
-            Err(ProviderError::Protocol { message }) => {
+            Err(ProviderError::Protocol { message } | ProviderError::Refused { message }) => {
                 tracing::warn!(
                     message,
                     agent,

@@ -250,14 +250,14 @@ pub async fn send_request<S: DriverState<Key = u64>>(
     await_answer(process, written, answer, timeout, (agent, method), forget).await
 }
 
-/// A JSON-RPC response to request `id` came in: its waiter gets `result` (an error answer is a
-/// protocol error). A response nobody waits for is logged and dropped.
+/// A JSON-RPC response to request `id` came in: its waiter gets `result` (an error answer is
+/// [`ProviderError::Refused`]). A response nobody waits for is logged and dropped.
 pub fn resolve_response<S, E>(state: &mut S, id: &Value, result: Result<Value, E>)
 where
     S: DriverState<Key = u64, Answer = Value>,
     E: std::fmt::Display,
 {
-    let answer = result.map_err(|error| ProviderError::Protocol {
+    let answer = result.map_err(|error| ProviderError::Refused {
         message: error.to_string(),
     });
     let waited = id
