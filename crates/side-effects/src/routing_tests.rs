@@ -34,6 +34,8 @@ struct Recorded {
     cancels: Vec<String>,
     /// When set, a cancel returns only once this is notified.
     cancel_held: Option<Arc<tokio::sync::Notify>>,
+    /// What each restore was given: the resume handle and the history's turn ids.
+    restores: Vec<(Value, Vec<String>)>,
 }
 
 #[derive(Clone, Default)]
@@ -126,6 +128,12 @@ impl Provider for FakeProvider {
         &self,
         request: RestoreSession,
     ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
+        let turns = request.history.iter().map(|turn| turn.id.clone()).collect();
+        self.0
+            .lock()
+            .unwrap()
+            .restores
+            .push((request.resume_handle.clone(), turns));
         self.start_session(request.start)
     }
 }
@@ -168,6 +176,17 @@ fn session_uri() -> SessionUri {
 }
 
 fn harness(provider_name: &str, config: OrchestratorConfig) -> Harness {
+    harness_with(provider_name, config, json!([]), None)
+}
+
+/// A harness whose chat holds `turns` and whose store has the chat with `resume_handle` (the
+/// host restarted after an agent conversation it can resume).
+fn harness_with(
+    provider_name: &str,
+    config: OrchestratorConfig,
+    turns: Value,
+    resume_handle: Option<Value>,
+) -> Harness {
     let root: RootState = serde_json::from_value(json!({ "agents": [] })).unwrap();
     let state = Arc::new(StateManager::new(root, StateConfig::default()));
     let session: SessionState = serde_json::from_value(json!({
@@ -176,7 +195,8 @@ fn harness(provider_name: &str, config: OrchestratorConfig) -> Harness {
     }))
     .unwrap();
     let chat: ChatState = serde_json::from_value(json!({
-        "resource": CHAT, "title": "C", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []
+        "resource": CHAT, "title": "C", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z",
+        "turns": turns
     }))
     .unwrap();
     state
@@ -203,11 +223,47 @@ fn harness(provider_name: &str, config: OrchestratorConfig) -> Harness {
         )
         .unwrap();
     let provider = FakeProvider::default();
+    let store = agenthost_store::Store::open_in_memory().unwrap();
+    if let Some(handle) = resume_handle {
+        let (session, chat) = (session_uri(), ChatUri::parse(CHAT).unwrap());
+        store
+            .put_session(&agenthost_store::SessionRecord {
+                uri: session.clone(),
+                provider: provider_name.to_owned(),
+                title: "S".into(),
+                title_source: agenthost_store::TitleSource::default(),
+                created_at: "2026-01-01T00:00:00.000Z".into(),
+                modified_at: "2026-01-01T00:00:00.000Z".into(),
+                working_directories: Vec::new(),
+                read: true,
+                archived: false,
+                default_chat: None,
+            })
+            .unwrap();
+        store
+            .put_chat(&agenthost_store::ChatRecord {
+                uri: chat,
+                session,
+                position: 0,
+                title: "C".into(),
+                title_source: agenthost_store::TitleSource::default(),
+                modified_at: "2026-01-01T00:00:00.000Z".into(),
+                origin: None,
+                interactivity: None,
+                read: true,
+                archived: false,
+                draft: None,
+                config: None,
+                resume_handle: Some(handle),
+                subagent: false,
+            })
+            .unwrap();
+    }
     let orchestrator = Orchestrator::start(
         Arc::clone(&state),
         dispatcher.clone(),
         vec![Arc::new(provider.clone())],
-        agenthost_store::Store::open_in_memory().unwrap(),
+        store,
         config,
     )
     .unwrap();
@@ -734,4 +790,23 @@ async fn a_cancel_that_never_returns_holds_the_next_turn_only_until_the_settle_t
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     settle().await;
     assert_eq!(sent(&h), 2, "sent once the settle timeout passed");
+}
+
+#[tokio::test]
+async fn a_restored_conversation_is_given_the_chats_earlier_turns() {
+    let earlier = json!([{
+        "id": "t0", "message": { "text": "before the restart", "origin": { "kind": "user" } },
+        "responseParts": [{ "kind": "markdown", "id": "t0#m", "content": "noted" }],
+        "state": "complete"
+    }]);
+    let handle = json!({ "sessionId": "agent-s1" });
+    let h = harness_with(
+        "fake",
+        OrchestratorConfig::default(),
+        earlier,
+        Some(handle.clone()),
+    );
+    h.start_turn("t1").await;
+    let restores = h.provider.0.lock().unwrap().restores.clone();
+    assert_eq!(restores, vec![(handle, vec!["t0".to_owned()])]);
 }

@@ -236,12 +236,12 @@ async fn provider_session(
     let stored = shared.store.chat(&chat).ok().flatten();
     let conversation = match stored.and_then(|record| record.resume_handle) {
         Some(resume_handle) => {
-            provider
-                .restore_session(RestoreSession {
-                    start,
-                    resume_handle,
-                })
-                .await?
+            // What an agent that cannot resume gives the new conversation as text.
+            let history = shared
+                .state
+                .read(|h| h.chat(&chat).map(|c| c.turns.clone()));
+            let restore = RestoreSession::new(start, resume_handle, history.unwrap_or_default());
+            provider.restore_session(restore).await?
         }
         None => provider.start_session(start).await?,
     };

@@ -472,14 +472,21 @@ impl Run {
     }
 }
 
-/// The model calls of the conversation itself: not the side requests some agents make of the
-/// model on their own (a session title, a summary), which the mock answers as `side_text`.
+/// The model calls of the conversation itself: those offering the agent's tools. Not the side
+/// requests some agents make of the model on their own (a session title, a summary), which
+/// offer none — the mock answers them `side_text`, or `final_text` when they quote the tool
+/// result of the conversation so far.
 fn conversation_requests(place: &Place) -> Vec<agenthost_testkit::RequestRecord> {
     place
         .mock
         .requests()
         .into_iter()
-        .filter(|record| record.decision != "side_text")
+        .filter(|record| {
+            record.decision != "side_text"
+                && record.summary["tools"]
+                    .as_array()
+                    .is_some_and(|tools| !tools.is_empty())
+        })
         .collect()
 }
 
@@ -549,10 +556,15 @@ async fn an_approved_tool_call_creates_the_file(agent: Agent) {
             .any(|e| matches!(e, Event::Text(t) if t.contains("Done"))),
         "the final answer streams into the chat: {events:?}"
     );
+    let calls = conversation_requests(&place);
     assert_eq!(
-        conversation_requests(&place).len(),
+        calls.len(),
         2,
-        "one call for the tool, one for the answer"
+        "one call for the tool, one for the answer: {:#?}",
+        calls
+            .iter()
+            .map(|record| (&record.decision, &record.summary))
+            .collect::<Vec<_>>()
     );
     // The agent reported its model's context window: the host's model list carries it (what
     // VS Code's model picker shows), under the model entry the session runs on.

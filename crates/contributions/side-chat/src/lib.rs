@@ -73,6 +73,9 @@ use agenthost_dispatcher::{
 use agenthost_protocol::ahp_types::state::{
     ActiveTurn, ChatOrigin, ChatState, ResponsePart, Turn, TurnState,
 };
+pub use agenthost_provider_api::history::{
+    MAX_TRANSCRIPT_CHARS, TURN_SEPARATOR, response_text, transcript, truncate_middle,
+};
 use agenthost_services::HostState;
 
 /// The envelope's opening line.
@@ -81,10 +84,6 @@ pub const OPEN_TAG: &str = "<side-chat-context>";
 pub const CLOSE_TAG: &str = "</side-chat-context>";
 /// The prefix of the envelope's second line, followed by the body's length in characters.
 pub const LENGTH_PREFIX: &str = "length=";
-/// The bound of the source transcript (and of the partial response), in characters.
-pub const MAX_TRANSCRIPT_CHARS: usize = 20_000;
-/// Between two transcript blocks.
-pub const TURN_SEPARATOR: &str = "\n---\n";
 /// The id of the markdown part the `localCommand` contribution answers a host command with;
 /// a turn carrying it is host-local.
 pub const LOCAL_COMMAND_PART_ID: &str = "localCommand";
@@ -140,60 +139,6 @@ pub fn parse_envelope(text: &str) -> Option<Envelope<'_>> {
         .strip_prefix(CLOSE_TAG)?
         .strip_prefix("\n\n")?;
     Some(Envelope { body, prompt })
-}
-
-/// `text` cut to at most `max_chars` characters by removing its middle: the head and the tail
-/// are kept around a line saying how many characters were omitted. Text within the bound is
-/// returned as it is.
-pub fn truncate_middle(text: &str, max_chars: usize) -> String {
-    let count = text.chars().count();
-    if count <= max_chars {
-        return text.to_owned();
-    }
-    // Sized for the largest possible number, so the real marker never exceeds it.
-    let marker_bound = omitted_marker(count).chars().count();
-    if max_chars <= marker_bound {
-        return text.chars().take(max_chars).collect();
-    }
-    let keep = max_chars - marker_bound;
-    let head = keep.div_ceil(2);
-    let tail = keep - head;
-    let omitted = count - keep;
-    let mut cut: String = text.chars().take(head).collect();
-    cut.push_str(&omitted_marker(omitted));
-    cut.extend(text.chars().skip(count - tail));
-    cut
-}
-
-fn omitted_marker(omitted: usize) -> String {
-    format!("\n[… {omitted} characters omitted …]\n")
-}
-
-/// A turn's agent response: its markdown parts, concatenated in stream order.
-pub fn response_text(parts: &[ResponsePart]) -> String {
-    parts
-        .iter()
-        .filter_map(|part| match part {
-            ResponsePart::Markdown(markdown) => Some(markdown.content.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The transcript of `turns`: one `User request / Agent response` block per turn, joined by
-/// [`TURN_SEPARATOR`], middle-truncated to [`MAX_TRANSCRIPT_CHARS`].
-pub fn transcript(turns: &[Turn]) -> String {
-    let blocks: Vec<String> = turns
-        .iter()
-        .map(|turn| {
-            format!(
-                "User request:\n{}\n\nAgent response:\n{}",
-                turn.message.text,
-                response_text(&turn.response_parts)
-            )
-        })
-        .collect();
-    truncate_middle(&blocks.join(TURN_SEPARATOR), MAX_TRANSCRIPT_CHARS)
 }
 
 /// Whether the host answered `turn` itself (a host command): it carries the `localCommand`

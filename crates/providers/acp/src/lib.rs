@@ -14,7 +14,8 @@
 //! - The driver ([`AcpProvider`], [`AcpSession`], feature `driver`): one process per chat in its
 //!   own process group, `initialize` within `start_timeout` (no file system, no terminal
 //!   advertised), `session/new` — or `session/resume`, else `session/load` with its replay
-//!   dropped, for a restored chat — then `session/prompt`; the model and mode picked through the
+//!   dropped, for a restored chat; a new session carrying the chat's earlier turns as text when
+//!   neither works — then `session/prompt`; the model and mode picked through the
 //!   session's config options; permission answers with the agent's `allow_once` / `reject_once`
 //!   option; cancel answers waiting permissions `cancelled`, sends `session/cancel` and, when no
 //!   stop reason comes within `cancel_grace`, ends the turn itself and terminates the process

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use agenthost_protocol::ahp_types::state::AgentInfo;
+use agenthost_protocol::ahp_types::state::{AgentInfo, Turn};
 use agenthost_protocol::{ChatUri, SafeId, SessionUri};
 use agenthost_provider_api::{
     AgentConfig, InvalidConfig, Provider, ProviderError, ProviderSession, RestoreSession,
@@ -14,7 +14,9 @@ use agenthost_provider_process::driver::{AgentCli, AgentConversation, Conversati
 use futures::future::BoxFuture;
 
 use crate::config::AcpAgentConfig;
-use crate::session::{AcpConversation, RESUME, ensure_process, ensure_session, offered_models};
+use crate::session::{
+    AcpConversation, RESUME, ensure_process, ensure_session, offered_models, set_history,
+};
 
 /// The ACP protocol as the driver runs it (the marker of its [`Protocol`]
 /// implementation); the provider id of each agent is its own ([`AcpProvider`]).
@@ -54,8 +56,14 @@ impl AcpProvider {
         &self.config
     }
 
-    fn open(&self, start: StartSession, resume: Option<String>) -> Arc<dyn ProviderSession> {
+    fn open(
+        &self,
+        start: StartSession,
+        resume: Option<String>,
+        history: Vec<Turn>,
+    ) -> Arc<dyn ProviderSession> {
         let conversation = AcpConversation::open(Arc::clone(&self.config), start, resume);
+        set_history(&conversation, history);
         Arc::new(Conversation::new(conversation))
     }
 }
@@ -94,7 +102,7 @@ impl Provider for AcpProvider {
         &self,
         request: StartSession,
     ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
-        let session = self.open(request, None);
+        let session = self.open(request, None, Vec::new());
         Box::pin(async move { Ok(session) })
     }
 
@@ -104,7 +112,7 @@ impl Provider for AcpProvider {
     ) -> BoxFuture<'_, Result<Arc<dyn ProviderSession>, ProviderError>> {
         Box::pin(async move {
             let id = RESUME.id(&request.resume_handle)?;
-            Ok(self.open(request.start, Some(id)))
+            Ok(self.open(request.start, Some(id), request.history))
         })
     }
 }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agenthost_protocol::AgentSignal;
-use agenthost_protocol::ahp_types::state::ErrorInfo;
+use agenthost_protocol::ahp_types::state::{ErrorInfo, Turn};
+use agenthost_provider_api::history::transcript;
 use agenthost_provider_api::{
     AgentMode, DEFAULT_MODEL, InputResponse, PermissionDecision, ProviderError, ResumeKey,
     StartSession, TurnRequest, is_valid_resume_id,
@@ -56,6 +57,14 @@ pub type AcpSession = Conversation<AcpConversation>;
 /// A parked permission request: the agent's request id and the options it offered.
 type Parked = (Value, Vec<schema::PermissionOption>);
 
+/// The answers withdrawing `parked` permission requests (`cancelled`).
+fn withdrawals(parked: &[Parked]) -> Vec<String> {
+    parked
+        .iter()
+        .map(|(id, options)| permission_answer(id, options, None))
+        .collect()
+}
+
 /// The state of a conversation: the driver's part and [`AcpState`].
 type State = AgentState<AcpState, Parked, Infallible>;
 
@@ -78,6 +87,27 @@ pub struct AcpState {
     other_mode_used: bool,
     /// The chat was told its agent cannot resume conversations.
     told_no_resume: bool,
+    /// The chat's turns before the host restarted: given to a new conversation as text when
+    /// the agent cannot resume the one it had (once).
+    history: Vec<Turn>,
+}
+
+/// Gives `engine` the chat's turns from before the host restarted (see [`AcpState`]).
+pub(crate) fn set_history(engine: &Engine<Acp>, history: Vec<Turn>) {
+    engine.state().history = history;
+}
+
+/// What goes before the first prompt of a new conversation that replaces one the agent could
+/// not resume: the earlier turns, marked as such.
+fn carried_history(history: &[Turn]) -> Option<String> {
+    (!history.is_empty()).then(|| {
+        format!(
+            "<conversation-history>\nThe host restarted and could not resume your earlier \
+             conversation with the user; here it is, for context:\n\n{}\n\
+             </conversation-history>",
+            transcript(history)
+        )
+    })
 }
 
 impl ProviderState for AcpState {
@@ -201,12 +231,15 @@ fn auth_method_text(method: &schema::AuthMethod) -> String {
     }
 }
 
-/// The ACP session id, after creating, resuming or loading the session in this process when
-/// needed; also the notices for the user.
+/// What [`ensure_session`] found: the ACP session id, notices for the user, and the earlier
+/// turns as text when a new conversation replaces one the agent could not resume.
+pub(crate) type Session = (String, Vec<String>, Option<String>);
+
+/// The ACP session, after creating, resuming or loading it in this process when needed.
 pub(crate) async fn ensure_session(
     engine: &Engine<Acp>,
     process: &AgentProcess,
-) -> Result<(String, Vec<String>), ProviderError> {
+) -> Result<Session, ProviderError> {
     let (mut known, loaded, capabilities, told) = {
         let state = engine.state();
         (
@@ -217,14 +250,21 @@ pub(crate) async fn ensure_session(
         )
     };
     let mut notices = Vec::new();
+    let earlier = known.clone().filter(|_| !loaded);
+    let carried = carried_history(&engine.state().history);
     if known.is_some() && !loaded && !capabilities.load && !capabilities.resume {
         // Nothing to resume with: a new conversation, said once.
         known = None;
         if !told {
             engine.state().told_no_resume = true;
+            let given = if carried.is_some() {
+                "given the earlier turns as text"
+            } else {
+                "without the earlier turns"
+            };
             notices.push(format!(
                 "{} can neither load nor resume a conversation: this turn starts a new one, \
-                 without the earlier turns.",
+                 {given}.",
                 engine.config.provider_id()
             ));
         }
@@ -262,12 +302,23 @@ pub(crate) async fn ensure_session(
     };
     let agent = engine.config.provider_id();
     let (id, resumed_notices) = resume_or_start(&agent, (known, loaded), resume, create).await?;
+    let refused = !resumed_notices.is_empty();
     notices.extend(resumed_notices);
     engine.translator().set_session(&id);
     let mut state = engine.state();
     state.session_id = Some(id.clone());
     state.loaded = true;
-    Ok((id, notices))
+    // The earlier conversation is lost: the new one gets the turns from before the restart,
+    // once.
+    let lost = earlier.is_some_and(|earlier| earlier != id);
+    let carried = carried.filter(|_| lost);
+    if carried.is_some() {
+        state.history.clear();
+        if refused {
+            notices.push("The earlier turns go to the new conversation as text.".to_owned());
+        }
+    }
+    Ok((id, notices, carried))
 }
 
 /// Keeps the config options of a `session/load` or `session/resume` answer.
@@ -446,11 +497,7 @@ impl Protocol for Acp {
         if ended {
             // Requests the agent left waiting when it ended the turn are withdrawn.
             let left = end_turn(&engine.state);
-            reply.writes.extend(
-                left.permissions
-                    .iter()
-                    .map(|(id, options)| permission_answer(id, options, None)),
-            );
+            reply.writes.extend(withdrawals(&left.permissions));
         }
         Ok(reply)
     }
@@ -461,7 +508,7 @@ impl Protocol for Acp {
 
     async fn send_turn(engine: &Arc<Engine<Acp>>, turn: TurnRequest) -> Result<(), ProviderError> {
         let process = ensure_process(engine).await?;
-        let (session_id, mut notices) = ensure_session(engine, &process).await?;
+        let (session_id, mut notices, carried) = ensure_session(engine, &process).await?;
         if let Some(model) = engine.chat.model(&turn, &engine.config.cli) {
             let wanted = format!("model `{model}`");
             let pick = |value: &str, _: &str| value == model;
@@ -492,6 +539,11 @@ impl Protocol for Acp {
             capabilities.prompt,
         );
         notices.extend(skipped.into_iter().map(|note| format!("Not sent: {note}")));
+        let prompt: Vec<Value> = carried
+            .map(|text| json!({ "type": "text", "text": text }))
+            .into_iter()
+            .chain(prompt)
+            .collect();
         {
             let mut translator = engine.translator();
             // Without a choice the turn runs on the agent's current model, when it names one.
@@ -561,12 +613,7 @@ impl Protocol for Acp {
             return false;
         };
         // Permission requests still waiting are answered `cancelled` first.
-        let withdrawn = ended
-            .permissions
-            .iter()
-            .map(|(id, options)| permission_answer(id, options, None))
-            .collect();
-        Engine::<Acp>::withdraw(process, withdrawn).await;
+        Engine::<Acp>::withdraw(process, withdrawals(&ended.permissions)).await;
         let grace = engine.config.cli.cancel_grace;
         let cancel = notification("session/cancel", &json!({ "sessionId": session_id }));
         // The prompt's answer (whatever its stop reason) says the agent wound down.
@@ -579,12 +626,7 @@ impl Protocol for Acp {
     async fn dispose(engine: &Engine<Acp>, ended: EndedOf<State>, process: Option<&AgentProcess>) {
         engine.translator().abort_turn();
         if let Some(process) = process {
-            let withdrawn = ended
-                .permissions
-                .iter()
-                .map(|(id, options)| permission_answer(id, options, None))
-                .collect();
-            Engine::<Acp>::withdraw(process, withdrawn).await;
+            Engine::<Acp>::withdraw(process, withdrawals(&ended.permissions)).await;
         }
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agenthost_protocol::StateAction;
-use agenthost_protocol::state::ModelSelection;
+use agenthost_protocol::state::{ModelSelection, Turn};
 use agenthost_provider_acp::{AcpAgentConfig, AcpProvider};
 use agenthost_provider_api::testing::{SignalLog, action, start_request, turn_request};
 use agenthost_provider_api::{PermissionDecision, Provider, ProviderSession, RestoreSession};
@@ -80,6 +80,21 @@ impl std::ops::DerefMut for Chat {
 }
 
 async fn start(config: AcpAgentConfig, resume: Option<&str>) -> Chat {
+    start_with(config, resume, Vec::new()).await
+}
+
+/// A turn of the chat's history: `request` answered with `response`.
+fn history_turn(id: &str, request: &str, response: &str) -> Turn {
+    serde_json::from_value(json!({
+        "id": id,
+        "message": { "text": request, "origin": { "kind": "user" } },
+        "responseParts": [{ "kind": "markdown", "id": format!("{id}#m"), "content": response }],
+        "state": "complete",
+    }))
+    .unwrap()
+}
+
+async fn start_with(config: AcpAgentConfig, resume: Option<&str>, history: Vec<Turn>) -> Chat {
     let provider = AcpProvider::new(config).unwrap();
     let work = tempfile::tempdir().unwrap();
     let (request, rx) = start_request(work.path());
@@ -89,6 +104,7 @@ async fn start(config: AcpAgentConfig, resume: Option<&str>) -> Chat {
             .restore_session(RestoreSession {
                 start: request,
                 resume_handle: json!({ "sessionId": id }),
+                history,
             })
             .await
             .unwrap(),
@@ -352,7 +368,7 @@ async fn an_agent_that_does_not_stop_on_cancel_is_terminated_and_the_next_turn_l
 }
 
 #[tokio::test]
-async fn a_restored_chat_resumes_its_session_and_an_agent_that_cannot_starts_anew_saying_so() {
+async fn a_restored_chat_of_an_agent_that_cannot_resume_starts_anew_with_the_history_as_text() {
     let fake = Fake::new();
     fake.plan(
         0,
@@ -364,7 +380,12 @@ async fn a_restored_chat_resumes_its_session_and_an_agent_that_cannot_starts_ane
             Step::In,
         ],
     );
-    let mut chat = start(fake.config(), Some(SESSION)).await;
+    let history = vec![history_turn(
+        "t0",
+        "What is in a.txt?",
+        "It says forty-two.",
+    )];
+    let mut chat = start_with(fake.config(), Some(SESSION), history).await;
     chat.session
         .send_turn(turn_request("t1", "go on"))
         .await
@@ -373,6 +394,15 @@ async fn a_restored_chat_resumes_its_session_and_an_agent_that_cannot_starts_ane
     let written = fake.written();
     assert!(written.iter().all(|l| l["method"] != "session/load"));
     method(&written, "session/new");
+    // The new conversation gets the earlier turns as text, before the prompt.
+    let prompt = &method(&written, "session/prompt")["params"]["prompt"];
+    let carried = prompt[0]["text"].as_str().unwrap();
+    assert!(carried.starts_with("<conversation-history>"), "{carried}");
+    assert!(
+        carried.contains("User request:\nWhat is in a.txt?") && carried.contains("forty-two"),
+        "{carried}"
+    );
+    assert_eq!(prompt[1]["text"], "go on");
     let notices: Vec<String> = chat
         .seen()
         .iter()
@@ -384,7 +414,8 @@ async fn a_restored_chat_resumes_its_session_and_an_agent_that_cannot_starts_ane
     assert!(
         notices
             .iter()
-            .any(|n| n.contains("can neither load nor resume")),
+            .any(|n| n.contains("can neither load nor resume")
+                && n.contains("given the earlier turns as text")),
         "{notices:?}"
     );
     assert_eq!(
@@ -487,4 +518,24 @@ async fn a_missing_program_and_a_wrong_protocol_version_are_start_failures() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("protocol version 2"), "{error}");
+}
+
+#[tokio::test]
+async fn an_agent_hanging_at_start_times_out_and_its_group_is_killed() {
+    let fake = Fake::new();
+    fake.plan(0, &[Step::Sleep(30)]);
+    let mut config = fake.config();
+    config.cli.start_timeout = Duration::from_millis(300);
+    let chat = start(config, None).await;
+    let error = chat
+        .session
+        .send_turn(turn_request("t1", "x"))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("did not start"), "{error}");
+    let pid = fake.pid().unwrap();
+    poll("the process group is gone", || {
+        test_kill_process_group(pid).is_err()
+    })
+    .await;
 }

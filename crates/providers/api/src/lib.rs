@@ -19,6 +19,7 @@
 
 mod attachments;
 mod cli;
+pub mod history;
 pub mod mapper;
 mod render;
 mod resume;
@@ -340,6 +341,17 @@ pub struct StartSession {
     pub signals: SignalSink,
 }
 
+/// A line of a captured agent transcript that a provider's translator could not read (its
+/// `map_transcript`), with the 1-based line number; `E` is the translator's own error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {error}")]
+pub struct TranscriptError<E> {
+    /// The 1-based line number.
+    pub line: usize,
+    /// What was wrong with it.
+    pub error: E,
+}
+
 /// What a provider needs to resume an earlier conversation.
 #[derive(Debug, Clone)]
 pub struct RestoreSession {
@@ -347,6 +359,25 @@ pub struct RestoreSession {
     pub start: StartSession,
     /// The handle [`ProviderSession::resume_handle`] returned before the host restarted.
     pub resume_handle: serde_json::Value,
+    /// The chat's finished turns, oldest first: what a provider whose agent cannot resume the
+    /// conversation gives the new one as text ([`history::transcript`]). Empty when unknown.
+    pub history: Vec<agenthost_protocol::ahp_types::state::Turn>,
+}
+
+impl RestoreSession {
+    /// A restore of the conversation `resume_handle` names, for `start`, with the chat's earlier
+    /// turns.
+    pub fn new(
+        start: StartSession,
+        resume_handle: serde_json::Value,
+        history: Vec<agenthost_protocol::ahp_types::state::Turn>,
+    ) -> Self {
+        Self {
+            start,
+            resume_handle,
+            history,
+        }
+    }
 }
 
 /// One turn to run: the final text after the outgoing-turn contributions, their instructions,

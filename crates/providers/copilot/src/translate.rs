@@ -605,14 +605,7 @@ fn transcript_session(line: &str) -> Option<String> {
 }
 
 /// A transcript line [`map_transcript`] could not read, with its 1-based line number.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {error}")]
-pub struct TranscriptError {
-    /// The 1-based line number.
-    pub line: usize,
-    /// What was wrong with it.
-    pub error: LineError,
-}
+pub type TranscriptError = agenthost_provider_api::TranscriptError<LineError>;
 
 #[cfg(test)]
 #[path = "translate_tests.rs"]

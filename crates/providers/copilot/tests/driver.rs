@@ -500,6 +500,7 @@ async fn a_hostile_resume_handle_is_refused() {
             .restore_session(agenthost_provider_api::RestoreSession {
                 start: start.clone(),
                 resume_handle: handle.clone(),
+                history: Vec::new(),
             })
             .await;
         assert!(

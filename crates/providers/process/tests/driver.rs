@@ -674,6 +674,7 @@ async fn a_cli_provider_checks_its_settings_lists_their_models_and_resumes_only_
     let restore = |handle: serde_json::Value| RestoreSession {
         start: start_request(&std::env::temp_dir()).0,
         resume_handle: handle,
+        history: Vec::new(),
     };
     let restored = provider
         .restore_session(restore(serde_json::json!({ "callsId": "c-1" })))

@@ -444,6 +444,7 @@ async fn a_conversation_resumes_a_valid_id_and_refuses_a_hostile_one() {
         RestoreSession {
             start,
             resume_handle: serde_json::json!({ "echoId": id }),
+            history: Vec::new(),
         }
     };
     let resumed = provider.restore_session(restore("conv-9")).await.unwrap();

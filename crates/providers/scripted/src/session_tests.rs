@@ -233,6 +233,7 @@ async fn a_resume_handle_without_a_count_is_refused() {
         .restore_session(agenthost_provider_api::RestoreSession {
             start,
             resume_handle: json!({ "turns": 1 }),
+            history: Vec::new(),
         })
         .await;
     match restored {

@@ -81,6 +81,7 @@ impl Harness {
             .restore_session(RestoreSession {
                 start,
                 resume_handle: handle,
+                history: Vec::new(),
             })
             .await
             .unwrap();
