@@ -313,6 +313,24 @@ fn map_reads_an_acp_agents_stdout_and_refuses_the_hosts_side() {
         .unwrap();
     assert_eq!(complete["result"]["error"]["code"], "denied", "{complete}");
     assert_eq!(lines.last().unwrap()["type"], "chat/turnComplete");
+    // The adapters' transcripts (claude-agent-acp, codex-acp) map through the same command.
+    for (name, end) in [
+        ("claude-agent-acp-allow", "chat/turnComplete"),
+        ("claude-agent-acp-reject", "chat/turnComplete"),
+        ("codex-acp-allow", "chat/turnComplete"),
+        ("codex-acp-reject", "chat/turnCancelled"),
+    ] {
+        let file = fixtures.join(format!("{name}.stdout.jsonl"));
+        let (ok, printed, stderr) = map(&["--provider", "acp", file.to_str().unwrap()], None);
+        assert!(ok, "{name}: {stderr}");
+        let ends: Vec<String> = printed
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter_map(|line| line["type"].as_str().map(str::to_owned))
+            .filter(|kind| kind.starts_with("chat/turn"))
+            .collect();
+        assert_eq!(ends, [end], "{name}");
+    }
     // What the host wrote is no agent output: it maps to nothing, and says so.
     let stdin = fixtures.join("acp-reject.stdin.jsonl");
     let (ok, printed, stderr) = map(&["--provider", "acp", stdin.to_str().unwrap()], None);
