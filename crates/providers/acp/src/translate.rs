@@ -720,18 +720,7 @@ pub fn map_transcript(
     let mut translator = Translator::new(session);
     translator.transcript = true;
     translator.begin_turn(turn_id);
-    let mut all = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let outputs = translator.on_line(line).map_err(|error| TranscriptError {
-            line: index + 1,
-            error,
-        })?;
-        all.extend(signals(outputs));
-    }
-    Ok(all)
+    agenthost_provider_api::replay_lines(text, |line| translator.on_line(line).map(signals))
 }
 
 /// A transcript line [`map_transcript`] could not read, with its 1-based line number.

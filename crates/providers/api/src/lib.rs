@@ -352,6 +352,26 @@ pub struct TranscriptError<E> {
     pub error: E,
 }
 
+/// Replays a captured transcript: `translate` gets every non-blank line in order and returns
+/// that line's signals; the first line it cannot read stops the replay, with its number.
+pub fn replay_lines<E>(
+    text: &str,
+    mut translate: impl FnMut(&str) -> Result<Vec<AgentSignal>, E>,
+) -> Result<Vec<AgentSignal>, TranscriptError<E>> {
+    let mut signals = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let translated = translate(line).map_err(|error| TranscriptError {
+            line: index + 1,
+            error,
+        })?;
+        signals.extend(translated);
+    }
+    Ok(signals)
+}
+
 /// What a provider needs to resume an earlier conversation.
 #[derive(Debug, Clone)]
 pub struct RestoreSession {

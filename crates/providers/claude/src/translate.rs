@@ -473,22 +473,16 @@ pub fn map_transcript(
 ) -> Result<Vec<AgentSignal>, TranscriptError> {
     let mut translator = Translator::new(session);
     translator.begin_turn(turn_id);
-    let mut signals = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let outputs = translator.on_line(line).map_err(|error| TranscriptError {
-            line: index + 1,
-            error,
-        })?;
-        for output in outputs {
-            if let Output::Signal(signal) = output {
-                signals.push(signal);
-            }
-        }
-    }
-    Ok(signals)
+    agenthost_provider_api::replay_lines(text, |line| {
+        let outputs = translator.on_line(line)?;
+        Ok(outputs
+            .into_iter()
+            .filter_map(|output| match output {
+                Output::Signal(signal) => Some(signal),
+                _ => None,
+            })
+            .collect())
+    })
 }
 
 /// A transcript line [`map_transcript`] could not read, with its 1-based line number.

@@ -567,29 +567,21 @@ pub fn map_transcript(
     turn_id: &str,
     text: &str,
 ) -> Result<Vec<AgentSignal>, TranscriptError> {
-    let lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty());
     let mut translator = Translator::new(session);
-    if let Some(id) = lines.clone().find_map(|(_, line)| transcript_session(line)) {
+    if let Some(id) = text.lines().find_map(transcript_session) {
         translator.set_copilot_session(&id);
     }
     translator.begin_turn(turn_id);
-    let mut signals = Vec::new();
-    for (index, line) in lines {
-        let outputs = translator
-            .on_message(line)
-            .map_err(|error| TranscriptError {
-                line: index + 1,
-                error,
-            })?;
-        signals.extend(outputs.into_iter().filter_map(|output| match output {
-            Output::Signal(signal) => Some(signal),
-            _ => None,
-        }));
-    }
-    Ok(signals)
+    agenthost_provider_api::replay_lines(text, |line| {
+        let outputs = translator.on_message(line)?;
+        Ok(outputs
+            .into_iter()
+            .filter_map(|output| match output {
+                Output::Signal(signal) => Some(signal),
+                _ => None,
+            })
+            .collect())
+    })
 }
 
 /// The Copilot session a transcript line names: a response carrying `sessionId`, or a
