@@ -127,6 +127,30 @@ pub const DATABASE_FILE: &str = "agenthost.db";
 /// Opens (creating it and its directory when missing) the store of a data directory, or an
 /// in-memory store.
 pub fn open_store(data_dir: Option<&std::path::Path>) -> Result<Store, CliError> {
+    open_with(data_dir, Store::open)
+}
+
+/// [`open_store`] for a host in this process: the data directory stays locked for the rest of
+/// the process (`agenthost_store::hold_exclusively`), and a directory another host process
+/// holds is refused with a message naming `--connect`.
+pub fn open_host_store(data_dir: Option<&std::path::Path>) -> Result<Store, CliError> {
+    open_with(data_dir, Store::open_exclusive).map_err(|error| match error {
+        CliError::Store(agenthost_store::StoreError::Locked { directory, .. }) => {
+            CliError::Host(format!(
+                "another agent-host process (a `serve`, say) is using the data directory {}: \
+                 connect to it with --connect URL (the URL `agent-host serve` printed), stop it, \
+                 or pass another --data-dir",
+                directory.display()
+            ))
+        }
+        other => other,
+    })
+}
+
+fn open_with(
+    data_dir: Option<&std::path::Path>,
+    open: impl FnOnce(std::path::PathBuf) -> agenthost_store::Result<Store>,
+) -> Result<Store, CliError> {
     match data_dir {
         None => Ok(Store::open_in_memory()?),
         Some(dir) => {
@@ -136,7 +160,7 @@ pub fn open_store(data_dir: Option<&std::path::Path>) -> Result<Store, CliError>
                     e,
                 )
             })?;
-            Ok(Store::open(dir.join(DATABASE_FILE))?)
+            Ok(open(dir.join(DATABASE_FILE))?)
         }
     }
 }
@@ -389,7 +413,9 @@ pub struct Composed {
 /// contributions, orchestrator, session service — into its [`AgentService`], without a
 /// transport ([`bind_with`] adds the server).
 pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Composed, CliError> {
-    let store = open_store(options.data_dir.as_deref())?;
+    // Settings a provider refuses are reported before the data directory is touched.
+    providers(options, &options.acp_agents)?;
+    let store = open_host_store(options.data_dir.as_deref())?;
     let acp_agents = crate::acp::with_models(options.acp_agents.clone(), &store).await;
     let providers = providers(options, &acp_agents)?;
     let roots = if options.roots.is_empty() {

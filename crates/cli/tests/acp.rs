@@ -241,3 +241,26 @@ fn a_bad_agents_file_or_an_unknown_acp_agent_is_refused_naming_the_problem() {
     assert!(!ok);
     assert!(stderr.contains("NAME=PROGRAM"), "{stderr}");
 }
+
+#[test]
+fn a_data_directory_in_use_by_a_host_is_refused_naming_connect_until_that_host_is_gone() {
+    let place = Place::new();
+    let mut server = support::Server::start(&place, None);
+    let refused = |args: &[&str]| {
+        let mut command = agent_host();
+        command.args(args).arg("--data-dir").arg(&place.data);
+        let (ok, _, stderr) = finish(command);
+        assert!(!ok, "{args:?} ran over a data directory in use");
+        assert!(stderr.contains("--connect"), "{args:?}: {stderr}");
+    };
+    refused(&["sessions"]);
+    let work = place.work.to_str().unwrap().to_owned();
+    refused(&["run", "--provider", "scripted", "--cwd", &work, "hello"]);
+    refused(&["serve", "--listen", "127.0.0.1:0"]);
+    // A killed host leaves no lock behind.
+    server.process.kill();
+    let mut command = agent_host();
+    command.args(["sessions", "--data-dir"]).arg(&place.data);
+    let (ok, stdout, stderr) = finish(command);
+    assert!(ok, "{stdout}{stderr}");
+}

@@ -25,6 +25,20 @@ pub enum StoreError {
         reason: String,
     },
 
+    /// Another process holds the database's directory (its exclusive lock, taken by
+    /// [`crate::hold_exclusively`]): two hosts must never write one database.
+    #[error(
+        "the session database {} is in use by another process (it holds the lock on {})",
+        path.display(),
+        directory.display()
+    )]
+    Locked {
+        /// The database file.
+        path: PathBuf,
+        /// The directory whose lock is held.
+        directory: PathBuf,
+    },
+
     /// The file exists but is not an SQLite database at all. It was left untouched.
     #[error(
         "{} is not an SQLite database (its first bytes are not the SQLite header); it was left \

@@ -67,7 +67,7 @@ pub use records::{
     TurnRecord,
 };
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use store::Store;
+pub use store::{Store, hold_exclusively};
 
 #[cfg(test)]
 #[path = "fixtures_tests.rs"]

@@ -471,3 +471,30 @@ fn host_values_are_kept_and_the_high_water_mark_is_not_one() {
     store.set_host_value("modelLimits", None).unwrap();
     assert_eq!(store.host_value("modelLimits").unwrap(), None);
 }
+
+#[test]
+fn an_exclusive_open_locks_the_directory_against_other_processes_for_the_process() {
+    let (dir, path) = temp_db();
+    let other_process_may_lock = || {
+        std::process::Command::new("flock")
+            .args(["--nonblock", "--conflict-exit-code", "3"])
+            .arg(dir.path())
+            .arg("true")
+            .status()
+            .unwrap()
+            .code()
+    };
+    assert_eq!(other_process_may_lock(), Some(0));
+    let first = Store::open_exclusive(&path).unwrap();
+    // Another process cannot take the directory; this one can open it again (hosts in one
+    // process, one after the other), and plain opens are not held back.
+    assert_eq!(other_process_may_lock(), Some(3));
+    Store::open_exclusive(&path).unwrap();
+    Store::open(&path).unwrap();
+    drop(first);
+    assert_eq!(
+        other_process_may_lock(),
+        Some(3),
+        "held for the rest of the process"
+    );
+}

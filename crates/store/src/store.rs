@@ -71,6 +71,50 @@ impl From<StoreError> for Failure {
     }
 }
 
+/// The directories this process holds locked ([`hold_exclusively`]), each with its open file.
+static HELD: Mutex<Vec<(PathBuf, fs::File)>> = Mutex::new(Vec::new());
+
+/// Takes, for the rest of this process, an exclusive advisory lock (`flock`) on the directory of
+/// the database at `path`: two host processes must never write one database. The lock belongs
+/// to the open file, so a process that dies releases it; taking it again in the same process
+/// does nothing (tests and embedders run several hosts on one directory in one process, one
+/// after the other). A lock another process holds is [`StoreError::Locked`]. Plain opens
+/// ([`Store::open`]: a tool writing tokens while a host runs) are not held back.
+pub fn hold_exclusively(path: &Path) -> Result<()> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let open_error = |reason: String| StoreError::Open {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let key = directory
+        .canonicalize()
+        .map_err(|error| open_error(format!("cannot resolve {}: {error}", directory.display())))?;
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    if held.iter().any(|(dir, _)| *dir == key) {
+        return Ok(());
+    }
+    let lock = fs::File::open(&key).map_err(|error| {
+        open_error(format!("cannot open {} to lock it: {error}", key.display()))
+    })?;
+    match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {
+            held.push((key, lock));
+            Ok(())
+        }
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(StoreError::Locked {
+            path: path.to_path_buf(),
+            directory: key,
+        }),
+        Err(error) => Err(open_error(format!(
+            "cannot lock {}: {error}",
+            key.display()
+        ))),
+    }
+}
+
 impl Store {
     /// Opens the database at `path` (by convention `<data-dir>/agenthost.db`), creating it when
     /// missing and migrating an older schema in one transaction.
@@ -100,6 +144,14 @@ impl Store {
             }
         }
         opened
+    }
+
+    /// [`Store::open`] for a host: the database's directory is locked first ([`hold_exclusively`]),
+    /// so a second host process on it is refused ([`StoreError::Locked`]) and nothing is opened.
+    pub fn open_exclusive(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        hold_exclusively(path)?;
+        Self::open(path)
     }
 
     fn open_file(path: &Path) -> Result<Self> {
