@@ -9,8 +9,7 @@
 //! - a simple attachment → a text block of what it gives the model.
 
 use agenthost_protocol::state::{MessageAttachment, MessageEmbeddedResourceAttachment};
-use agenthost_provider_api::{simple_text, unsendable};
-use base64::Engine as _;
+use agenthost_provider_api::{decode_base64, media_type, simple_text, unsendable};
 use serde_json::{Value, json};
 
 /// How attachment notes name the agent.
@@ -77,30 +76,20 @@ fn embedded_block(
     embedded: &MessageEmbeddedResourceAttachment,
     capabilities: PromptCapabilities,
 ) -> Result<Value, String> {
-    let content_type = embedded
-        .content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let content_type = media_type(&embedded.content_type);
     if content_type.starts_with("image/") {
         if !capabilities.image {
             return Err(format!(
                 "({content_type}) is an image, and the agent does not take images"
             ));
         }
-        if base64::engine::general_purpose::STANDARD
-            .decode(&embedded.data)
-            .is_err()
-        {
+        if decode_base64(&embedded.data).is_none() {
             return Err("is not valid base64 data".to_owned());
         }
         return Ok(json!({ "type": "image", "data": embedded.data, "mimeType": content_type }));
     }
-    let data = base64::engine::general_purpose::STANDARD
-        .decode(&embedded.data)
-        .map_err(|_| "is not valid base64 data".to_owned())?;
+    let data =
+        decode_base64(&embedded.data).ok_or_else(|| "is not valid base64 data".to_owned())?;
     let text = String::from_utf8(data)
         .map_err(|_| format!("({content_type}) is neither text nor an image"))?;
     if capabilities.embedded_context {
@@ -122,6 +111,7 @@ fn embedded_block(
 #[cfg(test)]
 mod tests {
     use agenthost_protocol::state::{MessageResourceAttachment, SimpleMessageAttachment};
+    use base64::Engine as _;
 
     use super::*;
 

@@ -4,6 +4,30 @@
 use agenthost_protocol::ahp_types::state::{MessageAttachment, SimpleMessageAttachment};
 use serde_json::Value;
 
+/// `image/png; charset=…` → `image/png`, lowercased: the media type of an attachment's content
+/// type.
+pub fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The bytes of an embedded attachment's base64 `data` (padded or not, white space ignored);
+/// `None` when it is not base64.
+pub fn decode_base64(data: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let compact: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+    let engine = base64::engine::general_purpose::STANDARD;
+    engine.decode(&compact).ok().or_else(|| {
+        base64::engine::general_purpose::STANDARD_NO_PAD
+            .decode(&compact)
+            .ok()
+    })
+}
+
 /// The sentence for an attachment of `kind` (`annotations`, `chat`, …) labelled `label` that
 /// `agent` cannot take.
 pub fn unsupported_attachment(kind: &str, label: &str, agent: &str) -> String {

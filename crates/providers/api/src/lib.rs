@@ -27,7 +27,9 @@ mod resume;
 pub mod testing;
 pub mod tolerant;
 
-pub use attachments::{NoModelText, simple_text, unsendable, unsupported_attachment};
+pub use attachments::{
+    NoModelText, decode_base64, media_type, simple_text, unsendable, unsupported_attachment,
+};
 pub use cli::{AgentConfig, CliSettings, DEFAULT_MODEL};
 pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
 pub use render::{

@@ -14,8 +14,7 @@ use agenthost_protocol::state::{
     MessageAttachment, MessageEmbeddedResourceAttachment, MessageResourceAttachment, TextSelection,
 };
 use agenthost_protocol::uri::file_uri_to_path;
-use agenthost_provider_api::{simple_text, unsendable};
-use base64::Engine as _;
+use agenthost_provider_api::{decode_base64, media_type, simple_text, unsendable};
 use serde_json::{Value, json};
 
 /// How attachment notes name the agent.
@@ -147,16 +146,6 @@ fn embedded_resource(
     )))
 }
 
-/// `image/png; charset=…` → `image/png`, lowercased.
-fn media_type(content_type: &str) -> String {
-    content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
-}
-
 fn is_textual(media_type: &str) -> bool {
     media_type.starts_with("text/")
         || matches!(
@@ -168,16 +157,6 @@ fn is_textual(media_type: &str) -> bool {
         )
         || media_type.ends_with("+json")
         || media_type.ends_with("+xml")
-}
-
-fn decode_base64(data: &str) -> Option<Vec<u8>> {
-    let compact: String = data.chars().filter(|c| !c.is_whitespace()).collect();
-    let engine = base64::engine::general_purpose::STANDARD;
-    engine.decode(&compact).ok().or_else(|| {
-        base64::engine::general_purpose::STANDARD_NO_PAD
-            .decode(&compact)
-            .ok()
-    })
 }
 
 /// `codex-img-<16 hex><ext>`.

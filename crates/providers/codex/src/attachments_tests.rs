@@ -1,4 +1,5 @@
 use agenthost_protocol::state::MessageAttachment;
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::*;
