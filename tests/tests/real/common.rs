@@ -115,6 +115,18 @@ impl Agent {
     }
 }
 
+/// Sets `set` on `agent`'s environment and removes `remove` from it.
+fn with_environment<const N: usize>(
+    agent: &mut AcpAgentConfig,
+    set: [(&str, String); N],
+    remove: &[&str],
+) {
+    for (name, value) in set {
+        agent.cli.set_env(name, value);
+    }
+    agent.cli.env_remove = remove.iter().map(|name| (*name).to_owned()).collect();
+}
+
 /// The npm cache of the agent CLIs: `$AGENTHOST_CLI_CACHE`, else `~/.cache/agenthost/clis`.
 fn cli_cache() -> Option<PathBuf> {
     std::env::var_os("AGENTHOST_CLI_CACHE")
@@ -254,19 +266,18 @@ impl Place {
             r#"{"permissions":{"defaultMode":"default"}}"#,
         )
         .unwrap();
-        for (name, value) in [
-            ("CLAUDE_CODE_EXECUTABLE", claude.to_string_lossy().into_owned()),
-            ("ANTHROPIC_BASE_URL", self.mock.base_url()),
-            ("ANTHROPIC_API_KEY", "dummy".into()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-            ("DISABLE_TELEMETRY", "1".into()),
-            ("IS_SANDBOX", "1".into()),
-        ] {
-            agent.cli.set_env(name, value);
-        }
-        agent.cli.env_remove = ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CONFIG_DIR"]
-            .map(String::from)
-            .to_vec();
+        with_environment(
+            &mut agent,
+            [
+                ("CLAUDE_CODE_EXECUTABLE", claude.to_string_lossy().into_owned()),
+                ("ANTHROPIC_BASE_URL", self.mock.base_url()),
+                ("ANTHROPIC_API_KEY", "dummy".into()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+                ("DISABLE_TELEMETRY", "1".into()),
+                ("IS_SANDBOX", "1".into()),
+            ],
+            &["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CONFIG_DIR"],
+        );
         agent
     }
 
@@ -287,17 +298,16 @@ impl Place {
             ),
         )
         .unwrap();
-        for (name, value) in [
-            ("CODEX_HOME", home.to_string_lossy().into_owned()),
-            ("MOCK_API_KEY", "dummy".into()),
-            ("NO_BROWSER", "1".into()),
-            ("INITIAL_AGENT_MODE", "read-only".into()),
-        ] {
-            agent.cli.set_env(name, value);
-        }
-        agent.cli.env_remove = ["OPENAI_API_KEY", "CODEX_API_KEY"]
-            .map(String::from)
-            .to_vec();
+        with_environment(
+            &mut agent,
+            [
+                ("CODEX_HOME", home.to_string_lossy().into_owned()),
+                ("MOCK_API_KEY", "dummy".into()),
+                ("NO_BROWSER", "1".into()),
+                ("INITIAL_AGENT_MODE", "read-only".into()),
+            ],
+            &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        );
         agent
     }
 
@@ -308,20 +318,19 @@ impl Place {
             .map(String::from)
             .to_vec();
         let home = self.home.join("copilot");
-        for (name, value) in [
-            ("COPILOT_OFFLINE", "true".into()),
-            ("COPILOT_AUTO_UPDATE", "false".into()),
-            ("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", self.mock.base_url())),
-            ("COPILOT_PROVIDER_API_KEY", "dummy".into()),
-            ("COPILOT_MODEL", "gpt-5.4".into()),
-            ("COPILOT_HOME", home.to_string_lossy().into_owned()),
-            ("HOME", self.home.to_string_lossy().into_owned()),
-        ] {
-            agent.cli.set_env(name, value);
-        }
-        agent.cli.env_remove = ["GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN"]
-            .map(String::from)
-            .to_vec();
+        with_environment(
+            &mut agent,
+            [
+                ("COPILOT_OFFLINE", "true".into()),
+                ("COPILOT_AUTO_UPDATE", "false".into()),
+                ("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", self.mock.base_url())),
+                ("COPILOT_PROVIDER_API_KEY", "dummy".into()),
+                ("COPILOT_MODEL", "gpt-5.4".into()),
+                ("COPILOT_HOME", home.to_string_lossy().into_owned()),
+                ("HOME", self.home.to_string_lossy().into_owned()),
+            ],
+            &["GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN"],
+        );
         agent
     }
 }

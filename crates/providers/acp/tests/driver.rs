@@ -73,6 +73,16 @@ impl std::ops::Deref for Chat {
     }
 }
 
+impl Chat {
+    /// Starts turn `id` with `text`; the start must succeed.
+    async fn send(&self, id: &str, text: &str) {
+        self.session
+            .send_turn(turn_request(id, text))
+            .await
+            .unwrap();
+    }
+}
+
 impl std::ops::DerefMut for Chat {
     fn deref_mut(&mut self) -> &mut SignalLog {
         &mut self.log
@@ -182,10 +192,7 @@ async fn a_turn_runs_through_the_handshake_and_the_prompts_answer_ends_it() {
     plan.extend([Step::In, say("hello"), stop(3, "end_turn"), Step::In]);
     fake.plan(0, &plan);
     let mut chat = start(fake.config(), None).await;
-    chat.session
-        .send_turn(turn_request("t1", "say hello"))
-        .await
-        .unwrap();
+    chat.send("t1", "say hello").await;
     chat.turn_complete("t1").await;
     let written = fake.written();
     let init = method(&written, "initialize");
@@ -225,10 +232,7 @@ async fn an_approval_and_a_denial_go_back_as_the_agents_own_options() {
     ]);
     fake.plan(0, &plan);
     let mut chat = start(fake.config(), None).await;
-    chat.session
-        .send_turn(turn_request("t1", "work"))
-        .await
-        .unwrap();
+    chat.send("t1", "work").await;
     let first = chat.pending_confirmation().await;
     chat.session
         .respond_to_permission(&first, PermissionDecision::Approve)
@@ -277,10 +281,7 @@ async fn cancel_withdraws_waiting_permissions_first_and_an_end_turn_after_it_is_
     ]);
     fake.plan(0, &plan);
     let mut chat = start(fake.config(), None).await;
-    chat.session
-        .send_turn(turn_request("t1", "work"))
-        .await
-        .unwrap();
+    chat.send("t1", "work").await;
     chat.pending_confirmation().await;
     chat.session.cancel("t1").await.unwrap();
     chat.turn_cancelled("t1").await;
@@ -297,10 +298,7 @@ async fn cancel_withdraws_waiting_permissions_first_and_an_end_turn_after_it_is_
     );
     assert_eq!(written[cancel]["params"]["sessionId"], SESSION);
     // The conversation goes on in the same process.
-    chat.session
-        .send_turn(turn_request("t2", "again"))
-        .await
-        .unwrap();
+    chat.send("t2", "again").await;
     chat.turn_complete("t2").await;
     assert_eq!(fake.starts().len(), 1);
     let completed_t1 = chat
@@ -333,10 +331,7 @@ async fn an_agent_that_does_not_stop_on_cancel_is_terminated_and_the_next_turn_l
     let mut config = fake.config();
     config.cli.cancel_grace = Duration::from_millis(300);
     let mut chat = start(config, None).await;
-    chat.session
-        .send_turn(turn_request("t1", "work"))
-        .await
-        .unwrap();
+    chat.send("t1", "work").await;
     poll("the agent started", || fake.pid().is_some()).await;
     let pid = fake.pid().unwrap();
     chat.session.cancel("t1").await.unwrap();
@@ -345,10 +340,7 @@ async fn an_agent_that_does_not_stop_on_cancel_is_terminated_and_the_next_turn_l
         test_kill_process_group(pid).is_err()
     })
     .await;
-    chat.session
-        .send_turn(turn_request("t2", "again"))
-        .await
-        .unwrap();
+    chat.send("t2", "again").await;
     chat.turn_complete("t2").await;
     let load = method(&fake.written(), "session/load").clone();
     assert_eq!(load["params"]["sessionId"], SESSION);
@@ -386,10 +378,7 @@ async fn a_restored_chat_of_an_agent_that_cannot_resume_starts_anew_with_the_his
         "It says forty-two.",
     )];
     let mut chat = start_with(fake.config(), Some(SESSION), history).await;
-    chat.session
-        .send_turn(turn_request("t1", "go on"))
-        .await
-        .unwrap();
+    chat.send("t1", "go on").await;
     chat.turn_complete("t1").await;
     let written = fake.written();
     assert!(written.iter().all(|l| l["method"] != "session/load"));
@@ -464,10 +453,7 @@ async fn an_agent_dying_mid_turn_is_a_chat_error_with_its_stderr() {
     ]);
     fake.plan(0, &plan);
     let mut chat = start(fake.config(), None).await;
-    chat.session
-        .send_turn(turn_request("t1", "work"))
-        .await
-        .unwrap();
+    chat.send("t1", "work").await;
     let (_, message) = chat.chat_error().await;
     assert!(message.contains("model backend unreachable"), "{message}");
 }
@@ -479,10 +465,7 @@ async fn garbage_on_stdout_fails_the_turn_and_stops_the_agent() {
     plan.extend([Step::In, Step::out("this is not JSON-RPC"), Step::Sleep(30)]);
     fake.plan(0, &plan);
     let mut chat = start(fake.config(), None).await;
-    chat.session
-        .send_turn(turn_request("t1", "work"))
-        .await
-        .unwrap();
+    chat.send("t1", "work").await;
     let pid = fake.pid().unwrap();
     let (_, message) = chat.chat_error().await;
     assert!(message.contains("this is not JSON-RPC"), "{message}");
