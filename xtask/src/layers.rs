@@ -50,7 +50,8 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("agenthost-service", Layer::Rank(7)),
     ("agenthost-server", Layer::Rank(8)),
     ("agenthost-client", Layer::Rank(8)),
-    ("agenthost", Layer::Rank(9)),
+    ("agenthost-acp-agent", Layer::Rank(9)),
+    ("agenthost", Layer::Rank(10)),
     ("xtask", Layer::Tooling),
     ("agenthost-e2e", Layer::Tooling),
 ];

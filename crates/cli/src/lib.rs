@@ -12,6 +12,7 @@ pub mod acp;
 pub mod checkpoints;
 pub mod demo;
 pub mod discovery;
+pub mod editor;
 mod error;
 pub mod host;
 pub mod map;

@@ -7,8 +7,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod agent_args;
+mod host_args;
 
 use agent_args::{AcpArgs, ClaudeArgs, CodexArgs, CopilotArgs};
+use host_args::{EditorArgs, RunArgs, data_dir};
 
 use agenthost::CliError;
 
@@ -29,6 +31,10 @@ enum Command {
     /// Run one turn with an agent in a folder and stream it here: confirmations are asked
     /// (`y`/`n`), Ctrl-C cancels the turn, the changed files are listed at the end.
     Run(Box<RunArgs>),
+    /// Be an Agent Client Protocol agent on stdin and stdout, for editors that start their
+    /// agent as a child process (Zed, JetBrains IDEs): its sessions are host sessions. Logs go
+    /// to stderr.
+    Acp(Box<EditorArgs>),
     /// Follow a session another client runs, from now on: its confirmations are asked here
     /// too (whichever client answers first wins); Ctrl-C detaches.
     Attach(AttachArgs),
@@ -338,109 +344,6 @@ struct AttachArgs {
 }
 
 #[derive(Debug, clap::Args)]
-struct RunArgs {
-    /// What to ask the agent.
-    prompt: String,
-    /// The agent (claude, codex, copilot, scripted, or acp.NAME for an ACP agent given with
-    /// --acp-agents or --acp-agent).
-    #[arg(long, default_value = "claude", value_name = "NAME")]
-    provider: String,
-    /// The model, when not the agent's default.
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
-    /// The folder the agent works in (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    cwd: Option<PathBuf>,
-    /// Use a running host (the URL `agent-host serve` printed, token included) instead of
-    /// starting one in this process.
-    #[arg(long, value_name = "URL")]
-    connect: Option<String>,
-    /// Print AHP action envelopes as JSON lines instead of the rendered conversation.
-    #[arg(long)]
-    json: bool,
-    /// Approve every confirmation without asking.
-    #[arg(long, conflicts_with = "no")]
-    yes: bool,
-    /// Deny every confirmation without asking (without a terminal, the default).
-    #[arg(long)]
-    no: bool,
-    /// Script for the scripted provider (JSON; see crates/providers/scripted/README.md).
-    #[arg(long, value_name = "FILE")]
-    script: Option<PathBuf>,
-    /// Where the session database lives (as for `serve`).
-    #[arg(long, env = "AGENT_HOST_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-    #[command(flatten)]
-    claude: ClaudeArgs,
-    #[command(flatten)]
-    codex: CodexArgs,
-    #[command(flatten)]
-    copilot: CopilotArgs,
-    #[command(flatten)]
-    acp: AcpArgs,
-}
-
-impl RunArgs {
-    /// The options and where the host is.
-    fn resolve(self) -> Result<(agenthost::run::Target, agenthost::run::RunOptions), CliError> {
-        let cwd = match self.cwd {
-            Some(cwd) => cwd,
-            None => std::env::current_dir()
-                .map_err(|e| CliError::Usage(format!("cannot read the current directory: {e}")))?,
-        };
-        let options = agenthost::run::RunOptions {
-            provider: self.provider.clone(),
-            model: self.model,
-            cwd: cwd.clone(),
-            prompt: self.prompt,
-            json: self.json,
-            answers: agenthost::run::Answers::from_flags(
-                self.yes,
-                self.no,
-                std::io::IsTerminal::is_terminal(&std::io::stdin()),
-            ),
-            stall: agenthost::run::DEFAULT_STALL,
-        };
-        if let Some(url) = self.connect {
-            return Ok((agenthost::run::Target::Connect(url), options));
-        }
-        let program = match self.provider.as_str() {
-            "claude" => Some(self.claude.claude_bin.clone()),
-            "codex" => Some(self.codex.codex_bin.clone()),
-            "copilot" => Some(self.copilot.copilot_bin.clone()),
-            _ => None,
-        };
-        if let Some(program) = program {
-            agenthost::run::check_provider_cli(&self.provider, &program)?;
-        }
-        let root = cwd.canonicalize().map_err(|e| {
-            CliError::Usage(format!("the folder {} is not usable: {e}", cwd.display()))
-        })?;
-        let copilot = self.copilot.config()?;
-        let acp_agents = self.acp.agents()?;
-        let host = agenthost::host::HostOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            providers: vec![self.provider],
-            script: self.script,
-            token: None,
-            roots: vec![root],
-            launch_kind: agenthost_dispatcher::LaunchKind::Embedded("agent-host run".into()),
-            data_dir: Some(data_dir(self.data_dir)?),
-            idle_eviction: None,
-            history_retry: None,
-            history_backlog: None,
-            claude: Some(self.claude.config()),
-            codex: Some(self.codex.config()),
-            copilot: Some(copilot),
-            acp_agents,
-            unattended: Default::default(),
-            enable: Vec::new(),
-        };
-        Ok((agenthost::run::Target::Start(Box::new(host)), options))
-    }
-}
-
-#[derive(Debug, clap::Args)]
 struct MockModelArgs {
     /// Loopback address to listen on; port 0 lets the OS pick one.
     #[arg(long, default_value = "127.0.0.1:0")]
@@ -479,12 +382,6 @@ struct MapArgs {
     provider: String,
     /// The transcript: the agent's stdout, one JSON object per line (`-` for stdin).
     file: PathBuf,
-}
-
-fn data_dir(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    given
-        .or_else(agenthost::host::default_data_dir)
-        .ok_or_else(|| CliError::usage("no data directory: pass --data-dir (HOME is not set)"))
 }
 
 #[derive(Debug, clap::Args)]
@@ -641,6 +538,14 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             };
+        }
+        Command::Acp(args) => {
+            init_logging("warn");
+            let provider = args.provider.clone();
+            // A flag the host cannot start with is still an error the editor can show: the
+            // agent speaks ACP and answers its session requests with it.
+            let target = args.resolve();
+            runtime.block_on(agenthost::editor::command(target, provider))
         }
         Command::Attach(args) => {
             init_logging("warn");

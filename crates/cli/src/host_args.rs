@@ -1,0 +1,208 @@
+//! The flags of the commands that talk to a host as a client (`run`, `acp`), and of the host
+//! they start in this process when not given `--connect`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use agenthost::CliError;
+
+use crate::agent_args::{AcpArgs, ClaudeArgs, CodexArgs, CopilotArgs};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// What to ask the agent.
+    prompt: String,
+    /// The agent (claude, codex, copilot, scripted, or acp.NAME for an ACP agent given with
+    /// --acp-agents or --acp-agent).
+    #[arg(long, default_value = "claude", value_name = "NAME")]
+    provider: String,
+    /// The model, when not the agent's default.
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The folder the agent works in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Use a running host (the URL `agent-host serve` printed, token included) instead of
+    /// starting one in this process.
+    #[arg(long, value_name = "URL")]
+    connect: Option<String>,
+    /// Print AHP action envelopes as JSON lines instead of the rendered conversation.
+    #[arg(long)]
+    json: bool,
+    /// Approve every confirmation without asking.
+    #[arg(long, conflicts_with = "no")]
+    yes: bool,
+    /// Deny every confirmation without asking (without a terminal, the default).
+    #[arg(long)]
+    no: bool,
+    #[command(flatten)]
+    host: LocalHostArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EditorArgs {
+    /// The agent new sessions use (claude, codex, copilot, scripted, or acp.NAME for an ACP
+    /// agent given with --acp-agents or --acp-agent).
+    #[arg(long, default_value = "claude", value_name = "NAME")]
+    pub(crate) provider: String,
+    /// Use a running host (the URL `agent-host serve` printed, token included) instead of
+    /// starting one in this process: its sessions are then shared with VS Code and the CLI.
+    #[arg(long, value_name = "URL")]
+    connect: Option<String>,
+    /// A directory sessions may work in (repeatable; default: the current directory). An
+    /// editor's `session/new` outside them is refused.
+    #[arg(long = "root", value_name = "DIR")]
+    roots: Vec<PathBuf>,
+    /// What the host does with a confirmation no client claims (as for `serve`): `off`, `deny`
+    /// or `allow=TOOLS`.
+    #[arg(long, default_value = "off", value_name = "off|deny|allow=TOOLS", value_parser = agenthost::unattended::parse_policy)]
+    unattended: agenthost::unattended::UnattendedPolicy,
+    /// How long a confirmation may stay unclaimed before `--unattended` answers it (as for
+    /// `serve`; default 5s).
+    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
+    unattended_grace: Option<std::time::Duration>,
+    #[command(flatten)]
+    host: LocalHostArgs,
+}
+
+impl EditorArgs {
+    /// Where the host is.
+    pub(crate) fn resolve(self) -> Result<agenthost::run::Target, CliError> {
+        if let Some(url) = self.connect {
+            return Ok(agenthost::run::Target::Connect(url));
+        }
+        let roots =
+            if self.roots.is_empty() {
+                vec![std::env::current_dir().map_err(|e| {
+                    CliError::Usage(format!("cannot read the current directory: {e}"))
+                })?]
+            } else {
+                self.roots
+            };
+        let roots = roots
+            .into_iter()
+            .map(|root| {
+                root.canonicalize().map_err(|e| {
+                    CliError::Usage(format!("the root {} is not usable: {e}", root.display()))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let unattended = agenthost::unattended::UnattendedOptions {
+            policy: self.unattended,
+            grace: self
+                .unattended_grace
+                .unwrap_or(agenthost::unattended::DEFAULT_GRACE),
+            client_grace: agenthost::unattended::DEFAULT_CLIENT_GRACE,
+        };
+        let host = self
+            .host
+            .options(&self.provider, roots, "agent-host acp", unattended)?;
+        Ok(agenthost::run::Target::Start(Box::new(host)))
+    }
+}
+
+/// What a host started in this process (`run`, `acp`) is made of.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LocalHostArgs {
+    /// Script for the scripted provider (JSON; see crates/providers/scripted/README.md).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Where the session database lives (as for `serve`).
+    #[arg(long, env = "AGENT_HOST_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    claude: ClaudeArgs,
+    #[command(flatten)]
+    codex: CodexArgs,
+    #[command(flatten)]
+    copilot: CopilotArgs,
+    #[command(flatten)]
+    acp: AcpArgs,
+}
+
+impl LocalHostArgs {
+    /// The options of a host offering `provider`, with `roots`, for `command`; the provider's
+    /// CLI must be installed.
+    fn options(
+        self,
+        provider: &str,
+        roots: Vec<PathBuf>,
+        command: &str,
+        unattended: agenthost::unattended::UnattendedOptions,
+    ) -> Result<agenthost::host::HostOptions, CliError> {
+        let program = match provider {
+            "claude" => Some(self.claude.claude_bin.clone()),
+            "codex" => Some(self.codex.codex_bin.clone()),
+            "copilot" => Some(self.copilot.copilot_bin.clone()),
+            _ => None,
+        };
+        if let Some(program) = program {
+            agenthost::run::check_provider_cli(provider, &program)?;
+        }
+        let copilot = self.copilot.config()?;
+        let acp_agents = self.acp.agents()?;
+        Ok(agenthost::host::HostOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            providers: vec![provider.to_owned()],
+            script: self.script,
+            token: None,
+            roots,
+            launch_kind: agenthost_dispatcher::LaunchKind::Embedded(command.into()),
+            data_dir: Some(data_dir(self.data_dir)?),
+            idle_eviction: None,
+            history_retry: None,
+            history_backlog: None,
+            claude: Some(self.claude.config()),
+            codex: Some(self.codex.config()),
+            copilot: Some(copilot),
+            acp_agents,
+            unattended,
+            enable: Vec::new(),
+        })
+    }
+}
+
+impl RunArgs {
+    /// The options and where the host is.
+    pub(crate) fn resolve(
+        self,
+    ) -> Result<(agenthost::run::Target, agenthost::run::RunOptions), CliError> {
+        let cwd = match self.cwd {
+            Some(cwd) => cwd,
+            None => std::env::current_dir()
+                .map_err(|e| CliError::Usage(format!("cannot read the current directory: {e}")))?,
+        };
+        let options = agenthost::run::RunOptions {
+            provider: self.provider.clone(),
+            model: self.model,
+            cwd: cwd.clone(),
+            prompt: self.prompt,
+            json: self.json,
+            answers: agenthost::run::Answers::from_flags(
+                self.yes,
+                self.no,
+                std::io::IsTerminal::is_terminal(&std::io::stdin()),
+            ),
+            stall: agenthost::run::DEFAULT_STALL,
+        };
+        if let Some(url) = self.connect {
+            return Ok((agenthost::run::Target::Connect(url), options));
+        }
+        let root = cwd.canonicalize().map_err(|e| {
+            CliError::Usage(format!("the folder {} is not usable: {e}", cwd.display()))
+        })?;
+        let host = self.host.options(
+            &self.provider,
+            vec![root],
+            "agent-host run",
+            Default::default(),
+        )?;
+        Ok((agenthost::run::Target::Start(Box::new(host)), options))
+    }
+}
+
+pub(crate) fn data_dir(given: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    given
+        .or_else(agenthost::host::default_data_dir)
+        .ok_or_else(|| CliError::usage("no data directory: pass --data-dir (HOME is not set)"))
+}
