@@ -49,6 +49,7 @@ where
     });
     let agent = Arc::new(Agent {
         host,
+        elicitation: std::sync::atomic::AtomicBool::new(false),
         options,
         peer: Arc::new(Peer::new(tx)),
         sessions: Mutex::new(HashMap::new()),
@@ -100,6 +101,8 @@ where
 
 struct Agent {
     host: Host,
+    /// Whether the editor advertised form elicitation in `initialize`.
+    elicitation: std::sync::atomic::AtomicBool,
     options: AgentOptions,
     peer: Arc<Peer>,
     sessions: Mutex<HashMap<String, Arc<OpenSession>>>,
@@ -159,7 +162,10 @@ impl Agent {
         use agent_client_protocol::v1::schema;
         match method {
             "initialize" => {
-                let _: schema::InitializeRequest = params(method, params_value)?;
+                let _: schema::InitializeRequest = params(method, params_value.clone())?;
+                let form = &params_value["clientCapabilities"]["elicitation"]["form"];
+                self.elicitation
+                    .store(form.is_object(), std::sync::atomic::Ordering::Relaxed);
                 Ok(Some(self.initialize()))
             }
             "authenticate" => Ok(Some(json!({}))),
@@ -309,6 +315,7 @@ impl Agent {
             peer: Arc::clone(&self.peer),
             shared: Arc::clone(&shared),
             progress: None,
+            elicitation: self.elicitation.load(std::sync::atomic::Ordering::Relaxed),
         };
         if replay {
             follower.replay();

@@ -13,10 +13,13 @@ use std::sync::{Arc, Mutex};
 use agenthost_client::ahp::SessionSubscription;
 use agenthost_client::ahp::client::SubscriptionEvent;
 use agenthost_client::{ChatView, HostConnection};
-use agenthost_protocol::ahp_types::state::{ResponsePart, ToolCallState, Turn, TurnState};
+use agenthost_protocol::ahp_types::state::{
+    ChatInputRequest, ResponsePart, ToolCallState, Turn, TurnState,
+};
 use agenthost_protocol::{ActionEnvelope, ChatUri, StateAction};
 use serde_json::{Value, json};
 
+use crate::input;
 use crate::rpc::{Peer, RpcError};
 use crate::updates::{self, TurnProgress};
 
@@ -38,6 +41,10 @@ pub struct Shared {
     pub running: Option<(String, std::time::Instant)>,
     /// Permission questions the editor has not answered: tool call id → request id.
     pub asked: HashMap<String, i64>,
+    /// Input requests put to the editor and not answered: AHP request id → ACP request id.
+    pub elicited: HashMap<String, i64>,
+    /// Input requests declined because the editor cannot answer them.
+    pub declined: std::collections::HashSet<String>,
 }
 
 /// An open session.
@@ -86,6 +93,8 @@ pub struct Follower {
     pub shared: Arc<Mutex<Shared>>,
     /// The turn being followed and what the editor was sent of it.
     pub progress: Option<(String, TurnProgress)>,
+    /// Whether the editor answers form elicitations (`elicitation/create`).
+    pub elicitation: bool,
 }
 
 impl Follower {
@@ -201,6 +210,84 @@ impl Follower {
             }
         }
         self.confirmations(&turn.id, &turn.response_parts);
+        self.inputs(&turn.id, &turn.response_parts);
+    }
+
+    /// Puts each waiting input request to the editor once (`elicitation/create`), or, when it
+    /// cannot answer and the turn is its own, declines it saying why; withdraws questions
+    /// answered elsewhere.
+    fn inputs(&self, turn_id: &str, parts: &[ResponsePart]) {
+        let waiting: Vec<&ChatInputRequest> = parts
+            .iter()
+            .filter_map(|part| match part {
+                ResponsePart::InputRequest(r) if r.response.is_none() => Some(&r.request),
+                _ => None,
+            })
+            .collect();
+        let mut shared = lock(&self.shared);
+        shared.elicited.retain(|request_id, asked| {
+            let keep = waiting.iter().any(|r| r.id == *request_id);
+            if !keep {
+                self.peer.withdraw(*asked);
+            }
+            keep
+        });
+        let ours = shared.prompt.as_ref().is_some_and(|p| p.turn_id == turn_id);
+        for request in waiting {
+            if shared.elicited.contains_key(&request.id) || shared.declined.contains(&request.id) {
+                continue;
+            }
+            let answer = if self.elicitation {
+                let (asked, answer) = self.peer.request(
+                    "elicitation/create",
+                    input::elicitation(&self.session_id, request),
+                );
+                shared.elicited.insert(request.id.clone(), asked);
+                Some((asked, answer))
+            } else if ours {
+                shared.declined.insert(request.id.clone());
+                self.update(updates::notice(&format!(
+                    "The agent asked: \"{}\". This editor cannot answer questions (it offers no \
+                     elicitation), so the request was declined.",
+                    request.message.as_deref().unwrap_or("for input")
+                )));
+                None
+            } else {
+                continue;
+            };
+            let host = self.host.clone();
+            let chat = self.chat.clone();
+            let shared_state = Arc::clone(&self.shared);
+            let request = request.clone();
+            tokio::spawn(async move {
+                let action = match answer {
+                    Some((asked, answer)) => {
+                        // A withdrawn question never gets its answer: the sender is gone.
+                        let Ok(answer) = answer.await else { return };
+                        let mut shared = lock(&shared_state);
+                        if shared.elicited.get(&request.id) != Some(&asked) {
+                            return;
+                        }
+                        shared.elicited.remove(&request.id);
+                        drop(shared);
+                        input::completed(&request, &answer.unwrap_or_default())
+                    }
+                    None => input::completed(&request, &json!({ "action": "decline" })),
+                };
+                let dispatched = match serde_json::from_value::<StateAction>(action) {
+                    Ok(action) => host
+                        .client()
+                        .dispatch(chat.to_string(), action)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string()),
+                    Err(error) => Err(error.to_string()),
+                };
+                if let Err(error) = dispatched {
+                    tracing::warn!(%error, request = request.id, "cannot send the answer to the host");
+                }
+            });
+        }
     }
 
     /// Asks about each waiting confirmation once, and withdraws questions whose confirmation
@@ -289,6 +376,7 @@ impl Follower {
             }
         }
         self.confirmations(turn_id, &[]);
+        self.inputs(turn_id, &[]);
         let mut shared = lock(&self.shared);
         if shared
             .running

@@ -57,6 +57,11 @@ pub fn user_message(text: &str) -> Value {
     json!({ "sessionUpdate": "user_message_chunk", "content": text_block(text) })
 }
 
+/// A notice from agent-host itself, shown as agent text.
+pub fn notice(text: &str) -> Value {
+    chunk("agent_message_chunk", &format!("\n\n_{text}_\n\n"))
+}
+
 fn text_block(text: &str) -> Value {
     json!({ "type": "text", "text": text })
 }
@@ -70,13 +75,9 @@ fn advance_part(sent: Option<&Sent>, part: &ResponsePart) -> (Sent, Option<Value
         ResponsePart::Markdown(m) => text_part(sent, &m.content, "agent_message_chunk"),
         ResponsePart::Reasoning(r) => text_part(sent, &r.content, "agent_thought_chunk"),
         ResponsePart::ToolCall(call) => tool_part(sent, &call.tool_call),
-        ResponsePart::SystemNotification(n) if sent.is_none() => (
-            Sent::Whole,
-            Some(chunk(
-                "agent_message_chunk",
-                &format!("\n\n_{}_\n\n", n.content.as_text()),
-            )),
-        ),
+        ResponsePart::SystemNotification(n) if sent.is_none() => {
+            (Sent::Whole, Some(notice(n.content.as_text())))
+        }
         ResponsePart::Error(e) if sent.is_none() => (
             Sent::Whole,
             Some(chunk(

@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
-    NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    StopReason, TextContent,
+    CancelNotification, ContentBlock, CreateElicitationRequest, CreateElicitationResponse,
+    InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionId, SessionNotification, StopReason, TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines};
 use serde_json::{Value, json};
@@ -47,6 +47,8 @@ struct Seen {
     asked: Vec<Value>,
     /// Questions the agent withdrew before they were answered.
     withdrawn: usize,
+    /// Every form the agent asked the editor to fill in (`elicitation/create`).
+    forms: Vec<Value>,
 }
 
 /// How the editor answers permission questions: in turn, or never (it waits for the agent to
@@ -125,6 +127,7 @@ where
 {
     let recorded = Arc::clone(&seen);
     let questions = Arc::clone(&seen);
+    let forms = Arc::clone(&seen);
     let mut out = None;
     Client
         .v1()
@@ -165,6 +168,30 @@ where
                         })
                     }
                 }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CreateElicitationRequest, responder, _cx| {
+                forms
+                    .lock()
+                    .unwrap()
+                    .forms
+                    .push(serde_json::to_value(&request).unwrap());
+                // The editor's user picks the second option of the first question.
+                let params = serde_json::to_value(&request).unwrap();
+                let (question, schema) = params["requestedSchema"]["properties"]
+                    .as_object()
+                    .and_then(|p| p.iter().next())
+                    .map(|(id, schema)| (id.clone(), schema.clone()))
+                    .unwrap();
+                let picked = schema["oneOf"][1]["const"].clone();
+                responder.respond(
+                    serde_json::from_value::<CreateElicitationResponse>(
+                        json!({ "action": "accept", "content": { question: picked } }),
+                    )
+                    .unwrap(),
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -566,19 +593,99 @@ fn two_editors_on_one_serve_share_a_session_and_an_ahp_answer_withdraws_their_qu
                     texts(&seen.updates, "agent_message_chunk").ends_with("shared done")
                 })
                 .await;
-                let seen = watched.lock().unwrap();
-                assert_eq!(
-                    texts(&seen.updates, "user_message_chunk"),
-                    "write shared",
-                    "the turn the other editor started, with its message"
-                );
-                assert_eq!(
-                    tool_status(&seen.updates, &tool_call_id).as_deref(),
-                    Some("completed")
-                );
+                {
+                    let seen = watched.lock().unwrap();
+                    assert_eq!(
+                        texts(&seen.updates, "user_message_chunk"),
+                        "write shared",
+                        "the turn the other editor started, with its message"
+                    );
+                    assert_eq!(
+                        tool_status(&seen.updates, &tool_call_id).as_deref(),
+                        Some("completed")
+                    );
+                }
                 host.close().await;
             },
         );
         tokio::join!(first_editor, second_editor);
+    });
+}
+
+#[test]
+fn an_input_request_is_a_form_for_an_editor_that_takes_forms_and_declined_for_one_that_does_not() {
+    let place = Place::new();
+    let ask = json!({ "kind": "ask", "message": "Which color?", "questions": [
+        { "kind": "single-select", "id": "color", "message": "Pick one", "required": true,
+          "options": [{ "id": "red", "label": "Red" }, { "id": "blue", "label": "Blue" }] }] });
+    let script = place.script(&json!({ "default": { "steps": [ask] } }));
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        path_arg(&script),
+        "--data-dir",
+        path_arg(&place.data),
+        "--root",
+        path_arg(&place.work),
+    ];
+    runtime().block_on(async {
+        for takes_forms in [true, false] {
+            let (mut editor, transport) = Editor::spawn(&args);
+            let seen = Arc::new(Mutex::new(Seen::default()));
+            let watched = Arc::clone(&seen);
+            let work = place.work.clone();
+            as_editor(
+                transport,
+                Arc::clone(&seen),
+                Answers::Never,
+                async move |cx| {
+                    let capabilities = if takes_forms {
+                        json!({ "elicitation": { "form": {} } })
+                    } else {
+                        json!({})
+                    };
+                    let init: InitializeRequest = serde_json::from_value(
+                        json!({ "protocolVersion": 1, "clientCapabilities": capabilities }),
+                    )
+                    .unwrap();
+                    cx.send_request(init).block_task().await.unwrap();
+                    let session = cx
+                        .send_request(NewSessionRequest::new(work))
+                        .block_task()
+                        .await
+                        .unwrap()
+                        .session_id;
+                    let done = cx
+                        .send_request(PromptRequest::new(session, text("ask me")))
+                        .block_task()
+                        .await
+                        .unwrap();
+                    assert_eq!(done.stop_reason, StopReason::EndTurn);
+                    let seen = watched.lock().unwrap();
+                    let said = texts(&seen.updates, "agent_message_chunk");
+                    if takes_forms {
+                        assert_eq!(seen.forms.len(), 1);
+                        assert_eq!(seen.forms[0]["message"], "Which color?");
+                        assert_eq!(seen.forms[0]["mode"], "form");
+                        assert_eq!(said, "Answered: blue");
+                    } else {
+                        assert!(seen.forms.is_empty());
+                        assert!(said.contains("cannot answer questions"), "{said}");
+                        assert!(said.ends_with("Declined"), "{said}");
+                    }
+                },
+            )
+            .await;
+            tokio::time::timeout(DEADLINE, editor.child.wait())
+                .await
+                .unwrap()
+                .unwrap();
+            let stderr = editor.stderr();
+            assert!(
+                !stderr.contains("WARN") && !stderr.contains("ERROR"),
+                "{stderr}"
+            );
+        }
     });
 }

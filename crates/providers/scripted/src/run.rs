@@ -85,6 +85,7 @@ pub(crate) struct TurnRun {
     markdown_parts: u32,
     reasoning_parts: u32,
     tool_calls: u32,
+    inputs: u32,
     /// The background subagents this run started (their `Task` call ids).
     children: Vec<String>,
 }
@@ -110,6 +111,7 @@ impl TurnRun {
             markdown_parts: 0,
             reasoning_parts: 0,
             tool_calls: 0,
+            inputs: 0,
             children: Vec::new(),
         }
     }
@@ -232,6 +234,7 @@ impl TurnRun {
                 Ok(())
             }
             Step::Join(join) => self.join(join.until).await,
+            Step::Ask(ask) => self.ask(ask, scope).await,
         }
     }
 
@@ -397,7 +400,7 @@ impl TurnRun {
                 Ok(Answer::Permission(PermissionDecision::Deny { .. })) => return Ok(()),
                 // A client completed its own call from the pending confirmation.
                 Ok(Answer::ClientResult(_)) if tool.client.is_some() => return Ok(()),
-                Ok(Answer::ClientResult(_)) => {
+                Ok(Answer::ClientResult(_) | Answer::Input(_)) => {
                     return Err(Stop::Failed {
                         error: Box::new(error_info(
                             INTERNAL_ERROR,
@@ -482,7 +485,7 @@ impl TurnRun {
         self.control.set_waiting(false);
         match answer {
             Ok(Answer::ClientResult(_)) => Ok(()),
-            Ok(Answer::Permission(_)) => Err(Stop::Failed {
+            Ok(Answer::Permission(_) | Answer::Input(_)) => Err(Stop::Failed {
                 error: Box::new(error_info(
                     INTERNAL_ERROR,
                     format!(
@@ -513,6 +516,7 @@ impl TurnRun {
                 markdown_parts: 0,
                 reasoning_parts: 0,
                 tool_calls: 0,
+                inputs: 0,
                 children: Vec::new(),
             };
             let (subagent, scope, id) = (subagent.clone(), scope.cloned(), tool_call_id.clone());
@@ -774,6 +778,9 @@ fn complete(turn_id: String, tool_call_id: String, result: ToolCallResult) -> St
         requires_result_confirmation: None,
     })
 }
+
+#[path = "ask.rs"]
+mod ask;
 
 #[cfg(test)]
 #[path = "run_tests.rs"]

@@ -60,6 +60,21 @@ pub enum Step {
     Echo(Echo),
     /// Waits for the background subagents this scope started.
     Join(Join),
+    /// Asks the user (`chat/inputRequested`) and waits for the answer.
+    Ask(Ask),
+}
+
+/// `ask`: an input request; the turn waits for the client's `chat/inputCompleted`, then says
+/// what came back (`Answered: …`, `Declined`, `Cancelled`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Ask {
+    /// The request's message.
+    pub message: String,
+    /// The questions, as AHP's `ChatInputQuestion`s (none: a plain confirmation of the
+    /// message).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<agenthost_protocol::ahp_types::state::ChatInputQuestion>,
 }
 
 impl Step {
@@ -75,6 +90,7 @@ impl Step {
             Step::Pause(_) => "pause",
             Step::Echo(_) => "echo",
             Step::Join(_) => "join",
+            Step::Ask(_) => "ask",
         }
     }
 }

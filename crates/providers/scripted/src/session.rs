@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use agenthost_protocol::ahp_types::state::ToolCallResult;
 use agenthost_protocol::{SafeId, SessionUri, SubagentCompleted};
 use agenthost_provider_api::{
-    PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession, TurnRequest,
+    InputResponse, PermissionDecision, ProviderError, ProviderSession, SignalSink, StartSession,
+    TurnRequest,
 };
 use futures::future::BoxFuture;
 use tokio::sync::{oneshot, watch};
@@ -115,6 +116,8 @@ pub(crate) enum Answer {
     Permission(PermissionDecision),
     /// `complete_client_tool`.
     ClientResult(ToolCallResult),
+    /// `respond_to_input` (an `ask` step).
+    Input(InputResponse),
 }
 
 fn lock(state: &Mutex<SessionState>) -> MutexGuard<'_, SessionState> {
@@ -600,6 +603,14 @@ impl ProviderSession for ScriptedSession {
         Box::pin(async move { self.answer(tool_call_id, Answer::ClientResult(result)) })
     }
 
+    fn respond_to_input<'a>(
+        &'a self,
+        request_id: &'a str,
+        response: InputResponse,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move { self.answer(request_id, Answer::Input(response)) })
+    }
+
     fn cancel<'a>(&'a self, turn_id: &'a str) -> BoxFuture<'a, Result<(), ProviderError>> {
         Box::pin(self.cancel_turn(turn_id))
     }
@@ -617,6 +628,7 @@ fn not_waiting(tool_call_id: &str, answer: &Answer) -> ProviderError {
     let what = match answer {
         Answer::Permission(_) => "permission",
         Answer::ClientResult(_) => "a client's result",
+        Answer::Input(_) => "an input answer",
     };
     ProviderError::NotRunning {
         message: format!("no tool call `{tool_call_id}` is waiting for {what}"),
