@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agenthost_client::HostConnection;
-use agenthost_protocol::ahp_types::state::SessionSummary;
+use agenthost_protocol::ahp_types::state::{SessionSummary, Snapshot, SnapshotState};
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ChatUri, SessionUri};
 use serde_json::{Value, json};
@@ -178,13 +178,11 @@ impl Agent {
             "session/load" => {
                 let request: schema::LoadSessionRequest = params(method, params_value)?;
                 ignore_mcp_servers(&request.mcp_servers);
-                self.attach(&request.session_id.0, true).await?;
-                Ok(Some(Value::Null))
+                self.attach(&request.session_id.0, true).await.map(Some)
             }
             "session/resume" => {
                 let request: schema::ResumeSessionRequest = params(method, params_value)?;
-                self.attach(&request.session_id.0, false).await?;
-                Ok(Some(json!({})))
+                self.attach(&request.session_id.0, false).await.map(Some)
             }
             "session/close" => {
                 let request: schema::CloseSessionRequest = params(method, params_value)?;
@@ -200,6 +198,20 @@ impl Agent {
                 self.prompt(id, &request.session_id.0, &params_value["prompt"])
                     .await?;
                 Ok(None)
+            }
+            "session/set_config_option" => {
+                let request: schema::SetSessionConfigOptionRequest =
+                    params(method, params_value.clone())?;
+                let value = &params_value["value"];
+                self.set_config(&request.session_id.0, &request.config_id.0, value)
+                    .await
+                    .map(|fields| Some(json!({ "configOptions": fields["configOptions"] })))
+            }
+            "session/set_mode" => {
+                let request: schema::SetSessionModeRequest = params(method, params_value)?;
+                self.set_config(&request.session_id.0, "mode", &json!(request.mode_id.0))
+                    .await
+                    .map(|_| Some(json!({})))
             }
             other => Err(RpcError::method_not_found(other)),
         }
@@ -268,12 +280,13 @@ impl Agent {
                 other => other,
             })?;
         let session_id = session.to_string();
-        self.follow(host, &session_id, chat, false).await?;
-        Ok(json!({ "sessionId": session_id }))
+        let mut fields = self.follow(host, &session_id, chat, false).await?;
+        fields["sessionId"] = json!(session_id);
+        Ok(fields)
     }
 
-    /// Opens a stored session (`replay`: its history is sent first).
-    async fn attach(&self, session_id: &str, replay: bool) -> Result<(), RpcError> {
+    /// Opens a stored session (`replay`: its history is sent first); its config options.
+    async fn attach(&self, session_id: &str, replay: bool) -> Result<Value, RpcError> {
         let host = self.host()?;
         let session = SessionUri::parse(session_id)
             .map_err(|e| RpcError::invalid_params(format!("sessionId {session_id}: {e}")))?;
@@ -298,15 +311,32 @@ impl Agent {
         session_id: &str,
         chat: ChatUri,
         replay: bool,
-    ) -> Result<(), RpcError> {
+    ) -> Result<Value, RpcError> {
         // A session opened twice is followed once, by the newest follower.
         let previous = self.sessions_map().remove(session_id);
         drop(previous);
-        let (view, subscription) = host
-            .open_chat(&chat)
+        let cannot = |e: &dyn std::fmt::Display| {
+            RpcError::not_found(format!("cannot open session {session_id}: {e}"))
+        };
+        let (opened, session_subscription) = host
+            .client()
+            .subscribe(session_id.to_owned())
             .await
-            .map_err(|e| RpcError::not_found(format!("cannot open session {session_id}: {e}")))?;
-        let shared = Arc::new(Mutex::new(Shared::default()));
+            .map_err(|e| cannot(&e))?;
+        let (session, session_seen) = match opened.snapshot {
+            Some(Snapshot {
+                state: SnapshotState::Session(state),
+                from_seq,
+                ..
+            }) => (*state, from_seq),
+            _ => return Err(cannot(&"the host sent no session state")),
+        };
+        let (view, subscription) = host.open_chat(&chat).await.map_err(|e| cannot(&e))?;
+        let fields = crate::config::response_fields(session.config.as_ref());
+        let shared = Arc::new(Mutex::new(Shared {
+            config: session.config.clone(),
+            ..Shared::default()
+        }));
         let mut follower = Follower {
             session_id: session_id.to_owned(),
             chat: chat.clone(),
@@ -316,18 +346,48 @@ impl Agent {
             shared: Arc::clone(&shared),
             progress: None,
             elicitation: self.elicitation.load(std::sync::atomic::Ordering::Relaxed),
+            session,
+            session_seen,
         };
         if replay {
             follower.replay();
         } else {
             follower.skip_history();
         }
-        let task = tokio::spawn(follower.run(subscription));
+        let task = tokio::spawn(follower.run(subscription, session_subscription));
         self.sessions_map().insert(
             session_id.to_owned(),
             Arc::new(OpenSession { chat, shared, task }),
         );
-        Ok(())
+        Ok(fields)
+    }
+
+    /// `session/set_config_option` (and `session/set_mode`, the same for `mode`): checked
+    /// against what the session offers, sent as `session/configChanged`; answers with the
+    /// options as they now are.
+    async fn set_config(
+        &self,
+        session_id: &str,
+        id: &str,
+        value: &Value,
+    ) -> Result<Value, RpcError> {
+        let host = self.host()?;
+        let open = self.open(session_id)?;
+        let mut config = open.lock().config.clone();
+        let value = crate::config::value_for(config.as_ref(), id, value)?;
+        let mut changed = serde_json::Map::new();
+        changed.insert(id.to_owned(), value.clone());
+        let action: agenthost_protocol::StateAction =
+            serde_json::from_value(json!({ "type": "session/configChanged", "config": changed }))
+                .map_err(|e| RpcError::internal(format!("cannot build the config change: {e}")))?;
+        host.client()
+            .dispatch(session_id.to_owned(), action)
+            .await
+            .map_err(|e| host_error(&agenthost_client::ClientError::from(e)))?;
+        if let Some(config) = config.as_mut() {
+            config.values.insert(id.to_owned(), value);
+        }
+        Ok(crate::config::response_fields(config.as_ref()))
     }
 
     async fn close(&self, session_id: &str) -> Result<(), RpcError> {

@@ -14,7 +14,8 @@
 //! What the editor can do (protocol version 1, stable methods only): `initialize`,
 //! `authenticate` (nothing to authenticate), `session/new`, `session/list`, `session/load`
 //! (replays the history), `session/resume`, `session/close`, `session/prompt`,
-//! `session/cancel`. What it gets: `session/update` with `user_message_chunk`,
+//! `session/cancel`, `session/set_config_option`, `session/set_mode` (the session's config:
+//! agent mode, approvals, unattended policy). What it gets: `session/update` with `user_message_chunk`,
 //! `agent_message_chunk`, `agent_thought_chunk`, `tool_call` and `tool_call_update`, and
 //! `session/request_permission` for every confirmation the session waits for (allow once or
 //! reject once), withdrawn with `$/cancel_request` when it is settled elsewhere; an input request
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod bridge;
+mod config;
 mod input;
 mod rpc;
 mod session;

@@ -14,14 +14,15 @@ use agenthost_client::ahp::SessionSubscription;
 use agenthost_client::ahp::client::SubscriptionEvent;
 use agenthost_client::{ChatView, HostConnection};
 use agenthost_protocol::ahp_types::state::{
-    ChatInputRequest, ResponsePart, ToolCallState, Turn, TurnState,
+    ChatInputRequest, ResponsePart, SessionConfigState, SessionState, ToolCallState, Turn,
+    TurnState,
 };
 use agenthost_protocol::{ActionEnvelope, ChatUri, StateAction};
 use serde_json::{Value, json};
 
-use crate::input;
 use crate::rpc::{Peer, RpcError};
 use crate::updates::{self, TurnProgress};
+use crate::{config, input};
 
 /// The `session/prompt` waiting for its turn.
 #[derive(Debug)]
@@ -45,6 +46,8 @@ pub struct Shared {
     pub elicited: HashMap<String, i64>,
     /// Input requests declined because the editor cannot answer them.
     pub declined: std::collections::HashSet<String>,
+    /// The session's configuration, as the host last published it.
+    pub config: Option<SessionConfigState>,
 }
 
 /// An open session.
@@ -95,6 +98,10 @@ pub struct Follower {
     pub progress: Option<(String, TurnProgress)>,
     /// Whether the editor answers form elicitations (`elicitation/create`).
     pub elicitation: bool,
+    /// The session (its configuration and title), as of `session_seen`.
+    pub session: SessionState,
+    /// The last session envelope applied.
+    pub session_seen: i64,
 }
 
 impl Follower {
@@ -131,10 +138,19 @@ impl Follower {
 
     /// Follows the subscription until the host goes away; a prompt still waiting then gets
     /// an error.
-    pub async fn run(mut self, mut subscription: SessionSubscription) {
-        while let Some(event) = subscription.recv().await {
-            if let SubscriptionEvent::Action(envelope) = event {
-                self.apply(&envelope);
+    pub async fn run(mut self, mut chat: SessionSubscription, mut session: SessionSubscription) {
+        loop {
+            tokio::select! {
+                event = chat.recv() => match event {
+                    Some(SubscriptionEvent::Action(envelope)) => self.apply(&envelope),
+                    Some(_) => {}
+                    None => break,
+                },
+                event = session.recv() => match event {
+                    Some(SubscriptionEvent::Action(envelope)) => self.apply_session(&envelope),
+                    Some(_) => {}
+                    None => break,
+                },
             }
         }
         let pending = lock(&self.shared).prompt.take();
@@ -154,6 +170,41 @@ impl Follower {
         }
         self.view.apply(envelope);
         self.sync();
+    }
+
+    /// One envelope of the session: a config change becomes `config_option_update` (and
+    /// `current_mode_update` for the mode), a new title `session_info_update`.
+    pub fn apply_session(&mut self, envelope: &ActionEnvelope) {
+        let seq = i64::try_from(envelope.server_seq).unwrap_or(i64::MAX);
+        if envelope.rejection_reason.is_some() || seq <= self.session_seen {
+            return;
+        }
+        self.session_seen = seq;
+        let options = config::options(self.session.config.as_ref());
+        let modes = config::modes(self.session.config.as_ref());
+        let title = self.session.title.clone();
+        agenthost_client::ahp::reducers::apply_action_to_session(
+            &mut self.session,
+            &envelope.action,
+        );
+        let now = config::options(self.session.config.as_ref());
+        if now != options {
+            self.update(json!({ "sessionUpdate": "config_option_update", "configOptions": now }));
+        }
+        let now_modes = config::modes(self.session.config.as_ref());
+        if let Some(current) = now_modes.as_ref().map(|m| m["currentModeId"].clone())
+            && modes.map(|m| m["currentModeId"].clone()) != Some(current.clone())
+        {
+            self.update(
+                json!({ "sessionUpdate": "current_mode_update", "currentModeId": current }),
+            );
+        }
+        if self.session.title != title {
+            self.update(
+                json!({ "sessionUpdate": "session_info_update", "title": self.session.title }),
+            );
+        }
+        lock(&self.shared).config = self.session.config.clone();
     }
 
     /// The host refused an action; when it was the pending prompt's turn, the prompt fails

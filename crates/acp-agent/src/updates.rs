@@ -8,7 +8,7 @@
 //! content count per tool call.
 
 use agenthost_protocol::ahp_types::state::{
-    ResponsePart, ToolCallState, ToolInput, ToolResultContent, UsageInfo,
+    ResponsePart, ToolCallState, ToolInput, ToolResultContent, ToolResultFileEditContent, UsageInfo,
 };
 use serde_json::{Value, json};
 
@@ -297,6 +297,9 @@ fn tool_content(content: &[ToolResultContent]) -> Value {
                         .map(|side| side.uri.to_string())?;
                     let path = agenthost_protocol::uri::file_uri_to_path(&path)
                         .map_or(path, |p| p.display().to_string());
+                    if let Some(diff) = diff(&path, edit) {
+                        return Some(diff);
+                    }
                     match &edit.diff {
                         Some(stats) => format!(
                             "Edited {path} (+{} -{})",
@@ -312,6 +315,30 @@ fn tool_content(content: &[ToolResultContent]) -> Value {
             Some(json!({ "type": "content", "content": text_block(&text) }))
         })
         .collect()
+}
+
+/// A file edit whose sides the chat holds inline (`data:` URIs, as agents that report diffs
+/// give them) as ACP's `diff` content; `None` when a side is only a reference.
+fn diff(path: &str, edit: &ToolResultFileEditContent) -> Option<Value> {
+    let new_text = data_text(&edit.after.as_ref()?.content.uri.to_string())?;
+    let mut diff = json!({ "type": "diff", "path": path, "newText": new_text });
+    if let Some(before) = &edit.before {
+        diff["oldText"] = json!(data_text(&before.content.uri.to_string())?);
+    }
+    Some(diff)
+}
+
+/// The text of a base64 `data:` URI.
+fn data_text(uri: &str) -> Option<String> {
+    use base64::Engine as _;
+    let (header, body) = uri.strip_prefix("data:")?.split_once(',')?;
+    if !header.ends_with(";base64") {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// A turn's token usage as ACP's `PromptResponse.usage`.

@@ -183,3 +183,42 @@ fn a_waiting_confirmation_is_described_for_the_permission_question() {
         serde_json::from_value(request);
     assert!(parsed.is_ok(), "{parsed:?}");
 }
+
+#[test]
+fn a_file_edit_held_inline_is_an_acp_diff_and_one_held_elsewhere_a_summary() {
+    use base64::Engine as _;
+    let data = |text: &str| {
+        format!(
+            "data:text/plain;charset=utf-8;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        )
+    };
+    let edit = |before: &str, after: &str| {
+        json!({ "type": "fileEdit",
+            "before": { "uri": "file:///w/a.txt", "content": { "uri": before } },
+            "after": { "uri": "file:///w/a.txt", "content": { "uri": after } },
+            "diff": { "added": 1, "removed": 1 } })
+    };
+    let call = |content: Value| {
+        parts(json!([tool(
+            json!({ "status": "completed", "invocationMessage": "Edit",
+            "success": true, "pastTenseMessage": "Edited", "confirmed": "not-needed",
+            "content": [content] })
+        )]))
+    };
+    let inline = TurnProgress::default().advance(&call(edit(&data("old\n"), &data("new\n"))));
+    assert_eq!(
+        inline[0]["content"][0],
+        json!({ "type": "diff", "path": "/w/a.txt", "oldText": "old\n", "newText": "new\n" })
+    );
+    conform(&inline);
+    let elsewhere = TurnProgress::default().advance(&call(edit(
+        "ahp-checkpoint:/x/before",
+        "ahp-checkpoint:/x/after",
+    )));
+    assert_eq!(
+        elsewhere[0]["content"][0]["content"]["text"],
+        "Edited /w/a.txt (+1 -1)"
+    );
+    conform(&elsewhere);
+}

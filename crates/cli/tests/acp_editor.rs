@@ -1,7 +1,8 @@
 //! `agent-host acp` driven by the official ACP crate's client side, as an editor (Zed, a
 //! JetBrains IDE) drives it: over the child's stdin and stdout, with the scripted provider.
 //!
-//! - one editor: new → a prompt whose confirmation is approved (the file is written) → one whose
+//! - one editor: new (the session's config options: mode, unattended policy) → a config change
+//!   (kept by the host, refused when not on offer) → a prompt whose confirmation is approved (the file is written) → one whose
 //!   confirmation is rejected (nothing written) → a prompt cancelled mid-turn → list → load
 //!   replays the history; a line that is not JSON gets a parse error and changes nothing; stdout
 //!   carries ACP alone and stderr no warning;
@@ -29,7 +30,8 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, CreateElicitationRequest, CreateElicitationResponse,
     InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionId, SessionNotification, StopReason, TextContent,
+    SelectedPermissionOutcome, SessionId, SessionNotification, SetSessionConfigOptionRequest,
+    StopReason, TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines};
 use serde_json::{Value, json};
@@ -235,6 +237,14 @@ fn tool_status(updates: &[Value], id: &str) -> Option<String> {
         .map(|u| u["status"].as_str().unwrap().to_owned())
 }
 
+/// The config option `id` of a session response.
+fn option<'a>(response: &'a Value, id: &str) -> &'a Value {
+    response["configOptions"]
+        .as_array()
+        .and_then(|options| options.iter().find(|o| o["id"] == id))
+        .unwrap_or_else(|| panic!("no config option {id} in {response}"))
+}
+
 fn say(text: &str) -> Value {
     json!({ "kind": "say", "text": text })
 }
@@ -287,13 +297,31 @@ fn an_editor_prompts_approves_rejects_cancels_lists_and_loads() {
             assert_eq!(init["agentCapabilities"]["loadSession"], true);
             assert_eq!(init["authMethods"], json!([]));
 
-            let session = cx
+            let created = cx
                 .send_request(NewSessionRequest::new(work.clone()))
                 .block_task()
                 .await
-                .unwrap()
-                .session_id;
+                .unwrap();
+            let session = created.session_id.clone();
             assert!(session.0.starts_with("scripted:/"), "{session:?}");
+            // The session's config: its mode (also as ACP modes) and its unattended policy.
+            let created = serde_json::to_value(&created).unwrap();
+            assert_eq!(option(&created, "mode")["category"], "mode");
+            assert_eq!(option(&created, "unattended")["currentValue"], "off");
+            assert_eq!(created["modes"]["currentModeId"], "interactive");
+            let set: SetSessionConfigOptionRequest = serde_json::from_value(json!({
+                "sessionId": session.0.as_ref(), "configId": "unattended", "value": "deny"
+            }))
+            .unwrap();
+            let changed = cx.send_request(set).block_task().await.unwrap();
+            let changed = serde_json::to_value(&changed).unwrap();
+            assert_eq!(option(&changed, "unattended")["currentValue"], "deny");
+            let wrong: SetSessionConfigOptionRequest = serde_json::from_value(json!({
+                "sessionId": session.0.as_ref(), "configId": "mode", "value": "yolo"
+            }))
+            .unwrap();
+            let error = cx.send_request(wrong).block_task().await.unwrap_err();
+            assert_eq!(i32::from(error.code), -32602, "{error:?}");
 
             // Approved: the file is written, the tool call completes.
             let done = cx
@@ -362,10 +390,17 @@ fn an_editor_prompts_approves_rejects_cancels_lists_and_loads() {
             // Load replays the history: each message, what the agent said, the final status of
             // each tool call.
             watched.lock().unwrap().updates.clear();
-            cx.send_request(LoadSessionRequest::new(session.clone(), work.clone()))
+            let loaded = cx
+                .send_request(LoadSessionRequest::new(session.clone(), work.clone()))
                 .block_task()
                 .await
                 .unwrap();
+            let loaded = serde_json::to_value(&loaded).unwrap();
+            assert_eq!(
+                option(&loaded, "unattended")["currentValue"],
+                "deny",
+                "the host kept the editor's choice"
+            );
             let seen = watched.lock().unwrap();
             assert_eq!(
                 texts(&seen.updates, "user_message_chunk"),
