@@ -9,6 +9,9 @@
 //! - `serve` and two `acp --connect`: a session made in one is listed and loaded by the other,
 //!   both editors are asked about its confirmation, and an answer given over AHP withdraws both
 //!   questions (`$/cancel_request`);
+//! - the real Claude Code against the loopback mock model (skipped, saying why, without the
+//!   CLI unless `AGENTHOST_REQUIRE_CLIS=1`): a prompt whose command is approved writes the file,
+//!   and a load replays it;
 //! - a cwd outside the roots and a host that refuses the token are ACP errors naming the cause;
 //!   while `acp` runs its own host, a `serve` on the same data directory is refused.
 //!
@@ -69,7 +72,14 @@ struct Editor {
 
 impl Editor {
     fn spawn(args: &[&str]) -> (Self, impl agent_client_protocol::ConnectTo<Client>) {
-        let mut command = tokio::process::Command::from(agent_host());
+        Self::spawn_command(tokio::process::Command::from(agent_host()), args)
+    }
+
+    /// `command` (an `agent-host` with its environment set) run as `acp ARGS`.
+    fn spawn_command(
+        mut command: tokio::process::Command,
+        args: &[&str],
+    ) -> (Self, impl agent_client_protocol::ConnectTo<Client>) {
         command
             .arg("acp")
             .args(args)
@@ -722,5 +732,147 @@ fn an_input_request_is_a_form_for_an_editor_that_takes_forms_and_declined_for_on
                 "{stderr}"
             );
         }
+    });
+}
+
+/// The real `claude` CLI (`AGENTHOST_CLAUDE_BIN`, else the CLI cache `.ci/run` fills), or `None`
+/// after saying why — a failure when `AGENTHOST_REQUIRE_CLIS` is set.
+fn real_claude() -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("AGENTHOST_CLAUDE_BIN")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("AGENTHOST_CLI_CACHE")
+                .map(std::path::PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .map(|home| Path::new(&home).join(".cache/agenthost/clis"))
+                })
+                .map(|cache| cache.join("node_modules/.bin/claude"))
+                .filter(|path| path.exists())
+        });
+    if found.is_none() {
+        let why = "@anthropic-ai/claude-code@2.1.328 was not found (set AGENTHOST_CLAUDE_BIN, \
+                   or install it into ~/.cache/agenthost/clis as `.ci/run` does)";
+        assert!(
+            std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
+            "AGENTHOST_REQUIRE_CLIS is set but {why}"
+        );
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
+#[test]
+fn an_editor_runs_real_claude_code_against_the_mock_model() {
+    let Some(claude) = real_claude() else {
+        return;
+    };
+    let place = Place::new();
+    let home = place.base.join("home");
+    std::fs::create_dir(&home).unwrap();
+    runtime().block_on(async {
+        let mock =
+            agenthost_testkit::MockModel::start(agenthost_testkit::MockModelConfig::default())
+                .await
+                .unwrap();
+        let mut command = tokio::process::Command::from(agent_host());
+        // What Claude Code needs to talk to the loopback mock only (the child inherits it).
+        command
+            .env("ANTHROPIC_BASE_URL", mock.base_url())
+            .env("ANTHROPIC_API_KEY", "dummy")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("HOME", &home)
+            .env_remove("ANTHROPIC_AUTH_TOKEN")
+            .env_remove("CLAUDE_CONFIG_DIR");
+        let (mut editor, transport) = Editor::spawn_command(
+            command,
+            &[
+                "--provider",
+                "claude",
+                "--claude-bin",
+                path_arg(&claude),
+                "--claude-start-timeout-secs",
+                "60",
+                "--data-dir",
+                path_arg(&place.data),
+                "--root",
+                path_arg(&place.work),
+            ],
+        );
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let watched = Arc::clone(&seen);
+        let work = place.work.clone();
+        let answers = Answers::InTurn(Arc::new(Mutex::new(vec!["allow_once"])));
+        as_editor(transport, Arc::clone(&seen), answers, async move |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await
+                .unwrap();
+            let session = cx
+                .send_request(NewSessionRequest::new(work.clone()))
+                .block_task()
+                .await
+                .unwrap()
+                .session_id;
+            assert!(session.0.starts_with("claude:/"), "{session:?}");
+            let done = cx
+                .send_request(PromptRequest::new(
+                    session.clone(),
+                    text("Create out.txt containing hi"),
+                ))
+                .block_task()
+                .await
+                .unwrap();
+            assert_eq!(done.stop_reason, StopReason::EndTurn);
+            assert_eq!(
+                std::fs::read_to_string(work.join("out.txt")).unwrap(),
+                "hi\n"
+            );
+            let done = serde_json::to_value(&done).unwrap();
+            assert!(
+                done["usage"]["inputTokens"].as_u64().is_some_and(|n| n > 0),
+                "the turn's usage: {done}"
+            );
+            {
+                let seen = watched.lock().unwrap();
+                assert_eq!(seen.asked.len(), 1, "one permission question");
+                assert!(
+                    seen.asked[0]["rawInput"].to_string().contains("out.txt"),
+                    "{}",
+                    seen.asked[0]
+                );
+                let id = seen.asked[0]["toolCallId"].as_str().unwrap().to_owned();
+                assert_eq!(
+                    tool_status(&seen.updates, &id).as_deref(),
+                    Some("completed")
+                );
+                assert!(
+                    texts(&seen.updates, "agent_message_chunk").contains("Done"),
+                    "the model's answer streams in"
+                );
+            }
+            watched.lock().unwrap().updates.clear();
+            cx.send_request(LoadSessionRequest::new(session, work))
+                .block_task()
+                .await
+                .unwrap();
+            let seen = watched.lock().unwrap();
+            assert_eq!(
+                texts(&seen.updates, "user_message_chunk"),
+                "Create out.txt containing hi"
+            );
+            assert!(texts(&seen.updates, "agent_message_chunk").contains("Done"));
+        })
+        .await;
+        tokio::time::timeout(DEADLINE, editor.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        let stderr = editor.stderr();
+        assert!(
+            !stderr.contains("WARN") && !stderr.contains("ERROR"),
+            "{stderr}"
+        );
     });
 }
