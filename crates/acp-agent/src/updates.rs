@@ -31,6 +31,8 @@ enum Sent {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnProgress {
     parts: Vec<Sent>,
+    /// The tool calls (by part index) whose plan was sent.
+    planned: std::collections::HashSet<usize>,
 }
 
 impl TurnProgress {
@@ -42,6 +44,13 @@ impl TurnProgress {
             let (now, update) = advance_part(sent.as_ref(), part);
             if let Some(update) = update {
                 updates.push(update);
+            }
+            if let ResponsePart::ToolCall(call) = part
+                && !self.planned.contains(&index)
+                && let Some(plan) = plan(&call.tool_call)
+            {
+                self.planned.insert(index);
+                updates.push(plan);
             }
             match self.parts.get_mut(index) {
                 Some(slot) => *slot = now,
@@ -230,6 +239,30 @@ fn tool_part(sent: Option<&Sent>, state: &ToolCallState) -> (Sent, Option<Value>
         }
     };
     (now, Some(update))
+}
+
+/// Claude Code's plan tool (`TodoWrite`) as ACP's `plan` update, once its input is known.
+fn plan(state: &ToolCallState) -> Option<Value> {
+    let view = tool_view(state)?;
+    let input = raw_input(view.input?)?;
+    if view.name != "TodoWrite" {
+        return None;
+    }
+    let entries: Vec<Value> = input
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .filter_map(|item| {
+            let content = item.get("content")?.as_str()?;
+            let status = match item.get("status").and_then(Value::as_str) {
+                Some("in_progress") => "in_progress",
+                Some("completed") => "completed",
+                _ => "pending",
+            };
+            Some(json!({ "content": content, "priority": "medium", "status": status }))
+        })
+        .collect();
+    Some(json!({ "sessionUpdate": "plan", "entries": entries }))
 }
 
 /// The permission request's `toolCall` for a call waiting for confirmation.

@@ -222,3 +222,36 @@ fn a_file_edit_held_inline_is_an_acp_diff_and_one_held_elsewhere_a_summary() {
     );
     conform(&elsewhere);
 }
+
+#[test]
+fn a_plan_tool_call_is_also_an_acp_plan_sent_once() {
+    let todo = |status: &str| {
+        json!({ "kind": "toolCall", "toolCall": { "toolCallId": "c1", "toolName": "TodoWrite",
+            "displayName": "Todo", "status": status, "invocationMessage": "Update the plan",
+            "confirmed": "not-needed", "success": true, "pastTenseMessage": "Updated the plan",
+            "toolInput": "{\"todos\":[{\"content\":\"Read\",\"status\":\"completed\"},\
+                          {\"content\":\"Write\",\"status\":\"in_progress\"},\
+                          {\"content\":\"Test\",\"status\":\"pending\"}]}" } })
+    };
+    let mut progress = TurnProgress::default();
+    let running = progress.advance(&parts(json!([todo("running")])));
+    let plans: Vec<&Value> = running
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "plan")
+        .collect();
+    assert_eq!(plans.len(), 1);
+    assert_eq!(
+        plans[0]["entries"],
+        json!([
+            { "content": "Read", "priority": "medium", "status": "completed" },
+            { "content": "Write", "priority": "medium", "status": "in_progress" },
+            { "content": "Test", "priority": "medium", "status": "pending" },
+        ])
+    );
+    conform(&running);
+    let completed = progress.advance(&parts(json!([todo("completed")])));
+    assert!(
+        completed.iter().all(|u| u["sessionUpdate"] != "plan"),
+        "the plan of a call is sent once"
+    );
+}
