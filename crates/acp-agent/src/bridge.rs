@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::rpc::{Incoming, Peer, RpcError, parse_line};
+use agenthost_provider_acp::wire::Message;
+
+use crate::rpc::{Peer, RpcError, parse_line};
 use crate::session::{Follower, OpenSession, PendingPrompt, Shared};
 
 /// The ACP protocol version this agent speaks.
@@ -68,7 +70,7 @@ where
             continue;
         }
         match parse_line(&line) {
-            Incoming::Request { id, method, params } => {
+            Ok(Message::Request { id, method, params }) => {
                 // Requests run on their own task: a running turn never holds up a cancel.
                 let agent = Arc::clone(&agent);
                 tokio::spawn(async move {
@@ -82,14 +84,14 @@ where
                     }
                 });
             }
-            Incoming::Notification { method, params } => {
+            Ok(Message::Notification { method, params }) => {
                 let agent = Arc::clone(&agent);
                 tokio::spawn(async move { agent.notification(&method, &params).await });
             }
-            Incoming::Answer(message) => agent.peer.answer(&message),
-            Incoming::Invalid { id, error } => {
+            Ok(Message::Response { id, result }) => agent.peer.answer(&id, result),
+            Err(error) => {
                 tracing::info!(%error, "a message from the editor was refused");
-                agent.peer.respond_error(&id, &error);
+                agent.peer.respond_error(&Value::Null, &error);
             }
         }
     }

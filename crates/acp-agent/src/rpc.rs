@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use agenthost_provider_acp::wire::{self, Message};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -71,14 +73,6 @@ impl RpcError {
         self.data = Some(data);
         self
     }
-
-    fn to_json(&self) -> Value {
-        let mut error = json!({ "code": self.code, "message": self.message });
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
-    }
 }
 
 impl std::fmt::Display for RpcError {
@@ -94,8 +88,8 @@ pub type Answer = Result<Value, RpcError>;
 #[derive(Debug)]
 pub struct Peer {
     out: mpsc::UnboundedSender<String>,
-    next_id: AtomicI64,
-    pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
 }
 
 impl Peer {
@@ -103,71 +97,64 @@ impl Peer {
     pub fn new(out: mpsc::UnboundedSender<String>) -> Self {
         Self {
             out,
-            next_id: AtomicI64::new(0),
+            next_id: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
         }
     }
 
-    fn send(&self, message: &Value) {
+    fn send(&self, line: String) {
         // The writer ends only when the editor's side is closed; nothing is left to tell then.
-        let _ = self.out.send(message.to_string());
+        let _ = self.out.send(line);
     }
 
     /// A notification.
     pub fn notify(&self, method: &str, params: Value) {
-        self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+        self.send(wire::notification(method, &params));
     }
 
     /// The result of the editor's request `id`.
     pub fn respond(&self, id: &Value, result: Value) {
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        self.send(wire::result(id, &result));
     }
 
     /// The error answer to the editor's request `id`.
     pub fn respond_error(&self, id: &Value, error: &RpcError) {
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() }));
+        self.send(wire::error_reply_with(
+            id,
+            error.code,
+            &error.message,
+            error.data.as_ref(),
+        ));
     }
 
     /// Sends a request; its id, and the answer when it comes (never, when withdrawn).
-    pub fn request(&self, method: &str, params: Value) -> (i64, oneshot::Receiver<Answer>) {
+    pub fn request(&self, method: &str, params: Value) -> (u64, oneshot::Receiver<Answer>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending_map().insert(id, tx);
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        self.send(wire::request(id, method, &params));
         (id, rx)
     }
 
     /// Withdraws request `id`: `$/cancel_request` to the editor; its answer, should one still
     /// come, is dropped.
-    pub fn withdraw(&self, id: i64) {
+    pub fn withdraw(&self, id: u64) {
         if self.pending_map().remove(&id).is_some() {
             self.notify("$/cancel_request", json!({ "requestId": id }));
         }
     }
 
-    /// Routes an answer from the editor (a message with an `id` and no `method`).
-    pub fn answer(&self, message: &Value) {
-        let Some(id) = message.get("id").and_then(Value::as_i64) else {
-            tracing::debug!(%message, "an answer to no request of ours: ignored");
+    /// Routes the editor's answer to request `id`.
+    pub fn answer(&self, id: &Value, result: Result<Value, wire::RpcError>) {
+        let Some(tx) = id.as_u64().and_then(|id| self.pending_map().remove(&id)) else {
+            tracing::debug!(%id, "an answer to a withdrawn or unknown request: ignored");
             return;
         };
-        let Some(tx) = self.pending_map().remove(&id) else {
-            tracing::debug!(id, "an answer to a withdrawn or unknown request: ignored");
-            return;
-        };
-        let answer = match message.get("error") {
-            Some(error) => Err(RpcError {
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("the editor answered with an error")
-                    .to_owned(),
-                data: error.get("data").cloned(),
-            }),
-            None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-        };
-        let _ = tx.send(answer);
+        let _ = tx.send(result.map_err(|error| RpcError {
+            code: error.code,
+            message: error.message,
+            data: error.data,
+        }));
     }
 
     /// Fails every request still waiting (the editor went away).
@@ -175,83 +162,17 @@ impl Peer {
         self.pending_map().clear();
     }
 
-    fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
+    fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer>>> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
-/// One message from the editor, sorted.
-#[derive(Debug, PartialEq)]
-pub enum Incoming {
-    /// A request: answer it.
-    Request {
-        /// Its id.
-        id: Value,
-        /// The method.
-        method: String,
-        /// The parameters (`null` when absent).
-        params: Value,
-    },
-    /// A notification.
-    Notification {
-        /// The method.
-        method: String,
-        /// The parameters (`null` when absent).
-        params: Value,
-    },
-    /// An answer to one of the agent's requests.
-    Answer(Value),
-    /// Not a message: answer `error` under `id` (`null` when unknown).
-    Invalid {
-        /// The id to answer under.
-        id: Value,
-        /// Why.
-        error: RpcError,
-    },
-}
-
-/// Sorts one line.
-pub fn parse_line(line: &str) -> Incoming {
-    let invalid = |id: Option<Value>, error| Incoming::Invalid {
-        id: id.unwrap_or(Value::Null),
-        error,
-    };
-    let message: Value = match serde_json::from_str(line) {
-        Ok(message) => message,
-        Err(e) => {
-            return invalid(
-                None,
-                RpcError::parse_error(format!("the line is not JSON: {e}")),
-            );
-        }
-    };
-    let Some(object) = message.as_object() else {
-        return invalid(
-            None,
-            RpcError::invalid_request("a JSON-RPC message is a JSON object"),
-        );
-    };
-    let id = object.get("id").cloned();
-    let params = object.get("params").cloned().unwrap_or(Value::Null);
-    match (object.get("method"), id) {
-        (Some(Value::String(method)), Some(id)) => Incoming::Request {
-            id,
-            method: method.clone(),
-            params,
-        },
-        (Some(Value::String(method)), None) => Incoming::Notification {
-            method: method.clone(),
-            params,
-        },
-        (Some(_), id) => invalid(id, RpcError::invalid_request("`method` must be a string")),
-        (None, Some(_)) => Incoming::Answer(message),
-        (None, None) => invalid(
-            None,
-            RpcError::invalid_request("neither a request, a notification nor an answer"),
-        ),
-    }
+/// One line from the editor: a message, or the error to answer it with (under id `null`: a
+/// line that is not a JSON-RPC message has no id one can trust).
+pub fn parse_line(line: &str) -> Result<Message, RpcError> {
+    wire::parse_message(line).map_err(|error| RpcError::parse_error(error.0))
 }
 
 #[cfg(test)]
@@ -259,34 +180,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_are_sorted_and_bad_ones_get_an_error_to_answer() {
+    fn lines_are_sorted_and_bad_ones_get_a_parse_error() {
         assert_eq!(
             parse_line(r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"a":1}}"#),
-            Incoming::Request {
+            Ok(Message::Request {
                 id: json!(3),
                 method: "initialize".into(),
                 params: json!({ "a": 1 })
-            }
-        );
-        assert_eq!(
-            parse_line(r#"{"jsonrpc":"2.0","method":"session/cancel"}"#),
-            Incoming::Notification {
-                method: "session/cancel".into(),
-                params: Value::Null
-            }
+            })
         );
         assert!(matches!(
-            parse_line(r#"{"jsonrpc":"2.0","id":0,"result":null}"#),
-            Incoming::Answer(_)
+            parse_line(r#"{"jsonrpc":"2.0","method":"session/cancel"}"#),
+            Ok(Message::Notification { .. })
         ));
-        let invalid = |line| match parse_line(line) {
-            Incoming::Invalid { id, error } => (id, error.code),
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(invalid("{nope"), (Value::Null, -32700));
-        assert_eq!(invalid(r#"{"id":"x","method":7}"#), (json!("x"), -32600));
-        assert_eq!(invalid("[1]"), (Value::Null, -32600));
-        assert_eq!(invalid("{}"), (Value::Null, -32600));
+        assert!(matches!(
+            parse_line(r#"{"jsonrpc":"2.0","id":0,"result":null}"#),
+            Ok(Message::Response { .. })
+        ));
+        for bad in ["{nope", r#"{"id":"x","method":7}"#, "[1]", "{}"] {
+            assert_eq!(parse_line(bad).unwrap_err().code, -32700, "{bad}");
+        }
     }
 
     #[tokio::test]
@@ -304,13 +217,32 @@ mod tests {
             json!({ "jsonrpc": "2.0", "method": "$/cancel_request", "params": { "requestId": id } })
         );
         assert!(rx.try_recv().is_err(), "one $/cancel_request");
-        peer.answer(&json!({ "jsonrpc": "2.0", "id": id, "result": { "outcome": {} } }));
+        peer.answer(&json!(id), Ok(json!({ "outcome": {} })));
         assert!(answer.await.is_err(), "the late answer reaches nobody");
 
         let (id, answer) = peer.request("elicitation/create", json!({}));
-        peer.answer(
-            &json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "no" } }),
-        );
+        let refused = wire::RpcError {
+            code: -32601,
+            message: "no".into(),
+            data: None,
+        };
+        peer.answer(&json!(id), Err(refused));
         assert_eq!(answer.await.unwrap().unwrap_err().code, -32601);
+    }
+
+    #[test]
+    fn an_error_answer_carries_its_data() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let peer = Peer::new(tx);
+        peer.respond_error(
+            &json!(7),
+            &RpcError::internal("boom").with_data(json!({ "errorType": "x" })),
+        );
+        let sent: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({ "jsonrpc": "2.0", "id": 7,
+                    "error": { "code": -32603, "message": "boom", "data": { "errorType": "x" } } })
+        );
     }
 }

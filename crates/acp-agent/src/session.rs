@@ -41,9 +41,9 @@ pub struct Shared {
     /// The running turn and when it started (for `chat/turnCancelled`'s duration).
     pub running: Option<(String, std::time::Instant)>,
     /// Permission questions the editor has not answered: tool call id → request id.
-    pub asked: HashMap<String, i64>,
+    pub asked: HashMap<String, u64>,
     /// Input requests put to the editor and not answered: AHP request id → ACP request id.
-    pub elicited: HashMap<String, i64>,
+    pub elicited: HashMap<String, u64>,
     /// Input requests declined because the editor cannot answer them.
     pub declined: std::collections::HashSet<String>,
     /// The session's configuration, as the host last published it.

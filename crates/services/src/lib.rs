@@ -138,7 +138,7 @@ pub use worktrees::{
     isolate_as_requested, isolation_config_property, show_isolation, wants_worktree,
     with_announcement,
 };
-pub use write_queue::{Write, WriteQueue, flush_pending_writes};
+pub use write_queue::{PendingWork, Write, WriteQueue, flush_pending_writes};
 
 /// Now, as the ISO 8601 UTC timestamp with milliseconds AHP state carries
 /// (`2026-03-01T10:00:00.000Z`).

@@ -22,6 +22,7 @@ fn all_idle() -> &'static Notify {
 
 /// Counts one accepted write as in flight until it is dropped — run, cleared, or dropped with a
 /// task that died with its runtime (so a dead write never holds [`flush_pending_writes`]).
+#[derive(Debug)]
 struct InFlight;
 
 impl InFlight {
@@ -36,6 +37,20 @@ impl Drop for InFlight {
         if IN_FLIGHT.fetch_sub(1, Ordering::AcqRel) == 1 {
             all_idle().notify_waiters();
         }
+    }
+}
+
+/// Work a contribution runs off the dispatching thread that ends in a store write of its own (a
+/// lookup, then its record): counted like a queued write until dropped, so
+/// [`flush_pending_writes`] — a host's graceful shutdown — waits for it too instead of the
+/// runtime cancelling the write half-way. Hold it for the work's whole length.
+#[derive(Debug)]
+pub struct PendingWork(#[allow(dead_code)] InFlight);
+
+impl PendingWork {
+    /// Counts work from now until the guard is dropped.
+    pub fn begin() -> Self {
+        Self(InFlight::new())
     }
 }
 
@@ -237,6 +252,18 @@ mod tests {
             2,
             "flushed only after both ran"
         );
+    }
+
+    #[tokio::test]
+    async fn flushing_waits_for_pending_work_until_its_guard_is_dropped() {
+        let pending = PendingWork::begin();
+        let flush = tokio::spawn(flush_pending_writes());
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!flush.is_finished(), "the work still runs");
+        drop(pending);
+        flush.await.unwrap();
     }
 
     #[test]

@@ -167,7 +167,13 @@ impl ChatDraft {
             return;
         };
         if self.writes.push((chat, draft)) {
-            runtime.spawn(drain(Arc::clone(&self.data), Arc::clone(&self.writes)));
+            // Counted from now: a graceful shutdown waits for the drafts to be written.
+            let pending = agenthost_services::PendingWork::begin();
+            let drained = drain(Arc::clone(&self.data), Arc::clone(&self.writes));
+            runtime.spawn(async move {
+                drained.await;
+                drop(pending);
+            });
         }
     }
 }

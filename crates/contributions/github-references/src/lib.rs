@@ -24,7 +24,8 @@
 //! that is not a repository, `warn` naming the session and turn otherwise — and never reaches
 //! the turn. When two reconciles of the same key overlap, only the newest writes, so a slow
 //! lookup cannot overwrite a fresher one. [`GithubReferences::flush`] waits for the tasks
-//! started so far (tests, shutdown).
+//! started so far (tests); each holds an `agenthost_services::PendingWork`, so a host's graceful
+//! shutdown (`flush_pending_writes`) waits for it too rather than cancel its store write.
 #![deny(missing_docs)]
 
 use std::collections::HashMap;
@@ -235,6 +236,7 @@ impl GithubReferences {
         let generation = self.work.begin(&slot);
         let lookup = self.git.reference(&folder);
         let job = Job {
+            pending: agenthost_services::PendingWork::begin(),
             data: self.data.clone(),
             work: self.work.clone(),
             session,
@@ -253,6 +255,9 @@ impl GithubReferences {
 
 /// One spawned reconcile.
 struct Job {
+    /// A graceful shutdown waits for the reconcile to record its result.
+    #[allow(dead_code)]
+    pending: agenthost_services::PendingWork,
     data: Arc<dyn SessionDataStore>,
     work: Arc<Work>,
     session: SessionUri,

@@ -444,3 +444,29 @@ fn the_contribution_declares_its_id_order_and_hook() {
     assert_eq!(GithubReferences::ORDER, 300);
     assert_eq!(GithubReferences::HOOKS, HookSet::of(&[Hook::TurnEnd]));
 }
+
+#[tokio::test]
+async fn a_graceful_shutdown_waits_for_a_reconcile_to_record_its_result() {
+    let f = fixture();
+    let (answer, gate) = tokio::sync::oneshot::channel();
+    let git = Arc::new(GatedGitState {
+        gates: Mutex::new(vec![gate]),
+    });
+    let contribution = GithubReferences::new(f.host.clone(), git, f.data.clone());
+    contribution
+        .on_turn_end(&turn_end(SESSION, TurnEndReason::Success))
+        .unwrap();
+    // What a host's shutdown waits for: every queued write and pending work.
+    let shutdown = tokio::spawn(agenthost_services::flush_pending_writes());
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!shutdown.is_finished(), "the lookup has not answered yet");
+    answer.send(reference("/work/repo", true)).unwrap();
+    shutdown.await.unwrap();
+    assert_eq!(
+        f.data.calls(),
+        [set_meta(REFERENCE_KEY, repo_value())],
+        "recorded before the shutdown went on"
+    );
+}

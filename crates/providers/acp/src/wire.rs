@@ -1,5 +1,8 @@
 //! What an ACP agent writes on stdout: newline-delimited JSON-RPC 2.0 messages, and the
-//! protocol's bodies decoded into the official schema types ([`schema`]).
+//! protocol's bodies decoded into the official schema types ([`schema`]). The framing
+//! ([`parse_message`], [`request`], [`notification`], [`result`], [`error_reply_with`]) is the
+//! same both ways: `agenthost-acp-agent`, the host as an agent for editors, reads and writes
+//! with it too.
 //!
 //! Decoding is tolerant where the protocol grows and strict where a message is malformed:
 //! - a `session/update` whose kind this build does not know (a newer schema, or one behind an
@@ -52,7 +55,7 @@ impl std::fmt::Display for RpcError {
     }
 }
 
-/// One message of the agent.
+/// One message of the agent (or, read by an agent, of its client).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     /// The answer to a request of the host.
@@ -96,7 +99,15 @@ struct RawMessage {
 
 /// Parses one line of the agent's stdout.
 pub fn parse_message(line: &str) -> Result<Message, Undecodable> {
-    let raw: RawMessage = serde_json::from_str(line)
+    let value: Value = serde_json::from_str(line)
+        .map_err(|error| Undecodable(format!("not a JSON-RPC message: {error}")))?;
+    // A struct also deserializes from an array (`[1]` would be an answer to request 1).
+    if !value.is_object() {
+        return Err(Undecodable(
+            "not a JSON-RPC message: a message is a JSON object".to_owned(),
+        ));
+    }
+    let raw: RawMessage = serde_json::from_value(value)
         .map_err(|error| Undecodable(format!("not a JSON-RPC message: {error}")))?;
     match (raw.id, raw.method) {
         (Some(id), Some(method)) => Ok(Message::Request {
@@ -259,7 +270,16 @@ pub fn result(id: &Value, result: &Value) -> String {
 
 /// The error answer `code` / `message` to the agent's request `id`.
 pub fn error_reply(id: &Value, code: i64, message: &str) -> String {
-    let error = json!({ "code": code, "message": message });
+    error_reply_with(id, code, message, None)
+}
+
+/// The error answer `code` / `message` to request `id`, with `data` (ACP puts an error type
+/// there).
+pub fn error_reply_with(id: &Value, code: i64, message: &str, data: Option<&Value>) -> String {
+    let mut error = json!({ "code": code, "message": message });
+    if let Some(data) = data {
+        error["data"] = data.clone();
+    }
     Outgoing {
         jsonrpc: "2.0",
         id: Some(id),

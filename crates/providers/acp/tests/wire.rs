@@ -148,6 +148,14 @@ fn malformed_messages_and_bodies_are_errors_that_say_what_is_wrong() {
             .0
             .contains("neither an id nor a method")
     );
+    // An array is no message, though a struct would deserialize from it (`[1]` as an answer to
+    // request 1).
+    assert!(
+        parse_message("[1]")
+            .unwrap_err()
+            .0
+            .contains("a message is a JSON object")
+    );
     let known_but_broken =
         json!({ "sessionId": "s1", "update": { "sessionUpdate": "agent_message_chunk" } });
     let error = wire::session_update(&known_but_broken).unwrap_err();
