@@ -56,20 +56,25 @@ where
         peer: Arc::new(Peer::new(tx)),
         sessions: Mutex::new(HashMap::new()),
     });
-    let mut lines = BufReader::new(input).lines();
+    let mut lines = BufReader::new(input).split(b'\n');
     loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
+        let bytes = match lines.next_segment().await {
+            Ok(Some(bytes)) => bytes,
             Ok(None) => break,
             Err(error) => {
                 tracing::warn!(%error, "cannot read from the editor: stopping");
                 break;
             }
         };
-        if line.trim().is_empty() {
-            continue;
-        }
-        match parse_line(&line) {
+        // A line that is not UTF-8 is refused like one that is not JSON; the next one is read.
+        let parsed = match std::str::from_utf8(&bytes) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => parse_line(line),
+            Err(error) => Err(RpcError::parse_error(format!(
+                "the line is not UTF-8: {error}"
+            ))),
+        };
+        match parsed {
             Ok(Message::Request { id, method, params }) => {
                 // Requests run on their own task: a running turn never holds up a cancel.
                 let agent = Arc::clone(&agent);

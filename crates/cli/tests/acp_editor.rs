@@ -2,10 +2,10 @@
 //! JetBrains IDE) drives it: over the child's stdin and stdout, with the scripted provider.
 //!
 //! - one editor: new (the session's config options: mode, unattended policy) → a config change
-//!   (kept by the host, refused when not on offer) → a prompt whose confirmation is approved (the file is written) → one whose
-//!   confirmation is rejected (nothing written) → a prompt cancelled mid-turn → list → load
-//!   replays the history; a line that is not JSON gets a parse error and changes nothing; stdout
-//!   carries ACP alone and stderr no warning;
+//!   (kept by the host, refused when not on offer) → a prompt whose confirmation is approved
+//!   (the file is written) → one whose confirmation is rejected (nothing written) → a prompt
+//!   cancelled mid-turn → list → load replays the history; stdout carries ACP alone and stderr no warning (bad input lines:
+//!   `crates/acp-agent/tests/bad_input.rs`);
 //! - `serve` and two `acp --connect`: a session made in one is listed and loaded by the other,
 //!   both editors are asked about its confirmation, and an answer given over AHP withdraws both
 //!   questions (`$/cancel_request`);
