@@ -23,8 +23,9 @@ pub const PROTOCOL_VERSION: u64 = 1;
 /// How the agent behaves.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
-    /// The host provider new sessions use (`claude`, `scripted`, `acp.NAME`, …).
-    pub provider: String,
+    /// The host provider new sessions use (`claude`, `scripted`, `acp.NAME`, …); `None`: the
+    /// first one the host offers.
+    pub provider: Option<String>,
     /// The name and version the agent gives in `initialize`.
     pub agent_version: String,
 }
@@ -275,8 +276,14 @@ impl Agent {
         ignore_mcp_servers(mcp_servers);
         let directory = path_to_file_uri(cwd)
             .map_err(|e| RpcError::invalid_params(format!("cwd {}: {e}", cwd.display())))?;
+        let provider = match &self.options.provider {
+            Some(provider) => provider.clone(),
+            None => first_provider(host).ok_or_else(|| {
+                RpcError::internal("the agent host offers no agent to start a session with")
+            })?,
+        };
         let (session, chat) = host
-            .create_session(&self.options.provider, &new_id(), Some(directory))
+            .create_session(&provider, &new_id(), Some(directory))
             .await
             .map_err(|e| match host_error(&e) {
                 refused if refused.code == -32602 => RpcError::invalid_params(format!(
@@ -492,6 +499,17 @@ impl Agent {
             .await
             .map_err(|e| host_error(&e))
     }
+}
+
+/// The first agent the host offers (in the root state `initialize` returned).
+fn first_provider(host: &HostConnection) -> Option<String> {
+    host.initialized()
+        .snapshots
+        .iter()
+        .find_map(|snapshot| match &snapshot.state {
+            SnapshotState::Root(root) => root.agents.first().map(|a| a.provider.clone()),
+            _ => None,
+        })
 }
 
 /// The session's working directory as a path.

@@ -15,7 +15,7 @@ async fn bad_lines_get_errors_and_the_agent_reads_on() {
     let (editor, agent) = tokio::io::duplex(64 * 1024);
     let (agent_in, agent_out) = tokio::io::split(agent);
     let options = AgentOptions {
-        provider: "scripted".into(),
+        provider: Some("scripted".into()),
         agent_version: "test".into(),
     };
     let served = tokio::spawn(serve(

@@ -14,7 +14,11 @@ use crate::run::Target;
 
 /// `agent-host acp`: serves ACP on stdin/stdout until the editor closes stdin. `target` is where
 /// the host is, or why there is none (a bad flag, say).
-pub async fn command(target: Result<Target, CliError>, provider: String) -> Result<(), CliError> {
+/// `provider` is the agent new sessions use (`None`: the host's first).
+pub async fn command(
+    target: Result<Target, CliError>,
+    provider: Option<String>,
+) -> Result<(), CliError> {
     let (host, local) = match target {
         Err(error) => (Err(error), None),
         Ok(Target::Connect(url)) => (crate::run::connect_host(&url, "agent-host-acp").await, None),

@@ -39,12 +39,16 @@ pub(crate) struct RunArgs {
     host: LocalHostArgs,
 }
 
+/// The agent `acp` starts its host with when not told.
+const DEFAULT_EDITOR_PROVIDER: &str = "claude";
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct EditorArgs {
     /// The agent new sessions use (claude, codex, copilot, scripted, or acp.NAME for an ACP
-    /// agent given with --acp-agents or --acp-agent).
-    #[arg(long, default_value = "claude", value_name = "NAME")]
-    pub(crate) provider: String,
+    /// agent given with --acp-agents or --acp-agent; default: claude, or with --connect the
+    /// first agent the host offers).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) provider: Option<String>,
     /// Use a running host (the URL `agent-host serve` printed, token included) instead of
     /// starting one in this process: its sessions are then shared with VS Code and the CLI.
     #[arg(long, value_name = "URL")]
@@ -66,6 +70,15 @@ pub(crate) struct EditorArgs {
 }
 
 impl EditorArgs {
+    /// The agent new sessions use (`None`: the connected host's first).
+    pub(crate) fn provider(&self) -> Option<String> {
+        match (&self.provider, &self.connect) {
+            (Some(provider), _) => Some(provider.clone()),
+            (None, Some(_)) => None,
+            (None, None) => Some(DEFAULT_EDITOR_PROVIDER.to_owned()),
+        }
+    }
+
     /// Where the host is.
     pub(crate) fn resolve(self) -> Result<agenthost::run::Target, CliError> {
         if let Some(url) = self.connect {
@@ -94,9 +107,10 @@ impl EditorArgs {
                 .unwrap_or(agenthost::unattended::DEFAULT_GRACE),
             client_grace: agenthost::unattended::DEFAULT_CLIENT_GRACE,
         };
+        let provider = self.provider.as_deref().unwrap_or(DEFAULT_EDITOR_PROVIDER);
         let host = self
             .host
-            .options(&self.provider, roots, "agent-host acp", unattended)?;
+            .options(provider, roots, "agent-host acp", unattended)?;
         Ok(agenthost::run::Target::Start(Box::new(host)))
     }
 }

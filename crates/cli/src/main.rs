@@ -541,7 +541,7 @@ fn main() -> ExitCode {
         }
         Command::Acp(args) => {
             init_logging("warn");
-            let provider = args.provider.clone();
+            let provider = args.provider();
             // A flag the host cannot start with is still an error the editor can show: the
             // agent speaks ACP and answers its session requests with it.
             let target = args.resolve();

@@ -538,7 +538,8 @@ fn two_editors_on_one_serve_share_a_session_and_an_ahp_answer_withdraws_their_qu
         place.script(&json!({ "default": { "steps": [write("shared.txt"), say("shared done")] } }));
     let server = Server::start(&place, Some(&script));
     runtime().block_on(async {
-        let (_first, first) = Editor::spawn(&["--provider", "scripted", "--connect", &server.url]);
+        // Without --provider, the first agent the host offers (scripted, as `serve` has it).
+        let (_first, first) = Editor::spawn(&["--connect", &server.url]);
         let (_second, second) =
             Editor::spawn(&["--provider", "scripted", "--connect", &server.url]);
         let seen_first = Arc::new(Mutex::new(Seen::default()));
