@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agenthost_client::HostConnection;
-use agenthost_protocol::ahp_types::state::{SessionSummary, Snapshot, SnapshotState};
+use agenthost_protocol::ahp_types::state::{
+    MessageAttachment, SessionSummary, Snapshot, SnapshotState,
+};
 use agenthost_protocol::uri::{file_uri_to_path, path_to_file_uri};
 use agenthost_protocol::{ChatUri, SessionUri};
 use serde_json::{Value, json};
@@ -248,7 +250,7 @@ impl Agent {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": true,
-                "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
+                "promptCapabilities": { "image": true, "audio": false, "embeddedContext": true },
                 "mcpCapabilities": { "http": false, "sse": false },
                 "sessionCapabilities": { "list": {}, "resume": {}, "close": {} },
             },
@@ -459,7 +461,7 @@ impl Agent {
     async fn prompt(&self, id: &Value, session_id: &str, blocks: &Value) -> Result<(), RpcError> {
         let host = self.host()?;
         let open = self.open(session_id)?;
-        let text = prompt_text(blocks)?;
+        let (text, attachments) = prompt_message(blocks)?;
         let turn_id = format!("turn-{}", new_id());
         {
             let mut shared = open.lock();
@@ -474,7 +476,10 @@ impl Agent {
             });
             shared.running = Some((turn_id.clone(), std::time::Instant::now()));
         }
-        if let Err(error) = host.start_turn(&open.chat, &turn_id, &text).await {
+        if let Err(error) = host
+            .start_turn_with_attachments(&open.chat, &turn_id, &text, &attachments)
+            .await
+        {
             let mut shared = open.lock();
             shared.prompt = None;
             shared.running = None;
@@ -533,14 +538,16 @@ fn ignore_mcp_servers(servers: &[agent_client_protocol::v1::schema::McpServer]) 
     }
 }
 
-/// A prompt's content blocks as the turn's message text.
-fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
+/// A prompt's content blocks as the turn's message: its text (resource links as Markdown links,
+/// embedded text resources inlined) and its images as attachments.
+fn prompt_message(blocks: &Value) -> Result<(String, Vec<MessageAttachment>), RpcError> {
     let Some(blocks) = blocks.as_array() else {
         return Err(RpcError::invalid_params(
             "prompt must be an array of content blocks",
         ));
     };
     let mut text = String::new();
+    let mut attachments = Vec::new();
     for block in blocks {
         let piece = match block["type"].as_str() {
             Some("text") => block["text"].as_str().unwrap_or_default().to_owned(),
@@ -559,6 +566,10 @@ fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
                 };
                 format!("{uri}:\n```\n{body}\n```")
             }
+            Some("image") => {
+                attachments.push(image(block)?);
+                continue;
+            }
             Some(other) => {
                 return Err(RpcError::invalid_params(format!(
                     "agent-host does not take `{other}` content in a prompt (see promptCapabilities)"
@@ -571,11 +582,50 @@ fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
         }
         text.push_str(&piece);
     }
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && attachments.is_empty() {
         return Err(RpcError::invalid_params("the prompt is empty"));
     }
-    Ok(text)
+    Ok((text, attachments))
 }
+
+/// An `image` block as an embedded attachment (base64 data and its MIME type), checked.
+fn image(block: &Value) -> Result<MessageAttachment, RpcError> {
+    use base64::Engine as _;
+    let (Some(data), Some(mime_type)) = (block["data"].as_str(), block["mimeType"].as_str()) else {
+        return Err(RpcError::invalid_params(
+            "an image block needs `data` (base64) and `mimeType`",
+        ));
+    };
+    if !mime_type.starts_with("image/") {
+        return Err(RpcError::invalid_params(format!(
+            "an image block's mimeType must be image/…, not {mime_type}"
+        )));
+    }
+    if base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .is_err()
+    {
+        return Err(RpcError::invalid_params(
+            "an image block's data is not base64",
+        ));
+    }
+    let label = block["uri"]
+        .as_str()
+        .and_then(|uri| uri.rsplit('/').next())
+        .filter(|name| !name.is_empty())
+        .unwrap_or("image");
+    serde_json::from_value(json!({
+        "type": "embeddedResource",
+        "label": label,
+        "data": data,
+        "contentType": mime_type,
+    }))
+    .map_err(|e| RpcError::internal(format!("cannot attach the image: {e}")))
+}
+
+#[cfg(test)]
+#[path = "bridge_tests.rs"]
+mod tests;
 
 /// A fresh id: time-based, unique enough per machine.
 fn new_id() -> String {

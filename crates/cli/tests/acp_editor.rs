@@ -566,8 +566,16 @@ fn two_editors_on_one_serve_share_a_session_and_an_ahp_answer_withdraws_their_qu
                     .unwrap()
                     .session_id;
                 session_tx.send(session.clone()).unwrap();
+                // With an image: it reaches the host's turn as an attachment.
+                let mut prompt = text("write shared");
+                prompt.push(
+                    serde_json::from_value(
+                        json!({ "type": "image", "data": "aGk=", "mimeType": "image/png" }),
+                    )
+                    .unwrap(),
+                );
                 let done = cx
-                    .send_request(PromptRequest::new(session, text("write shared")))
+                    .send_request(PromptRequest::new(session, prompt))
                     .block_task()
                     .await
                     .unwrap();
@@ -629,7 +637,14 @@ fn two_editors_on_one_serve_share_a_session_and_an_ahp_answer_withdraws_their_qu
                     &agenthost_protocol::SessionUri::parse(&session.0).unwrap(),
                 );
                 let (view, _subscription) = host.open_chat(&chat).await.unwrap();
-                let turn = view.state().active_turn.as_ref().unwrap().id.clone();
+                let running = view.state().active_turn.as_ref().unwrap();
+                let attachments = serde_json::to_value(&running.message.attachments).unwrap();
+                assert_eq!(
+                    attachments,
+                    json!([{ "type": "embeddedResource", "label": "image", "data": "aGk=",
+                             "contentType": "image/png" }])
+                );
+                let turn = running.id.clone();
                 host.confirm_tool(&chat, &turn, &tool_call_id, true)
                     .await
                     .unwrap();

@@ -1,7 +1,7 @@
 //! [`HostConnection`]: one initialized connection to a host.
 
 use agenthost_protocol::ahp_types::ROOT_RESOURCE_URI;
-use agenthost_protocol::ahp_types::state::{Snapshot, SnapshotState};
+use agenthost_protocol::ahp_types::state::{MessageAttachment, Snapshot, SnapshotState};
 use agenthost_protocol::commands::{CreateSessionParams, InitializeResult, ListSessionsResult};
 use agenthost_protocol::{ChatUri, SessionUri, StateAction};
 use ahp::{Client, ClientConfig, SessionSubscription};
@@ -161,6 +161,31 @@ impl HostConnection {
         if let Some(model) = model {
             message["model"] = json!({ "id": model });
         }
+        self.start_turn_message(chat, turn_id, message).await
+    }
+
+    /// Starts a turn with a user message and attachments for the agent (images, files).
+    pub async fn start_turn_with_attachments(
+        &self,
+        chat: &ChatUri,
+        turn_id: &str,
+        text: &str,
+        attachments: &[MessageAttachment],
+    ) -> Result<(), ClientError> {
+        let mut message = json!({ "text": text, "origin": { "kind": "user" } });
+        if !attachments.is_empty() {
+            message["attachments"] = serde_json::to_value(attachments)
+                .map_err(|e| ClientError::Unexpected(e.to_string()))?;
+        }
+        self.start_turn_message(chat, turn_id, message).await
+    }
+
+    async fn start_turn_message(
+        &self,
+        chat: &ChatUri,
+        turn_id: &str,
+        message: serde_json::Value,
+    ) -> Result<(), ClientError> {
         let action: StateAction = serde_json::from_value(json!({
             "type": "chat/turnStarted",
             "turnId": turn_id,
