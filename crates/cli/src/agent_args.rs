@@ -176,3 +176,16 @@ impl AcpArgs {
         })
     }
 }
+
+/// Every agent's launch flags, as `serve`, `run` and `acp` take them.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AgentFlags {
+    #[command(flatten)]
+    pub(crate) claude: ClaudeArgs,
+    #[command(flatten)]
+    pub(crate) codex: CodexArgs,
+    #[command(flatten)]
+    pub(crate) copilot: CopilotArgs,
+    #[command(flatten)]
+    pub(crate) acp: AcpArgs,
+}

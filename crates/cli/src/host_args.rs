@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use agenthost::CliError;
 
-use crate::agent_args::{AcpArgs, ClaudeArgs, CodexArgs, CopilotArgs};
+use crate::agent_args::AgentFlags;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
@@ -26,17 +26,35 @@ pub(crate) struct RunArgs {
     /// starting one in this process.
     #[arg(long, value_name = "URL")]
     connect: Option<String>,
+    #[command(flatten)]
+    answers: AnswerArgs,
+    #[command(flatten)]
+    host: LocalHostArgs,
+}
+
+/// How a terminal client (`run`, `attach`) shows the conversation and answers confirmations.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AnswerArgs {
     /// Print AHP action envelopes as JSON lines instead of the rendered conversation.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Approve every confirmation without asking.
     #[arg(long, conflicts_with = "no")]
     yes: bool,
     /// Deny every confirmation without asking (without a terminal, the default).
     #[arg(long)]
     no: bool,
-    #[command(flatten)]
-    host: LocalHostArgs,
+}
+
+impl AnswerArgs {
+    /// The answering policy, asking on stdin when it is a terminal.
+    pub(crate) fn answers(&self) -> agenthost::run::Answers {
+        agenthost::run::Answers::from_flags(
+            self.yes,
+            self.no,
+            std::io::IsTerminal::is_terminal(&std::io::stdin()),
+        )
+    }
 }
 
 /// The agent `acp` starts its host with when not told.
@@ -57,14 +75,6 @@ pub(crate) struct EditorArgs {
     /// editor's `session/new` outside them is refused.
     #[arg(long = "root", value_name = "DIR")]
     roots: Vec<PathBuf>,
-    /// What the host does with a confirmation no client claims (as for `serve`): `off`, `deny`
-    /// or `allow=TOOLS`.
-    #[arg(long, default_value = "off", value_name = "off|deny|allow=TOOLS", value_parser = agenthost::unattended::parse_policy)]
-    unattended: agenthost::unattended::UnattendedPolicy,
-    /// How long a confirmation may stay unclaimed before `--unattended` answers it (as for
-    /// `serve`; default 5s).
-    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
-    unattended_grace: Option<std::time::Duration>,
     #[command(flatten)]
     host: LocalHostArgs,
 }
@@ -100,17 +110,11 @@ impl EditorArgs {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let unattended = agenthost::unattended::UnattendedOptions {
-            policy: self.unattended,
-            grace: self
-                .unattended_grace
-                .unwrap_or(agenthost::unattended::DEFAULT_GRACE),
-            client_grace: agenthost::unattended::DEFAULT_CLIENT_GRACE,
-        };
+
         let provider = self.provider.as_deref().unwrap_or(DEFAULT_EDITOR_PROVIDER);
         let host = self
             .host
-            .options(provider, roots, "agent-host acp", unattended)?;
+            .options(provider, roots, "agent-host acp", Default::default())?;
         Ok(agenthost::run::Target::Start(Box::new(host)))
     }
 }
@@ -125,13 +129,7 @@ pub(crate) struct LocalHostArgs {
     #[arg(long, env = "AGENT_HOST_DATA_DIR")]
     data_dir: Option<PathBuf>,
     #[command(flatten)]
-    claude: ClaudeArgs,
-    #[command(flatten)]
-    codex: CodexArgs,
-    #[command(flatten)]
-    copilot: CopilotArgs,
-    #[command(flatten)]
-    acp: AcpArgs,
+    agents: AgentFlags,
 }
 
 impl LocalHostArgs {
@@ -145,16 +143,16 @@ impl LocalHostArgs {
         unattended: agenthost::unattended::UnattendedOptions,
     ) -> Result<agenthost::host::HostOptions, CliError> {
         let program = match provider {
-            "claude" => Some(self.claude.claude_bin.clone()),
-            "codex" => Some(self.codex.codex_bin.clone()),
-            "copilot" => Some(self.copilot.copilot_bin.clone()),
+            "claude" => Some(self.agents.claude.claude_bin.clone()),
+            "codex" => Some(self.agents.codex.codex_bin.clone()),
+            "copilot" => Some(self.agents.copilot.copilot_bin.clone()),
             _ => None,
         };
         if let Some(program) = program {
             agenthost::run::check_provider_cli(provider, &program)?;
         }
-        let copilot = self.copilot.config()?;
-        let acp_agents = self.acp.agents()?;
+        let copilot = self.agents.copilot.config()?;
+        let acp_agents = self.agents.acp.agents()?;
         Ok(agenthost::host::HostOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             providers: vec![provider.to_owned()],
@@ -166,8 +164,8 @@ impl LocalHostArgs {
             idle_eviction: None,
             history_retry: None,
             history_backlog: None,
-            claude: Some(self.claude.config()),
-            codex: Some(self.codex.config()),
+            claude: Some(self.agents.claude.config()),
+            codex: Some(self.agents.codex.config()),
             copilot: Some(copilot),
             acp_agents,
             unattended,
@@ -191,12 +189,8 @@ impl RunArgs {
             model: self.model,
             cwd: cwd.clone(),
             prompt: self.prompt,
-            json: self.json,
-            answers: agenthost::run::Answers::from_flags(
-                self.yes,
-                self.no,
-                std::io::IsTerminal::is_terminal(&std::io::stdin()),
-            ),
+            json: self.answers.json,
+            answers: self.answers.answers(),
             stall: agenthost::run::DEFAULT_STALL,
         };
         if let Some(url) = self.connect {

@@ -9,8 +9,8 @@ use clap::{Parser, Subcommand};
 mod agent_args;
 mod host_args;
 
-use agent_args::{AcpArgs, ClaudeArgs, CodexArgs, CopilotArgs};
-use host_args::{EditorArgs, RunArgs, data_dir};
+use agent_args::AgentFlags;
+use host_args::{AnswerArgs, EditorArgs, RunArgs, data_dir};
 
 use agenthost::CliError;
 
@@ -201,13 +201,7 @@ struct ServeArgs {
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
-    claude: ClaudeArgs,
-    #[command(flatten)]
-    codex: CodexArgs,
-    #[command(flatten)]
-    copilot: CopilotArgs,
-    #[command(flatten)]
-    acp: AcpArgs,
+    agents: AgentFlags,
 }
 
 /// The server's limits (see `agenthost_server::ServerConfig`). A client that reaches one gets
@@ -329,15 +323,8 @@ struct AttachArgs {
         value_name = "URL"
     )]
     connect: String,
-    /// Print AHP action envelopes as JSON lines instead of the rendered conversation.
-    #[arg(long)]
-    json: bool,
-    /// Approve every confirmation without asking.
-    #[arg(long, conflicts_with = "no")]
-    yes: bool,
-    /// Deny every confirmation without asking (without a terminal, the default).
-    #[arg(long)]
-    no: bool,
+    #[command(flatten)]
+    answers: AnswerArgs,
     /// Exit when the running turn ends (at once when none is running).
     #[arg(long)]
     until_done: bool,
@@ -421,8 +408,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             let args = *args;
             init_logging("info");
-            let copilot = args.copilot.config();
-            let acp_agents = args.acp.agents();
+            let copilot = args.agents.copilot.config();
+            let acp_agents = args.agents.acp.agents();
             data_dir(args.data_dir).and_then(|data_dir| {
                 let copilot = copilot?;
                 let acp_agents = acp_agents?;
@@ -440,8 +427,8 @@ fn main() -> ExitCode {
                     history_backlog: args
                         .history_backlog
                         .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-                    claude: Some(args.claude.config()),
-                    codex: Some(args.codex.config()),
+                    claude: Some(args.agents.claude.config()),
+                    codex: Some(args.agents.codex.config()),
                     copilot: Some(copilot),
                     acp_agents,
                     unattended: agenthost::unattended::UnattendedOptions {
@@ -550,12 +537,8 @@ fn main() -> ExitCode {
         Command::Attach(args) => {
             init_logging("warn");
             let options = agenthost::run::AttachOptions {
-                json: args.json,
-                answers: agenthost::run::Answers::from_flags(
-                    args.yes,
-                    args.no,
-                    std::io::IsTerminal::is_terminal(&std::io::stdin()),
-                ),
+                json: args.answers.json,
+                answers: args.answers.answers(),
                 until_done: args.until_done,
                 stall: agenthost::run::DEFAULT_STALL,
             };

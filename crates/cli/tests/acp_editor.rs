@@ -71,7 +71,27 @@ struct Editor {
 }
 
 impl Editor {
-    fn spawn(args: &[&str]) -> (Self, impl agent_client_protocol::ConnectTo<Client>) {
+    /// `acp` with its own host over `place` (`--root work --data-dir data`), the scripted
+    /// provider and `script`.
+    fn scripted(
+        place: &Place,
+        script: Option<&Path>,
+    ) -> (Self, impl agent_client_protocol::ConnectTo<Client> + use<>) {
+        let mut args = vec![
+            "--provider",
+            "scripted",
+            "--data-dir",
+            path_arg(&place.data),
+            "--root",
+            path_arg(&place.work),
+        ];
+        if let Some(script) = script {
+            args.extend(["--script", path_arg(script)]);
+        }
+        Self::spawn(&args)
+    }
+
+    fn spawn(args: &[&str]) -> (Self, impl agent_client_protocol::ConnectTo<Client> + use<>) {
         Self::spawn_command(tokio::process::Command::from(agent_host()), args)
     }
 
@@ -79,7 +99,7 @@ impl Editor {
     fn spawn_command(
         mut command: tokio::process::Command,
         args: &[&str],
-    ) -> (Self, impl agent_client_protocol::ConnectTo<Client>) {
+    ) -> (Self, impl agent_client_protocol::ConnectTo<Client> + use<>) {
         command
             .arg("acp")
             .args(args)
@@ -124,6 +144,20 @@ impl Editor {
 
     fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits for the agent to exit (its input closed) and checks it logged no warning or error.
+    async fn finish_cleanly(mut self) {
+        let status = tokio::time::timeout(DEADLINE, self.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        let stderr = self.stderr();
+        assert!(status.success(), "{status}: {stderr}");
+        assert!(
+            !stderr.contains("WARN") && !stderr.contains("ERROR"),
+            "{stderr}"
+        );
     }
 }
 
@@ -216,6 +250,23 @@ where
     out.unwrap()
 }
 
+/// `initialize` at protocol version 1.
+async fn initialize(cx: &ConnectionTo<Agent>) {
+    cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await
+        .unwrap();
+}
+
+/// A new session in `cwd`: its id.
+async fn new_session(cx: &ConnectionTo<Agent>, cwd: std::path::PathBuf) -> SessionId {
+    cx.send_request(NewSessionRequest::new(cwd))
+        .block_task()
+        .await
+        .unwrap()
+        .session_id
+}
+
 fn text(block: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(block))]
 }
@@ -282,16 +333,7 @@ fn an_editor_prompts_approves_rejects_cancels_lists_and_loads() {
     let place = Place::new();
     let script = script(&place);
     runtime().block_on(async {
-        let (mut editor, transport) = Editor::spawn(&[
-            "--provider",
-            "scripted",
-            "--script",
-            path_arg(&script),
-            "--data-dir",
-            path_arg(&place.data),
-            "--root",
-            path_arg(&place.work),
-        ]);
+        let (editor, transport) = Editor::scripted(&place, Some(&script));
         let seen = Arc::new(Mutex::new(Seen::default()));
         let answers = Answers::InTurn(Arc::new(Mutex::new(vec!["allow_once", "reject_once"])));
         let work = place.work.clone();
@@ -431,16 +473,7 @@ fn an_editor_prompts_approves_rejects_cancels_lists_and_loads() {
             assert_eq!(seen.asked.len(), 2, "a replay asks nothing");
         })
         .await;
-        let status = tokio::time::timeout(DEADLINE, editor.child.wait())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(status.success(), "{status}: {}", editor.stderr());
-        let stderr = editor.stderr();
-        assert!(
-            !stderr.contains("WARN") && !stderr.contains("ERROR"),
-            "{stderr}"
-        );
+        editor.finish_cleanly().await;
     });
 }
 
@@ -448,21 +481,11 @@ fn an_editor_prompts_approves_rejects_cancels_lists_and_loads() {
 fn a_cwd_outside_the_roots_and_a_refused_token_are_errors_the_editor_shows() {
     let place = Place::new();
     runtime().block_on(async {
-        let (mut editor, transport) = Editor::spawn(&[
-            "--provider",
-            "scripted",
-            "--data-dir",
-            path_arg(&place.data),
-            "--root",
-            path_arg(&place.work),
-        ]);
+        let (mut editor, transport) = Editor::scripted(&place, None);
         let outside = place.base.clone();
         let place_for_serve = &place;
         as_editor(transport, Arc::default(), Answers::Never, async move |cx| {
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await
-                .unwrap();
+            initialize(&cx).await;
             let error = cx
                 .send_request(NewSessionRequest::new(outside))
                 .block_task()
@@ -509,10 +532,7 @@ fn a_cwd_outside_the_roots_and_a_refused_token_are_errors_the_editor_shows() {
         let work = place.work.clone();
         as_editor(transport, Arc::default(), Answers::Never, async move |cx| {
             // The agent still speaks ACP: initialize works, a session request says why not.
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await
-                .unwrap();
+            initialize(&cx).await;
             let error = cx
                 .send_request(NewSessionRequest::new(work))
                 .block_task()
@@ -555,16 +575,8 @@ fn two_editors_on_one_serve_share_a_session_and_an_ahp_answer_withdraws_their_qu
             Arc::clone(&seen_first),
             Answers::Never,
             async move |cx| {
-                cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                    .block_task()
-                    .await
-                    .unwrap();
-                let session = cx
-                    .send_request(NewSessionRequest::new(work.clone()))
-                    .block_task()
-                    .await
-                    .unwrap()
-                    .session_id;
+                initialize(&cx).await;
+                let session = new_session(&cx, work.clone()).await;
                 session_tx.send(session.clone()).unwrap();
                 // With an image: it reaches the host's turn as an attachment.
                 let mut prompt = text("write shared");
@@ -599,10 +611,7 @@ fn two_editors_on_one_serve_share_a_session_and_an_ahp_answer_withdraws_their_qu
             Arc::clone(&seen_second),
             Answers::Never,
             async move |cx| {
-                cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                    .block_task()
-                    .await
-                    .unwrap();
+                initialize(&cx).await;
                 let session = session_rx.await.unwrap();
                 let listed = cx
                     .send_request(ListSessionsRequest::new())
@@ -680,19 +689,9 @@ fn an_input_request_is_a_form_for_an_editor_that_takes_forms_and_declined_for_on
         { "kind": "single-select", "id": "color", "message": "Pick one", "required": true,
           "options": [{ "id": "red", "label": "Red" }, { "id": "blue", "label": "Blue" }] }] });
     let script = place.script(&json!({ "default": { "steps": [ask] } }));
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        path_arg(&script),
-        "--data-dir",
-        path_arg(&place.data),
-        "--root",
-        path_arg(&place.work),
-    ];
     runtime().block_on(async {
         for takes_forms in [true, false] {
-            let (mut editor, transport) = Editor::spawn(&args);
+            let (editor, transport) = Editor::scripted(&place, Some(&script));
             let seen = Arc::new(Mutex::new(Seen::default()));
             let watched = Arc::clone(&seen);
             let work = place.work.clone();
@@ -711,12 +710,7 @@ fn an_input_request_is_a_form_for_an_editor_that_takes_forms_and_declined_for_on
                     )
                     .unwrap();
                     cx.send_request(init).block_task().await.unwrap();
-                    let session = cx
-                        .send_request(NewSessionRequest::new(work))
-                        .block_task()
-                        .await
-                        .unwrap()
-                        .session_id;
+                    let session = new_session(&cx, work).await;
                     let done = cx
                         .send_request(PromptRequest::new(session, text("ask me")))
                         .block_task()
@@ -738,15 +732,7 @@ fn an_input_request_is_a_form_for_an_editor_that_takes_forms_and_declined_for_on
                 },
             )
             .await;
-            tokio::time::timeout(DEADLINE, editor.child.wait())
-                .await
-                .unwrap()
-                .unwrap();
-            let stderr = editor.stderr();
-            assert!(
-                !stderr.contains("WARN") && !stderr.contains("ERROR"),
-                "{stderr}"
-            );
+            editor.finish_cleanly().await;
         }
     });
 }
@@ -801,7 +787,7 @@ fn an_editor_runs_real_claude_code_against_the_mock_model() {
             .env("HOME", &home)
             .env_remove("ANTHROPIC_AUTH_TOKEN")
             .env_remove("CLAUDE_CONFIG_DIR");
-        let (mut editor, transport) = Editor::spawn_command(
+        let (editor, transport) = Editor::spawn_command(
             command,
             &[
                 "--provider",
@@ -821,16 +807,8 @@ fn an_editor_runs_real_claude_code_against_the_mock_model() {
         let work = place.work.clone();
         let answers = Answers::InTurn(Arc::new(Mutex::new(vec!["allow_once"])));
         as_editor(transport, Arc::clone(&seen), answers, async move |cx| {
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await
-                .unwrap();
-            let session = cx
-                .send_request(NewSessionRequest::new(work.clone()))
-                .block_task()
-                .await
-                .unwrap()
-                .session_id;
+            initialize(&cx).await;
+            let session = new_session(&cx, work.clone()).await;
             assert!(session.0.starts_with("claude:/"), "{session:?}");
             let done = cx
                 .send_request(PromptRequest::new(
@@ -881,14 +859,6 @@ fn an_editor_runs_real_claude_code_against_the_mock_model() {
             assert!(texts(&seen.updates, "agent_message_chunk").contains("Done"));
         })
         .await;
-        tokio::time::timeout(DEADLINE, editor.child.wait())
-            .await
-            .unwrap()
-            .unwrap();
-        let stderr = editor.stderr();
-        assert!(
-            !stderr.contains("WARN") && !stderr.contains("ERROR"),
-            "{stderr}"
-        );
+        editor.finish_cleanly().await;
     });
 }
