@@ -334,6 +334,8 @@ impl Agent {
         let cannot = |e: &dyn std::fmt::Display| {
             RpcError::not_found(format!("cannot open session {session_id}: {e}"))
         };
+        // Every envelope from now on, across the chats, in the host's order.
+        let events = host.client().events();
         let (opened, session_subscription) = host
             .client()
             .subscribe(session_id.to_owned())
@@ -353,6 +355,7 @@ impl Agent {
             config: session.config.clone(),
             ..Shared::default()
         }));
+        let (subagent_events, subagent_rx) = mpsc::unbounded_channel();
         let mut follower = Follower {
             session_id: session_id.to_owned(),
             chat: chat.clone(),
@@ -364,13 +367,19 @@ impl Agent {
             elicitation: self.elicitation.load(std::sync::atomic::Ordering::Relaxed),
             session,
             session_seen,
+            subagents: HashMap::new(),
+            opening: HashMap::new(),
+            subagent_events,
+            subagent_tasks: tokio::task::JoinSet::new(),
         };
         if replay {
             follower.replay();
         } else {
             follower.skip_history();
         }
-        let task = tokio::spawn(follower.run(subscription, session_subscription));
+        follower.follow_existing_subagents();
+        let task =
+            tokio::spawn(follower.run(events, [subscription, session_subscription], subagent_rx));
         self.sessions_map().insert(
             session_id.to_owned(),
             Arc::new(OpenSession { chat, shared, task }),

@@ -18,7 +18,8 @@
 //! agent mode, approvals, unattended policy). What it gets: `session/update` with `user_message_chunk`,
 //! `agent_message_chunk`, `agent_thought_chunk`, `tool_call` and `tool_call_update`, and
 //! `session/request_permission` for every confirmation the session waits for (allow once or
-//! reject once), withdrawn with `$/cancel_request` when it is settled elsewhere; an input request
+//! reject once) — the subagents' chats' included — withdrawn with `$/cancel_request` when it
+//! is settled elsewhere; an input request
 //! is `elicitation/create` (a form) for an editor that advertised form elicitation, and is
 //! declined, with a notice saying why, in the editor's own turns otherwise.
 #![deny(missing_docs)]

@@ -12,17 +12,19 @@ use std::sync::{Arc, Mutex};
 
 use agenthost_client::ahp::SessionSubscription;
 use agenthost_client::ahp::client::SubscriptionEvent;
+use agenthost_client::ahp::{ClientEvent, ClientEventStream};
 use agenthost_client::{ChatView, HostConnection};
 use agenthost_protocol::ahp_types::state::{
-    ChatInputRequest, ResponsePart, SessionConfigState, SessionState, ToolCallState, Turn,
-    TurnState,
+    ChatOrigin, ResponsePart, SessionConfigState, SessionState, Turn, TurnState,
 };
 use agenthost_protocol::{ActionEnvelope, ChatUri, StateAction};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
+use crate::config;
 use crate::rpc::{Peer, RpcError};
 use crate::updates::{self, TurnProgress};
-use crate::{config, input};
 
 /// The `session/prompt` waiting for its turn.
 #[derive(Debug)]
@@ -40,12 +42,13 @@ pub struct Shared {
     pub prompt: Option<PendingPrompt>,
     /// The running turn and when it started (for `chat/turnCancelled`'s duration).
     pub running: Option<(String, std::time::Instant)>,
-    /// Permission questions the editor has not answered: tool call id → request id.
-    pub asked: HashMap<String, u64>,
-    /// Input requests put to the editor and not answered: AHP request id → ACP request id.
-    pub elicited: HashMap<String, u64>,
+    /// Permission questions the editor has not answered: (chat, tool call id) → request id.
+    pub asked: HashMap<Key, u64>,
+    /// Input requests put to the editor and not answered: (chat, AHP request id) → ACP
+    /// request id.
+    pub elicited: HashMap<Key, u64>,
     /// Input requests declined because the editor cannot answer them.
-    pub declined: std::collections::HashSet<String>,
+    pub declined: std::collections::HashSet<Key>,
     /// The session's configuration, as the host last published it.
     pub config: Option<SessionConfigState>,
 }
@@ -102,6 +105,30 @@ pub struct Follower {
     pub session: SessionState,
     /// The last session envelope applied.
     pub session_seen: i64,
+    /// The subagents' chats being followed: their mirror and the turn shown of each.
+    pub subagents: HashMap<String, Subagent>,
+    /// Subagent chats being opened, with the envelopes that came meanwhile.
+    pub opening: HashMap<String, Vec<ActionEnvelope>>,
+    /// Where an opened subagent chat is handed over.
+    pub subagent_events: mpsc::UnboundedSender<SubagentEvent>,
+    /// The tasks opening subagents' chats (aborted with the follower).
+    pub subagent_tasks: JoinSet<()>,
+}
+
+/// A subagent's chat: its mirror and what the editor was shown of its running turn.
+pub struct Subagent {
+    view: ChatView,
+    progress: Option<(String, TurnProgress)>,
+    /// Kept open while the chat is followed.
+    _subscription: SessionSubscription,
+}
+
+/// What a subagent's chat reports to the follower.
+pub enum SubagentEvent {
+    /// The chat was opened: its mirror and its subscription.
+    Opened(ChatUri, Box<ChatView>, SessionSubscription),
+    /// An envelope of the chat.
+    Action(Box<ActionEnvelope>),
 }
 
 impl Follower {
@@ -138,16 +165,23 @@ impl Follower {
 
     /// Follows the subscription until the host goes away; a prompt still waiting then gets
     /// an error.
-    pub async fn run(mut self, mut chat: SessionSubscription, mut session: SessionSubscription) {
+    pub async fn run(
+        mut self,
+        mut events: ClientEventStream,
+        subscriptions: [SessionSubscription; 2],
+        mut opened: mpsc::UnboundedReceiver<SubagentEvent>,
+    ) {
+        // The subscriptions stay open while the session is followed; every envelope of the
+        // connection comes through `events`, in the order the host sent them (a subagent's
+        // last tool update before its parent's turn end).
+        let _subscriptions = subscriptions;
         loop {
             tokio::select! {
-                event = chat.recv() => match event {
-                    Some(SubscriptionEvent::Action(envelope)) => self.apply(&envelope),
-                    Some(_) => {}
-                    None => break,
-                },
-                event = session.recv() => match event {
-                    Some(SubscriptionEvent::Action(envelope)) => self.apply_session(&envelope),
+                Some(event) = opened.recv() => self.subagent_event(event),
+                event = events.recv() => match event {
+                    Some(ClientEvent { channel, event: SubscriptionEvent::Action(envelope) }) => {
+                        self.route(&channel.to_string(), envelope);
+                    }
                     Some(_) => {}
                     None => break,
                 },
@@ -159,6 +193,21 @@ impl Follower {
                 &prompt.request_id,
                 &RpcError::internal("the connection to the agent host was lost during the turn"),
             );
+        }
+    }
+
+    /// One envelope of the connection: this session's, its default chat's or a subagent
+    /// chat's (one still opening is kept until its snapshot is in); others are not this
+    /// follower's.
+    fn route(&mut self, channel: &str, envelope: ActionEnvelope) {
+        if channel == self.chat.as_str() {
+            self.apply(&envelope);
+        } else if channel == self.session_id {
+            self.apply_session(&envelope);
+        } else if self.subagents.contains_key(channel) {
+            self.subagent_event(SubagentEvent::Action(Box::new(envelope)));
+        } else if let Some(early) = self.opening.get_mut(channel) {
+            early.push(envelope);
         }
     }
 
@@ -187,6 +236,12 @@ impl Follower {
             &mut self.session,
             &envelope.action,
         );
+        if let StateAction::SessionChatAdded(added) = &envelope.action
+            && spawned_by_a_tool(added.summary.origin.as_ref())
+            && let Ok(chat) = ChatUri::parse(&added.summary.resource.to_string())
+        {
+            self.follow_subagent(chat);
+        }
         let now = config::options(self.session.config.as_ref());
         if now != options {
             self.update(json!({ "sessionUpdate": "config_option_update", "configOptions": now }));
@@ -260,151 +315,117 @@ impl Follower {
                 self.update(update);
             }
         }
-        self.confirmations(&turn.id, &turn.response_parts);
-        self.inputs(&turn.id, &turn.response_parts);
+        let chat = self.chat.clone();
+        let ours = lock(&self.shared)
+            .prompt
+            .as_ref()
+            .is_some_and(|p| p.turn_id == turn.id);
+        self.confirmations(&chat, &turn.id, &turn.response_parts);
+        self.inputs(&chat, ours, &turn.response_parts);
     }
 
-    /// Puts each waiting input request to the editor once (`elicitation/create`), or, when it
-    /// cannot answer and the turn is its own, declines it saying why; withdraws questions
-    /// answered elsewhere.
-    fn inputs(&self, turn_id: &str, parts: &[ResponsePart]) {
-        let waiting: Vec<&ChatInputRequest> = parts
+    /// Follows the subagent chats the session has (`session/load`, `session/resume` of a busy
+    /// session), each spawned by a tool call of this session's chats.
+    pub fn follow_existing_subagents(&mut self) {
+        let chats: Vec<ChatUri> = self
+            .session
+            .chats
             .iter()
-            .filter_map(|part| match part {
-                ResponsePart::InputRequest(r) if r.response.is_none() => Some(&r.request),
-                _ => None,
-            })
+            .filter(|summary| spawned_by_a_tool(summary.origin.as_ref()))
+            .filter_map(|summary| ChatUri::parse(&summary.resource.to_string()).ok())
             .collect();
-        let mut shared = lock(&self.shared);
-        shared.elicited.retain(|request_id, asked| {
-            let keep = waiting.iter().any(|r| r.id == *request_id);
-            if !keep {
-                self.peer.withdraw(*asked);
-            }
-            keep
-        });
-        let ours = shared.prompt.as_ref().is_some_and(|p| p.turn_id == turn_id);
-        for request in waiting {
-            if shared.elicited.contains_key(&request.id) || shared.declined.contains(&request.id) {
-                continue;
-            }
-            let answer = if self.elicitation {
-                let (asked, answer) = self.peer.request(
-                    "elicitation/create",
-                    input::elicitation(&self.session_id, request),
-                );
-                shared.elicited.insert(request.id.clone(), asked);
-                Some((asked, answer))
-            } else if ours {
-                shared.declined.insert(request.id.clone());
-                self.update(updates::notice(&format!(
-                    "The agent asked: \"{}\". This editor cannot answer questions (it offers no \
-                     elicitation), so the request was declined.",
-                    request.message.as_deref().unwrap_or("for input")
-                )));
-                None
-            } else {
-                continue;
-            };
-            let host = self.host.clone();
-            let chat = self.chat.clone();
-            let shared_state = Arc::clone(&self.shared);
-            let request = request.clone();
-            tokio::spawn(async move {
-                let action = match answer {
-                    Some((asked, answer)) => {
-                        // A withdrawn question never gets its answer: the sender is gone.
-                        let Ok(answer) = answer.await else { return };
-                        let mut shared = lock(&shared_state);
-                        if shared.elicited.get(&request.id) != Some(&asked) {
-                            return;
-                        }
-                        shared.elicited.remove(&request.id);
-                        drop(shared);
-                        input::completed(&request, &answer.unwrap_or_default())
-                    }
-                    None => input::completed(&request, &json!({ "action": "decline" })),
-                };
-                let dispatched = match serde_json::from_value::<StateAction>(action) {
-                    Ok(action) => host
-                        .client()
-                        .dispatch(chat.to_string(), action)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| e.to_string()),
-                    Err(error) => Err(error.to_string()),
-                };
-                if let Err(error) = dispatched {
-                    tracing::warn!(%error, request = request.id, "cannot send the answer to the host");
-                }
-            });
+        for chat in chats {
+            self.follow_subagent(chat);
         }
     }
 
-    /// Asks about each waiting confirmation once, and withdraws questions whose confirmation
-    /// is settled.
-    fn confirmations(&self, turn_id: &str, parts: &[ResponsePart]) {
-        let waiting: HashMap<&str, &ToolCallState> = parts
-            .iter()
-            .filter_map(|part| match part {
-                ResponsePart::ToolCall(call) => match &call.tool_call {
-                    state @ ToolCallState::PendingConfirmation(s) => {
-                        Some((s.tool_call_id.as_str(), state))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect();
-        let mut shared = lock(&self.shared);
-        shared.asked.retain(|tool_call_id, request_id| {
-            let keep = waiting.contains_key(tool_call_id.as_str());
-            if !keep {
-                self.peer.withdraw(*request_id);
+    /// Opens a subagent's chat; its envelopes are kept until its snapshot is in.
+    fn follow_subagent(&mut self, chat: ChatUri) {
+        if chat == self.chat
+            || self.subagents.contains_key(chat.as_str())
+            || self.opening.contains_key(chat.as_str())
+        {
+            return;
+        }
+        self.opening.insert(chat.to_string(), Vec::new());
+        let host = self.host.clone();
+        let events = self.subagent_events.clone();
+        self.subagent_tasks.spawn(async move {
+            match host.open_chat(&chat).await {
+                Ok((view, subscription)) => {
+                    let _ = events.send(SubagentEvent::Opened(chat, Box::new(view), subscription));
+                }
+                Err(error) => {
+                    tracing::info!(%error, chat = chat.as_str(), "cannot follow a subagent's chat");
+                }
             }
-            keep
         });
-        for (tool_call_id, state) in waiting {
-            if shared.asked.contains_key(tool_call_id) {
-                continue;
+    }
+
+    /// A subagent chat's snapshot or envelope: its tool calls are shown, its confirmations
+    /// and input requests asked like the default chat's.
+    fn subagent_event(&mut self, event: SubagentEvent) {
+        let uri = match event {
+            SubagentEvent::Opened(chat, view, subscription) => {
+                let uri = chat.to_string();
+                let mut view = *view;
+                // What arrived while it opened; what the snapshot already holds is skipped.
+                for envelope in self.opening.remove(&uri).unwrap_or_default() {
+                    if envelope.rejection_reason.is_none() {
+                        view.apply(&envelope);
+                    }
+                }
+                self.subagents.insert(
+                    uri.clone(),
+                    Subagent {
+                        view,
+                        progress: None,
+                        _subscription: subscription,
+                    },
+                );
+                uri
             }
-            let Some(tool_call) = updates::permission_tool_call(state) else {
-                continue;
-            };
-            let (request_id, answer) = self.peer.request(
-                "session/request_permission",
-                json!({
-                    "sessionId": self.session_id,
-                    "toolCall": tool_call,
-                    "options": [
-                        { "optionId": "allow_once", "name": "Allow once", "kind": "allow_once" },
-                        { "optionId": "reject_once", "name": "Reject", "kind": "reject_once" },
-                    ],
-                }),
-            );
-            shared.asked.insert(tool_call_id.to_owned(), request_id);
-            let host = self.host.clone();
-            let chat = self.chat.clone();
-            let shared_state = Arc::clone(&self.shared);
-            let turn_id = turn_id.to_owned();
-            let tool_call_id = tool_call_id.to_owned();
-            tokio::spawn(async move {
-                // A withdrawn question never gets its answer: the sender is gone.
-                let Ok(answer) = answer.await else { return };
-                let still_ours = lock(&shared_state).asked.get(&tool_call_id) == Some(&request_id);
-                if !still_ours {
+            SubagentEvent::Action(envelope) => {
+                let Some(subagent) = self.subagents.get_mut(envelope.channel.as_str()) else {
+                    return;
+                };
+                if envelope.rejection_reason.is_some() {
                     return;
                 }
-                lock(&shared_state).asked.remove(&tool_call_id);
-                let approved = approved(&answer);
-                if let Err(error) = host
-                    .confirm_tool(&chat, &turn_id, &tool_call_id, approved)
-                    .await
-                {
-                    tracing::warn!(%error, tool_call_id, "cannot send the editor's answer to the host");
-                }
-            });
+                subagent.view.apply(&envelope);
+                envelope.channel.to_string()
+            }
+        };
+        let Ok(chat) = ChatUri::parse(&uri) else {
+            return;
+        };
+        let Some(subagent) = self.subagents.get_mut(&uri) else {
+            return;
+        };
+        let turn = subagent.view.state().active_turn.clone();
+        let (turn_id, parts) = turn.map(|t| (t.id, t.response_parts)).unwrap_or_default();
+        if subagent.progress.as_ref().map(|(id, _)| id) != Some(&turn_id) {
+            subagent.progress = Some((turn_id.clone(), TurnProgress::default()));
         }
+        let shown: Vec<Value> = subagent
+            .progress
+            .as_mut()
+            .map(|(_, progress)| progress.advance(&parts))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|update| {
+                matches!(
+                    update["sessionUpdate"].as_str(),
+                    Some("tool_call" | "tool_call_update" | "plan")
+                )
+            })
+            .collect();
+        for update in shown {
+            self.update(update);
+        }
+        let ours = lock(&self.shared).prompt.is_some();
+        self.confirmations(&chat, &turn_id, &parts);
+        self.inputs(&chat, ours, &parts);
     }
 
     /// The followed turn ended: send what it showed last, withdraw its questions, answer its
@@ -426,8 +447,9 @@ impl Follower {
                 self.update(update);
             }
         }
-        self.confirmations(turn_id, &[]);
-        self.inputs(turn_id, &[]);
+        let chat = self.chat.clone();
+        self.confirmations(&chat, turn_id, &[]);
+        self.inputs(&chat, false, &[]);
         let mut shared = lock(&self.shared);
         if shared
             .running
@@ -455,14 +477,9 @@ impl Follower {
     }
 }
 
-/// Whether the editor's answer to a permission question approves.
-fn approved(answer: &Result<Value, RpcError>) -> bool {
-    let Ok(result) = answer else { return false };
-    let outcome = &result["outcome"];
-    outcome["outcome"] == "selected"
-        && outcome["optionId"]
-            .as_str()
-            .is_some_and(|id| id.starts_with("allow"))
+/// Whether a chat was spawned by a tool call (a subagent's).
+fn spawned_by_a_tool(origin: Option<&ChatOrigin>) -> bool {
+    matches!(origin, Some(ChatOrigin::Tool { .. }))
 }
 
 /// A finished turn as the answer to its `session/prompt`.
@@ -497,3 +514,8 @@ fn outcome(turn: &Turn) -> Result<Value, RpcError> {
     }
     Ok(result)
 }
+
+#[path = "questions.rs"]
+mod questions;
+
+use questions::Key;

@@ -43,6 +43,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
+/// The longest one editor's whole conversation may take.
+const EDITOR_DEADLINE: Duration = Duration::from_secs(120);
+
 /// What one editor saw.
 #[derive(Default)]
 struct Seen {
@@ -175,7 +178,7 @@ where
     let questions = Arc::clone(&seen);
     let forms = Arc::clone(&seen);
     let mut out = None;
-    Client
+    let editor = Client
         .v1()
         .name("agenthost-acp-test")
         .on_receive_notification(
@@ -244,8 +247,11 @@ where
         .connect_with(transport, async |cx: ConnectionTo<Agent>| {
             out = Some(work(cx).await);
             Ok(())
-        })
+        });
+    // A turn that never ends (a question nobody is asked) fails the test instead of hanging it.
+    tokio::time::timeout(EDITOR_DEADLINE, editor)
         .await
+        .expect("the editor's work did not finish in time")
         .unwrap();
     out.unwrap()
 }
@@ -857,6 +863,50 @@ fn an_editor_runs_real_claude_code_against_the_mock_model() {
                 "Create out.txt containing hi"
             );
             assert!(texts(&seen.updates, "agent_message_chunk").contains("Done"));
+        })
+        .await;
+        editor.finish_cleanly().await;
+    });
+}
+
+#[test]
+fn a_subagents_confirmation_is_asked_and_its_tool_calls_shown() {
+    let place = Place::new();
+    let script = place.script(&json!({ "default": { "steps": [
+        { "kind": "subagent", "agent": "helper", "description": "helps", "prompt": "help",
+          "steps": [write("sub.txt"), say("sub done")] },
+        say("main done"),
+    ] } }));
+    runtime().block_on(async {
+        let (editor, transport) = Editor::scripted(&place, Some(&script));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let watched = Arc::clone(&seen);
+        let work = place.work.clone();
+        let answers = Answers::InTurn(Arc::new(Mutex::new(vec!["allow_once"])));
+        as_editor(transport, Arc::clone(&seen), answers, async move |cx| {
+            initialize(&cx).await;
+            let session = new_session(&cx, work.clone()).await;
+            let done = cx
+                .send_request(PromptRequest::new(session, text("delegate")))
+                .block_task()
+                .await
+                .unwrap();
+            assert_eq!(done.stop_reason, StopReason::EndTurn);
+            assert_eq!(std::fs::read_to_string(work.join("sub.txt")).unwrap(), "hi");
+            let seen = watched.lock().unwrap();
+            assert_eq!(seen.asked.len(), 1, "the subagent's confirmation");
+            assert_eq!(seen.asked[0]["title"], "Write `sub.txt`");
+            let id = seen.asked[0]["toolCallId"].as_str().unwrap();
+            assert_eq!(
+                tool_status(&seen.updates, id).as_deref(),
+                Some("completed"),
+                "the subagent's tool call is shown"
+            );
+            assert_eq!(
+                texts(&seen.updates, "agent_message_chunk"),
+                "main done",
+                "the subagent's text stays in its own chat"
+            );
         })
         .await;
         editor.finish_cleanly().await;
