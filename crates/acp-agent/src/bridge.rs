@@ -223,7 +223,9 @@ impl Agent {
                     .await
                     .map(|_| Some(json!({})))
             }
-            other => Err(RpcError::method_not_found(other)),
+            other => Err(RpcError::method_not_found(format!(
+                "agent-host does not offer the method `{other}`"
+            ))),
         }
     }
 

@@ -9,77 +9,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use agenthost_provider_acp::wire::RpcError;
 use agenthost_provider_acp::wire::{self, Message};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
-
-/// A JSON-RPC error, as the editor receives it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    /// The JSON-RPC code.
-    pub code: i64,
-    /// What a person can act on.
-    pub message: String,
-    /// Details (ACP puts an error type here).
-    pub data: Option<Value>,
-}
-
-impl RpcError {
-    fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// -32700: the line is not JSON.
-    pub fn parse_error(message: impl Into<String>) -> Self {
-        Self::new(-32700, message)
-    }
-
-    /// -32600: JSON, but not a JSON-RPC message.
-    pub fn invalid_request(message: impl Into<String>) -> Self {
-        Self::new(-32600, message)
-    }
-
-    /// -32601: a method this agent does not offer.
-    pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            -32601,
-            format!("agent-host does not offer the method `{method}`"),
-        )
-    }
-
-    /// -32602: the parameters are wrong.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(-32602, message)
-    }
-
-    /// -32603: the host could not do it.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(-32603, message)
-    }
-
-    /// -32002: ACP's "resource not found" (an unknown session).
-    pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(-32002, message)
-    }
-
-    /// With `data`.
-    #[must_use]
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-}
-
-impl std::fmt::Display for RpcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.message, self.code)
-    }
-}
 
 /// The answer to a request the agent sent.
 pub type Answer = Result<Value, RpcError>;
@@ -145,16 +79,12 @@ impl Peer {
     }
 
     /// Routes the editor's answer to request `id`.
-    pub fn answer(&self, id: &Value, result: Result<Value, wire::RpcError>) {
+    pub fn answer(&self, id: &Value, result: Answer) {
         let Some(tx) = id.as_u64().and_then(|id| self.pending_map().remove(&id)) else {
             tracing::debug!(%id, "an answer to a withdrawn or unknown request: ignored");
             return;
         };
-        let _ = tx.send(result.map_err(|error| RpcError {
-            code: error.code,
-            message: error.message,
-            data: error.data,
-        }));
+        let _ = tx.send(result);
     }
 
     /// Fails every request still waiting (the editor went away).
@@ -221,12 +151,7 @@ mod tests {
         assert!(answer.await.is_err(), "the late answer reaches nobody");
 
         let (id, answer) = peer.request("elicitation/create", json!({}));
-        let refused = wire::RpcError {
-            code: -32601,
-            message: "no".into(),
-            data: None,
-        };
-        peer.answer(&json!(id), Err(refused));
+        peer.answer(&json!(id), Err(RpcError::method_not_found("no")));
         assert_eq!(answer.await.unwrap().unwrap_err().code, -32601);
     }
 

@@ -105,7 +105,7 @@ fn text_part(sent: Option<&Sent>, content: &str, kind: &str) -> (Sent, Option<Va
     };
     match content.get(from..) {
         Some(more) if !more.is_empty() => (Sent::Text(content.len()), Some(chunk(kind, more))),
-        _ => (Sent::Text(from.max(content.len().min(from))), None),
+        _ => (Sent::Text(from), None),
     }
 }
 

@@ -49,6 +49,54 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
+impl RpcError {
+    /// An error `code` saying `message`.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// -32700: the line is not a JSON-RPC message.
+    pub fn parse_error(message: impl Into<String>) -> Self {
+        Self::new(-32700, message)
+    }
+
+    /// -32600: not a request that can be answered (a second prompt during a turn, say).
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(-32600, message)
+    }
+
+    /// -32601: a method the answering side does not offer.
+    pub fn method_not_found(message: impl Into<String>) -> Self {
+        Self::new(-32601, message)
+    }
+
+    /// -32602: the parameters are wrong.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(-32602, message)
+    }
+
+    /// -32603: the answering side could not do it.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(-32603, message)
+    }
+
+    /// -32002: ACP's "resource not found" (an unknown session).
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(-32002, message)
+    }
+
+    /// With `data` (ACP puts an error type there).
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
 impl std::fmt::Display for RpcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} (code {})", self.message, self.code)

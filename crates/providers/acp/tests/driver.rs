@@ -93,6 +93,16 @@ async fn start(config: AcpAgentConfig, resume: Option<&str>) -> Chat {
     start_with(config, resume, Vec::new()).await
 }
 
+/// What the first turn of a chat started with `config` fails with (the agent's start).
+async fn first_turn_error(config: AcpAgentConfig) -> agenthost_provider_api::ProviderError {
+    start(config, None)
+        .await
+        .session
+        .send_turn(turn_request("t1", "x"))
+        .await
+        .unwrap_err()
+}
+
 /// A turn of the chat's history: `request` answered with `response`.
 fn history_turn(id: &str, request: &str, response: &str) -> Turn {
     serde_json::from_value(json!({
@@ -480,12 +490,7 @@ async fn a_missing_program_and_a_wrong_protocol_version_are_start_failures() {
     let fake = Fake::new();
     let mut config = fake.config();
     config.cli.binary = "/nonexistent/agent".into();
-    let chat = start(config, None).await;
-    let error = chat
-        .session
-        .send_turn(turn_request("t1", "x"))
-        .await
-        .unwrap_err();
+    let error = first_turn_error(config).await;
     assert!(error.to_string().contains("/nonexistent/agent"), "{error}");
     fake.plan(
         0,
@@ -494,12 +499,7 @@ async fn a_missing_program_and_a_wrong_protocol_version_are_start_failures() {
             Step::Sleep(30),
         ],
     );
-    let chat = start(fake.config(), None).await;
-    let error = chat
-        .session
-        .send_turn(turn_request("t1", "x"))
-        .await
-        .unwrap_err();
+    let error = first_turn_error(fake.config()).await;
     assert!(error.to_string().contains("protocol version 2"), "{error}");
 }
 
@@ -509,12 +509,7 @@ async fn an_agent_hanging_at_start_times_out_and_its_group_is_killed() {
     fake.plan(0, &[Step::Sleep(30)]);
     let mut config = fake.config();
     config.cli.start_timeout = Duration::from_millis(300);
-    let chat = start(config, None).await;
-    let error = chat
-        .session
-        .send_turn(turn_request("t1", "x"))
-        .await
-        .unwrap_err();
+    let error = first_turn_error(config).await;
     assert!(error.to_string().contains("did not start"), "{error}");
     let pid = fake.pid().unwrap();
     poll("the process group is gone", || {
