@@ -24,6 +24,7 @@ pub mod machine;
 pub mod negotiation;
 pub mod signal;
 pub mod uri;
+pub mod usage;
 
 /// The AHP 1.0 wire types, unchanged. Prefer the re-exports below for everyday use.
 pub use ahp_types;

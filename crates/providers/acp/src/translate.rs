@@ -41,7 +41,7 @@ use std::fmt;
 use agenthost_protocol::common::JsonObject;
 use agenthost_protocol::state::{ErrorInfo, ToolResultContent};
 use agenthost_protocol::{AgentSignal, ModelLimits, SessionUri};
-use agenthost_provider_api::{Mapper, NormEvent, Scope, ToolError};
+use agenthost_provider_api::{Mapper, NormEvent, Scope, ToolError, UsageKind};
 use serde_json::{Value, json};
 
 use crate::wire::{self, Message, RpcError, SessionUpdate, error_reply, permission_answer, schema};
@@ -514,9 +514,12 @@ impl Translator {
             self.emit(
                 NormEvent::Usage {
                     scope: Scope::Root,
+                    // No token counts: nothing to add, only the context's fill.
+                    kind: UsageKind::Call,
                     input: 0,
                     output: 0,
                     cache_read: None,
+                    cache_write: None,
                     model: self.model.clone(),
                     meta: Some(meta),
                 },
@@ -524,18 +527,18 @@ impl Translator {
             );
             return;
         };
-        if let Some(tokens) = usage.cached_write_tokens {
-            meta.insert("cacheWriteTokens".into(), tokens.into());
-        }
         if let Some(tokens) = usage.thought_tokens {
             meta.insert("reasoningTokens".into(), tokens.into());
         }
         self.emit(
             NormEvent::Usage {
                 scope: Scope::Root,
-                input: usage.input_tokens,
+                // The prompt's answer covers the whole turn.
+                kind: UsageKind::Total,
+                input: inclusive_input(usage),
                 output: usage.output_tokens,
                 cache_read: usage.cached_read_tokens,
+                cache_write: usage.cached_write_tokens,
                 model: self.model.clone(),
                 meta: (!meta.is_empty()).then_some(meta),
             },
@@ -725,6 +728,26 @@ pub fn map_transcript(
 
 /// A transcript line [`map_transcript`] could not read, with its 1-based line number.
 pub type TranscriptError = agenthost_provider_api::TranscriptError<LineError>;
+
+/// The input tokens of `usage`, cache reads and writes included. ACP leaves open whether
+/// `inputTokens` counts the cached tokens (agents on Anthropic models leave them out, OpenAI's
+/// count them); `totalTokens` is the sum of every kind, so when it covers the input, the
+/// output and the cached tokens side by side, the input left them out and they are added.
+fn inclusive_input(usage: &schema::Usage) -> u64 {
+    let cached = usage
+        .cached_read_tokens
+        .unwrap_or(0)
+        .saturating_add(usage.cached_write_tokens.unwrap_or(0));
+    let separate = usage
+        .input_tokens
+        .saturating_add(usage.output_tokens)
+        .saturating_add(cached);
+    if cached > 0 && usage.total_tokens >= separate {
+        usage.input_tokens.saturating_add(cached)
+    } else {
+        usage.input_tokens
+    }
+}
 
 #[cfg(test)]
 #[path = "translate_tests.rs"]

@@ -31,7 +31,7 @@ pub use attachments::{
     NoModelText, decode_base64, media_type, simple_text, unsendable, unsupported_attachment,
 };
 pub use cli::{AgentConfig, CliSettings, DEFAULT_MODEL};
-pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError};
+pub use mapper::{DENIED, Mapper, NormEvent, Scope, ToolError, UsageKind};
 pub use render::{
     awaiting_confirmation, pending_ready_action, running_without_confirmation, signal_json,
     stderr_suffix, system_notice, turn_cancelled,

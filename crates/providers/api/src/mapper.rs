@@ -17,7 +17,10 @@
 //!   → nothing (the client already dispatched `chat/turnCancelled`);
 //! - scoped events carry `parent_tool_call_id`, and the first event of a new subagent scope is
 //!   preceded by `SubagentStarted`; subagents still open when the turn ends are completed just
-//!   before its terminal action.
+//!   before its terminal action;
+//! - usage accumulates per scope for the turn: a call's report is added, a total replaces, and
+//!   each `chat/usage` carries the scope's running total (cache writes under
+//!   `agenthost.cacheWriteTokens`), since a later `chat/usage` replaces an earlier one.
 //!
 //! Input from a CLI is never trusted: an id that cannot be a [`SafeId`], an event for an unknown
 //! tool call or an event outside a turn is dropped with a `tracing` warning, never a panic.
@@ -38,6 +41,7 @@ use agenthost_protocol::state::{
     ToolCallContributor, ToolCallPendingConfirmationState, ToolCallResult, ToolInput,
     ToolResultContent, UsageInfo,
 };
+use agenthost_protocol::usage::CACHE_WRITE_TOKENS;
 use agenthost_protocol::{
     ActionSignal, AgentSignal, ModelCallCompleted, ModelLimits, ModelLimitsReported,
     PendingConfirmation, PermissionKind, SafeId, SessionUri, StateAction, SteeringConsumed,
@@ -273,16 +277,25 @@ pub enum NormEvent {
         /// The tool call that started it.
         parent_tool_call_id: String,
     },
-    /// Token usage of the turn so far (each report replaces the previous one).
+    /// Token usage: one model call's ([`UsageKind::Call`], added to the scope's total for the
+    /// turn) or the scope's whole turn so far ([`UsageKind::Total`], replacing it). The mapper
+    /// reports the scope's running total as `chat/usage` either way.
+    ///
+    /// Token meanings are normalised by the provider (see `agenthost_protocol::usage`): `input`
+    /// counts every input token, cached or not; `cache_read` and `cache_write` are parts of it.
     Usage {
         /// Where it happened.
         scope: Scope,
-        /// Input tokens.
+        /// Whether this is one call's usage or the turn's so far.
+        kind: UsageKind,
+        /// Input tokens, cache reads and writes included.
         input: u64,
         /// Output tokens.
         output: u64,
-        /// Tokens read from the cache.
+        /// Input tokens read from the cache.
         cache_read: Option<u64>,
+        /// Input tokens written to the cache.
+        cache_write: Option<u64>,
         /// The model.
         model: Option<String>,
         /// Provider-specific metadata. VS Code renders a numeric `cost` as "N credits" in the
@@ -366,6 +379,43 @@ impl ToolError {
         Self {
             message: message.into(),
             code: Some(DENIED.to_owned()),
+        }
+    }
+}
+
+/// What a [`NormEvent::Usage`] report covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageKind {
+    /// One model call (added to the turn's total).
+    Call,
+    /// The turn so far (replaces the total).
+    Total,
+}
+
+/// The token counts of one scope of a turn, summed over its reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TokenTotals {
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+    pub(crate) cache_read: Option<u64>,
+    pub(crate) cache_write: Option<u64>,
+}
+
+impl TokenTotals {
+    /// Applies one report.
+    pub(crate) fn apply(&mut self, kind: UsageKind, report: TokenTotals) {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        match kind {
+            UsageKind::Total => *self = report,
+            UsageKind::Call => {
+                self.input = self.input.saturating_add(report.input);
+                self.output = self.output.saturating_add(report.output);
+                self.cache_read = add(self.cache_read, report.cache_read);
+                self.cache_write = add(self.cache_write, report.cache_write);
+            }
         }
     }
 }
@@ -618,6 +668,8 @@ struct TurnMap {
     subagents: HashMap<String, SubagentStatus>,
     /// Subagents in the order they started, to close the open ones deterministically.
     subagent_order: Vec<SafeId>,
+    /// The usage of the turn so far, per scope (keyed like `scopes`).
+    usage: HashMap<Option<String>, TokenTotals>,
 }
 
 impl TurnMap {
@@ -632,6 +684,7 @@ impl TurnMap {
             tools: HashMap::new(),
             subagents: HashMap::new(),
             subagent_order: Vec::new(),
+            usage: HashMap::new(),
         }
     }
 }

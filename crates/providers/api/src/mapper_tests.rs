@@ -641,9 +641,11 @@ fn usage_becomes_chat_usage() {
         &mut m,
         vec![NormEvent::Usage {
             scope: Scope::Root,
+            kind: UsageKind::Total,
             input: 200,
             output: 40,
             cache_read: Some(3),
+            cache_write: None,
             model: Some("m".into()),
             meta: None,
         }],
@@ -657,6 +659,59 @@ fn usage_becomes_chat_usage() {
 }
 
 #[test]
+fn call_usage_adds_up_per_scope_and_a_total_replaces_it() {
+    let call = |scope: Scope, input, cache_write| NormEvent::Usage {
+        scope,
+        kind: UsageKind::Call,
+        input,
+        output: 10,
+        cache_read: Some(5),
+        cache_write,
+        model: Some("m".into()),
+        meta: None,
+    };
+    let mut m = mapper();
+    let out = run(
+        &mut m,
+        vec![
+            call(Scope::Root, 100, None),
+            call(Scope::Root, 200, Some(50)),
+            call(Scope::subagent("spawn"), 7, None),
+            NormEvent::Usage {
+                scope: Scope::Root,
+                kind: UsageKind::Total,
+                input: 1000,
+                output: 1,
+                cache_read: None,
+                cache_write: None,
+                model: None,
+                meta: None,
+            },
+        ],
+    );
+    let usages: Vec<_> = out
+        .iter()
+        .filter(|action| action["type"] == "chat/usage")
+        .map(|action| action["usage"].clone())
+        .collect();
+    assert_eq!(
+        usages,
+        vec![
+            json!({"inputTokens": 100, "outputTokens": 10, "cacheReadTokens": 5, "model": "m"}),
+            json!({"inputTokens": 300, "outputTokens": 20, "cacheReadTokens": 10, "model": "m",
+                   "_meta": {"agenthost.cacheWriteTokens": 50}}),
+            // The subagent's chat has a total of its own.
+            json!({"inputTokens": 7, "outputTokens": 10, "cacheReadTokens": 5, "model": "m"}),
+            json!({"inputTokens": 1000, "outputTokens": 1}),
+        ]
+    );
+    // A new turn starts from nothing.
+    m.begin_turn("t2");
+    let out = run(&mut m, vec![call(Scope::Root, 1, None)]);
+    assert_eq!(out[0]["usage"]["inputTokens"], 1);
+}
+
+#[test]
 fn usage_meta_never_carries_quota_snapshots_or_a_cost_that_is_not_credits() {
     let usage = |meta: serde_json::Value| {
         let mut m = mapper();
@@ -664,9 +719,11 @@ fn usage_meta_never_carries_quota_snapshots_or_a_cost_that_is_not_credits() {
             &mut m,
             vec![NormEvent::Usage {
                 scope: Scope::Root,
+                kind: UsageKind::Call,
                 input: 1,
                 output: 1,
                 cache_read: None,
+                cache_write: None,
                 model: None,
                 meta: serde_json::from_value(meta).unwrap(),
             }],

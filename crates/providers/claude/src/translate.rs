@@ -29,6 +29,7 @@ use crate::wire::{
 mod control;
 mod lines;
 mod messages;
+mod usage;
 
 /// What one stdout line asks of the driver.
 // Outputs live for one line and are moved into a `Vec` once: boxing the signal buys nothing.
@@ -234,6 +235,8 @@ struct TurnTrack {
     /// Tool calls denied without anyone being asked (`system/permission_denied`).
     denied: HashSet<String>,
     api_error: Option<ApiError>,
+    /// The turn's model calls and their usage.
+    calls: usage::Calls,
 }
 
 impl Translator {

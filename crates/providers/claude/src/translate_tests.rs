@@ -693,9 +693,11 @@ fn a_result_reports_usage_then_completes_the_turn() {
     assert_eq!(
         terminal(json!({})),
         vec![
+            // Anthropic's input count leaves the cached tokens out; the host counts them in.
             json!({"type": "chat/usage", "turnId": "t1",
-                   "usage": {"inputTokens": 10, "outputTokens": 2, "model": "m",
-                             "cacheReadTokens": 1}}),
+                   "usage": {"inputTokens": 11, "outputTokens": 2, "model": "m",
+                             "cacheReadTokens": 1,
+                             "_meta": {"agenthost.cacheWriteTokens": 0}}}),
             json!({"type": "chat/turnComplete", "turnId": "t1", "duration": 12}),
         ]
     );
@@ -706,9 +708,78 @@ fn the_dollar_cost_is_never_reported_as_credits() {
     let out = terminal(json!({ "total_cost_usd": 0.0016 }));
     assert_eq!(
         out[0]["usage"]["_meta"],
-        json!({ "totalCostUsd": 0.0016 }),
+        json!({ "agenthost.agentCostUsd": 0.0016, "agenthost.cacheWriteTokens": 0 }),
         "VS Code shows `cost` as credits: dollars go under their own key"
     );
+}
+
+/// A streamed model call's usage: `message_start` has the input and cache counts, the
+/// `assistant` line a partial output count, `message_delta` the final one.
+fn streamed_call(id: &str, parent: Option<&str>, input: u64, output: u64) -> Vec<Value> {
+    let event = |event: Value| json!({ "type": "stream_event", "event": event, "parent_tool_use_id": parent });
+    vec![
+        event(
+            json!({ "type": "message_start", "message": { "id": id, "model": "claude-x",
+            "usage": { "input_tokens": input, "cache_read_input_tokens": 1000,
+                       "cache_creation_input_tokens": 500, "output_tokens": 1 } } }),
+        ),
+        json!({ "type": "assistant", "parent_tool_use_id": parent,
+                "message": { "id": id, "model": "claude-x", "content": [],
+                  "usage": { "input_tokens": input, "cache_read_input_tokens": 1000,
+                             "cache_creation_input_tokens": 500, "output_tokens": 1 } } }),
+        event(
+            json!({ "type": "message_delta", "delta": {}, "usage": { "output_tokens": output } }),
+        ),
+        event(json!({ "type": "message_stop" })),
+    ]
+}
+
+#[test]
+fn each_model_calls_usage_is_reported_as_it_arrives_with_cache_writes_counted_in() {
+    let mut t = translator();
+    let mut lines = streamed_call("msg-1", None, 10, 20);
+    lines.extend(streamed_call("msg-2", None, 30, 40));
+    let out = feed(&mut t, &lines);
+    let usages: Vec<Value> = signals(&out)
+        .into_iter()
+        .filter(|signal| signal["type"] == "chat/usage")
+        .map(|signal| signal["usage"].clone())
+        .collect();
+    let usage = |input: u64, output: u64, read: u64, written: u64| {
+        json!({ "inputTokens": input, "outputTokens": output, "cacheReadTokens": read,
+                "model": "claude-x", "_meta": { "agenthost.cacheWriteTokens": written } })
+    };
+    // Only changes are reported: the `assistant` line repeats what `message_start` said.
+    assert_eq!(
+        usages,
+        vec![
+            usage(1510, 1, 1000, 500),
+            usage(1510, 20, 1000, 500),
+            usage(1510 + 1530, 21, 2000, 1000),
+            usage(1510 + 1530, 60, 2000, 1000),
+        ]
+    );
+    // The result's own usage covers the same calls and has the last word for the root.
+    let out = feed(&mut t, &[result(json!({}))]);
+    assert_eq!(signals(&out)[0]["usage"]["inputTokens"], 11);
+}
+
+#[test]
+fn a_subagents_calls_are_its_own_and_the_result_does_not_replace_the_parents_sum() {
+    let mut t = translator();
+    let mut lines = streamed_call("msg-1", None, 10, 20);
+    lines.extend(streamed_call("msg-sub", Some("toolu_task"), 30, 40));
+    lines.push(result(
+        json!({ "usage": { "input_tokens": 99_999, "output_tokens": 99 } }),
+    ));
+    let out = feed(&mut t, &lines);
+    let last_root = signals(&out)
+        .into_iter()
+        .filter(|signal| signal["type"] == "chat/usage" && signal.get("chat").is_none())
+        .last()
+        .unwrap();
+    assert_eq!(last_root["usage"]["inputTokens"], 1510);
+    assert_eq!(last_root["usage"]["outputTokens"], 20);
 }
 
 #[test]

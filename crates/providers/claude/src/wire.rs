@@ -228,7 +228,11 @@ pub enum StreamEvent {
         index: u64,
     },
     /// Message-level updates (stop reason, usage).
-    MessageDelta,
+    MessageDelta {
+        /// The message's usage so far (`output_tokens` is the count up to here).
+        #[serde(default)]
+        usage: Option<ApiUsage>,
+    },
     /// The message ends.
     MessageStop,
     /// Any other event (`ping`, `error`, …).
@@ -241,6 +245,31 @@ pub enum StreamEvent {
 pub struct StreamMessage {
     /// The API message id.
     pub id: String,
+    /// The model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The call's usage at its start (input and cache counts; output so far).
+    #[serde(default)]
+    pub usage: Option<ApiUsage>,
+}
+
+/// The usage of one model call, as the Anthropic API reports it: `input_tokens` leaves out the
+/// tokens read from and written to the prompt cache. Every field may be missing (a
+/// `message_delta` carries only the counts that changed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct ApiUsage {
+    /// Input tokens not read from or written to the cache.
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    /// Input tokens read from the cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    /// Input tokens written to the cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
 /// A `content_block_delta` payload.
@@ -342,6 +371,9 @@ pub struct AssistantMessage {
     /// The content blocks.
     #[serde(default)]
     pub content: Vec<ContentBlock>,
+    /// The call's usage when the line was written (its output count may be partial).
+    #[serde(default)]
+    pub usage: Option<ApiUsage>,
 }
 
 /// A `user` line.
@@ -569,6 +601,9 @@ pub struct ResultUsage {
     /// Tokens read from the prompt cache.
     #[serde(default)]
     pub cache_read_input_tokens: Option<u64>,
+    /// Tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
 // ─── Host → CLI ─────────────────────────────────────────────────────────────────────────────

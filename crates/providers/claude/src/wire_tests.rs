@@ -100,8 +100,13 @@ fn unknown_events_blocks_and_deltas_decode_as_other() {
     };
     assert_eq!(event(json!({ "type": "ping" })), StreamEvent::Other);
     assert_eq!(
-        event(json!({ "type": "message_delta", "delta": {}, "usage": {} })),
-        StreamEvent::MessageDelta
+        event(json!({ "type": "message_delta", "delta": {}, "usage": { "output_tokens": 20 } })),
+        StreamEvent::MessageDelta {
+            usage: Some(ApiUsage {
+                output_tokens: Some(20),
+                ..ApiUsage::default()
+            })
+        }
     );
     assert_eq!(
         event(json!({ "type": "content_block_start", "index": 2,

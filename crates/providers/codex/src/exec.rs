@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use agenthost_protocol::SessionUri;
 use agenthost_protocol::state::ErrorInfo;
-use agenthost_provider_api::{Mapper, NormEvent, Scope};
+use agenthost_provider_api::{Mapper, NormEvent, Scope, UsageKind};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -427,9 +427,13 @@ impl ExecTranslator {
                     self.emit(
                         NormEvent::Usage {
                             scope: Scope::Root,
+                            // `codex exec` reports the turn's usage once, at its end; its
+                            // input count includes the cached tokens already.
+                            kind: UsageKind::Total,
                             input: usage.input_tokens,
                             output: usage.output_tokens,
                             cache_read: Some(usage.cached_input_tokens),
+                            cache_write: None,
                             model: None,
                             meta: Some(usage_meta(usage.reasoning_output_tokens, None)),
                         },

@@ -16,7 +16,7 @@ use agenthost_protocol::state::{
     ChatInputRequest, ChatInputResponseKind, ErrorInfo, ToolResultContent, ToolResultTextContent,
 };
 use agenthost_protocol::{AgentSignal, SessionUri, StateAction};
-use agenthost_provider_api::{Mapper, NormEvent, Scope};
+use agenthost_provider_api::{Mapper, NormEvent, Scope, UsageKind};
 use serde_json::Value;
 
 pub use crate::control::{ApprovalKind, InputKind};

@@ -20,7 +20,7 @@ use agenthost_protocol::state::{
 };
 use agenthost_protocol::uri::path_to_file_uri;
 use agenthost_protocol::{AgentSignal, ModelLimits, SessionUri};
-use agenthost_provider_api::{Mapper, NormEvent, Scope, ToolError};
+use agenthost_provider_api::{Mapper, NormEvent, Scope, ToolError, UsageKind};
 use base64::Engine as _;
 use serde_json::{Value, json};
 

@@ -140,21 +140,39 @@ impl TurnMap {
             } => self.subagent_ended(&parent_tool_call_id, out),
             NormEvent::Usage {
                 scope,
+                kind,
                 input,
                 output,
                 cache_read,
+                cache_write,
                 model,
                 meta,
             } => {
                 let Some(parent) = self.enter_scope(&scope, out) else {
                     return;
                 };
+                let totals = self
+                    .usage
+                    .entry(parent.as_ref().map(|p| p.as_str().to_owned()))
+                    .or_default();
+                let report = TokenTotals {
+                    input,
+                    output,
+                    cache_read,
+                    cache_write,
+                };
+                totals.apply(kind, report);
+                let totals = *totals;
+                let mut meta = meta.unwrap_or_default();
+                if let Some(written) = totals.cache_write {
+                    meta.insert(CACHE_WRITE_TOKENS.into(), written.into());
+                }
                 let usage = UsageInfo {
-                    input_tokens: Some(tokens(input)),
-                    output_tokens: Some(tokens(output)),
+                    input_tokens: Some(tokens(totals.input)),
+                    output_tokens: Some(tokens(totals.output)),
                     model,
-                    cache_read_tokens: cache_read.map(tokens),
-                    meta: meta.and_then(usage_meta),
+                    cache_read_tokens: totals.cache_read.map(tokens),
+                    meta: usage_meta(meta),
                 };
                 out.action(
                     parent.as_ref(),

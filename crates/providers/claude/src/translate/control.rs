@@ -148,28 +148,17 @@ impl Translator {
             return;
         };
         self.report_limits(&result, out);
-        if let Some(usage) = &result.usage {
-            let model = result
-                .model_usage
-                .as_ref()
-                .and_then(|models| models.keys().next().cloned());
-            let meta = result.total_cost_usd.map(|cost| {
-                let mut meta = JsonObject::new();
-                meta.insert("totalCostUsd".into(), cost.into());
-                meta
-            });
-            self.emit(
-                NormEvent::Usage {
-                    scope: Scope::Root,
-                    input: usage.input_tokens.unwrap_or(0),
-                    output: usage.output_tokens.unwrap_or(0),
-                    cache_read: usage.cache_read_input_tokens,
-                    model,
-                    meta,
-                },
-                out,
-            );
-        }
+        let model = result
+            .model_usage
+            .as_ref()
+            .and_then(|models| models.keys().next().cloned());
+        self.result_usage(
+            &turn,
+            result.usage.as_ref(),
+            model,
+            result.total_cost_usd,
+            out,
+        );
         let terminal = match terminal_error(&result, turn.api_error.as_ref()) {
             Some(error) => NormEvent::Failed {
                 error,

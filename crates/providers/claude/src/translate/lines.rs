@@ -106,7 +106,11 @@ impl Translator {
         match line.event {
             StreamEvent::MessageStart { message } => {
                 turn.streamed.insert(message.id.clone());
-                turn.current_message.insert(scope, message.id);
+                turn.current_message
+                    .insert(scope.clone(), message.id.clone());
+                if let Some(usage) = &message.usage {
+                    self.call_usage(&message.id, &scope, message.model.as_deref(), usage, out);
+                }
             }
             StreamEvent::ContentBlockStart {
                 index,
@@ -212,7 +216,12 @@ impl Translator {
                     );
                 }
             }
-            StreamEvent::MessageDelta | StreamEvent::Other => {}
+            StreamEvent::MessageDelta { usage } => {
+                if let (Some(message), Some(usage)) = (message(turn), usage) {
+                    self.call_usage(&message, &scope, None, &usage, out);
+                }
+            }
+            StreamEvent::Other => {}
         }
     }
 

@@ -26,6 +26,10 @@ impl Translator {
             format!("message-{}", turn.anonymous_messages)
         });
         let streamed = turn.streamed.contains(&message);
+        if let Some(usage) = &line.message.usage {
+            let model = line.message.model.clone();
+            self.call_usage(&message, &scope, model.as_deref(), usage, out);
+        }
         for block in line.message.content {
             // Without partial messages each block is its own line: count them to number the
             // blocks as the stream would.

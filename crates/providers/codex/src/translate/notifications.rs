@@ -326,9 +326,13 @@ impl Translator {
         self.emit(
             NormEvent::Usage {
                 scope: Scope::Root,
+                // `last` is this model call's usage (`total` is the whole thread's); OpenAI's
+                // input count includes the cached tokens already.
+                kind: UsageKind::Call,
                 input: last.input_tokens,
                 output: last.output_tokens,
                 cache_read: Some(last.cached_input_tokens),
+                cache_write: None,
                 model: self.model.clone(),
                 meta: Some(usage_meta(
                     last.reasoning_output_tokens,

@@ -7,11 +7,10 @@ impl Translator {
         let Some(scope) = self.scope(agent, data.parent_tool_call_id.as_deref()) else {
             return;
         };
-        // A subagent's usage goes to its own chat; the root keeps its context's numbers.
+        // A subagent's usage goes to its own chat; the root keeps its context's numbers. Each
+        // `assistant.usage` is one model call; Copilot counts input the OpenAI way (cached
+        // tokens included), whichever model runs.
         let mut meta = JsonObject::new();
-        if let Some(tokens) = data.cache_write_tokens {
-            meta.insert("cacheWriteTokens".into(), tokens.into());
-        }
         if let Some(tokens) = data.reasoning_tokens {
             meta.insert("reasoningTokens".into(), tokens.into());
         }
@@ -21,9 +20,11 @@ impl Translator {
         self.emit(
             NormEvent::Usage {
                 scope,
+                kind: UsageKind::Call,
                 input: data.input_tokens,
                 output: data.output_tokens,
                 cache_read: data.cache_read_tokens,
+                cache_write: data.cache_write_tokens,
                 model: data.model,
                 meta: (!meta.is_empty()).then_some(meta),
             },
