@@ -4,9 +4,9 @@ use agenthost_protocol::ChatUri;
 use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{ActiveTurn, Message, Turn, UsageInfo};
 use agenthost_services::{
-    DataError, DataFuture, DataOwner, Flags, SessionDataStore, StoredTitle, TitleSource,
+    DataError, DataFuture, DataOwner, Flags, SessionDataStore, StoredTitle, TitleSource, TurnSpend,
 };
-use agenthost_store::{MetaOwner, Store, StoreError, TurnRecord};
+use agenthost_store::{MetaOwner, SpendRecord, Store, StoreError, TurnRecord};
 use serde_json::Value;
 
 /// The store's key for `owner`'s metadata.
@@ -130,6 +130,19 @@ impl SessionDataStore for StoreSessionData {
         self.run(move |store| {
             let entries = store.meta_entries(MetaOwner::Chat(&chat))?;
             Ok(decode_usages(chat.as_str(), entries))
+        })
+    }
+
+    fn set_turn_spend(&self, spend: TurnSpend) -> DataFuture<()> {
+        self.run(move |store| {
+            Ok(store.set_turn_spend(&SpendRecord {
+                chat: spend.chat,
+                turn_id: spend.turn_id,
+                provider: spend.provider,
+                cost_usd: spend.cost_usd,
+                incomplete: spend.incomplete,
+                at: spend.at,
+            })?)
         })
     }
 

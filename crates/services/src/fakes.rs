@@ -37,7 +37,7 @@ use crate::{
     ServerDispatch, SessionDataStore, StoredTitle, SubscriptionListener, SubscriptionTracker,
     TelemetryReporter, TitleController, TitleKind, TitleSource, TitleState, ToolCallBlock,
     ToolCallOutcome, ToolCallSnapshot, ToolCallTracker, TurnBlock, TurnCompletion, TurnSnapshot,
-    TurnStage, TurnTracker, UserMessageSent,
+    TurnSpend, TurnStage, TurnTracker, UserMessageSent,
 };
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -71,6 +71,7 @@ mod intake;
 mod local_commands;
 pub mod paging;
 pub mod periodic;
+pub mod prices;
 mod provider;
 pub mod resources;
 mod resume;
@@ -114,7 +115,7 @@ pub use provider::{
 pub use resume::ResumeHandles;
 pub use session_data::{
     CREATION_META_KEY, DataError, DataFuture, DataOwner, Flags, MAX_CREATION_META_BYTES,
-    SESSION_CONFIG_KEY, SessionDataStore, StoredTitle, TitleSource,
+    SESSION_CONFIG_KEY, SessionDataStore, StoredTitle, TitleSource, TurnSpend,
 };
 pub use subscriptions::{
     ListenerId, LiveSubscriptions, SubscriptionChange, SubscriptionListener, SubscriptionTracker,

@@ -53,6 +53,23 @@ pub const CREATION_META_KEY: &str = "creationMeta";
 /// The largest `createSession` `_meta` kept under [`CREATION_META_KEY`], serialized.
 pub const MAX_CREATION_META_BYTES: usize = 64 * 1024;
 
+/// One turn's estimated spend, for the spend ledger (see `agenthost_protocol::usage`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSpend {
+    /// The chat whose own model calls it covers (a subagent's chat has its own).
+    pub chat: ChatUri,
+    /// The turn.
+    pub turn_id: String,
+    /// The session's provider.
+    pub provider: String,
+    /// US dollars; `None` when no model call of the turn had a known price.
+    pub cost_usd: Option<f64>,
+    /// Whether calls without a known price were left out of `cost_usd`.
+    pub incomplete: bool,
+    /// When it was last updated (RFC 3339, UTC).
+    pub at: String,
+}
+
 /// A stored title and who chose it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredTitle {
@@ -111,6 +128,16 @@ pub trait SessionDataStore: Send + Sync {
     fn set_flags(&self, owner: DataOwner, flags: Flags) -> DataFuture<()>;
     /// The flags of a session or chat.
     fn flags(&self, owner: DataOwner) -> DataFuture<Option<Flags>>;
+    /// Records (or replaces) a turn's spend in the spend ledger. The default refuses: it has
+    /// no ledger to write to.
+    fn set_turn_spend(&self, spend: TurnSpend) -> DataFuture<()> {
+        let _ = spend;
+        Box::pin(async {
+            Err(DataError::Unavailable(
+                "this session data store keeps no spend ledger".into(),
+            ))
+        })
+    }
     /// The open turn of `chat`: one that started and was never stored as finished — the host
     /// stopped during it. `None` when there is none (the default: an implementation that keeps
     /// no markers knows of none).

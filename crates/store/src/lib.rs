@@ -56,6 +56,7 @@ mod metadata;
 mod records;
 mod schema;
 mod sessions;
+mod spend;
 mod store;
 mod turns;
 
@@ -67,6 +68,7 @@ pub use records::{
     TurnRecord,
 };
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use spend::{SessionSpend, SpendRecord, SpendTotal};
 pub use store::{Store, hold_exclusively};
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::error::{BUSY_TIMEOUT_MS, StoreError};
 pub const APPLICATION_ID: i32 = 0x4148_5354;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -178,6 +178,24 @@ CREATE TABLE audit (
 ) STRICT;
 ";
 
+/// Version 6: the spend ledger — each turn's estimated cost per chat, with the session (so a
+/// session's total is one indexed sum) and the time it was last updated (for a spend report
+/// over a period). Rows go with their chat.
+pub(crate) const V6_SPEND: &str = "
+CREATE TABLE spend (
+    session    TEXT NOT NULL,
+    chat       TEXT NOT NULL REFERENCES chats (uri) ON DELETE CASCADE,
+    turn_id    TEXT NOT NULL,
+    provider   TEXT NOT NULL,
+    cost_usd   REAL CHECK (cost_usd IS NULL OR cost_usd >= 0),
+    incomplete INTEGER NOT NULL CHECK (incomplete IN (0, 1)),
+    at         TEXT NOT NULL,
+    PRIMARY KEY (chat, turn_id)
+) STRICT;
+CREATE INDEX spend_by_session ON spend (session);
+CREATE INDEX spend_by_time ON spend (at);
+";
+
 /// The schema's history, oldest first. Append a step to change the schema; never edit one that
 /// has shipped.
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -200,6 +218,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 5,
         sql: V5_ACCESS,
+    },
+    Migration {
+        version: 6,
+        sql: V6_SPEND,
     },
 ];
 

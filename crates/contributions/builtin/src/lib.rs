@@ -38,6 +38,7 @@
 //! | 22 | `auditLog` | `dyn AuditLog` | registered |
 //! | 23 | `remoteSessionOrigin` | `dyn SessionDataStore`, `dyn HostState` | registered |
 //! | 24 | `sessionModes` | `dyn HostState`, `dyn ClientActionIntake` | registered |
+//! | 25 | `turnCost` | `dyn HostState`, `dyn ServerDispatch`, `dyn SessionDataStore` (and the `PriceTable` when registered; the built-in one otherwise) | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
@@ -61,6 +62,7 @@ use agenthost_contrib_session_modes::SessionModes;
 use agenthost_contrib_session_title::SessionTitle;
 use agenthost_contrib_side_chat::SideChat;
 use agenthost_contrib_turn_admission::TurnAdmission;
+use agenthost_contrib_turn_cost::TurnCost;
 use agenthost_contrib_turn_delegation::TurnDelegation;
 use agenthost_contrib_unattended_policy::UnattendedPolicyContribution;
 use agenthost_contrib_worktree_announcement::WorktreeAnnouncement;
@@ -71,7 +73,7 @@ type Register = fn(&Dispatcher) -> Result<Registration, RegistrationError>;
 
 /// The built-ins, one line each, in the registration order (between contributions of equal
 /// `ORDER`, the one registered first runs first); a missing one keeps its slot.
-const BUILTINS: [Register; 24] = [
+const BUILTINS: [Register; 25] = [
     |d| d.register::<LocalCommandHandler>(),          // 1
     |d| d.register::<TurnAdmission>(),                // 2
     |d| d.register::<TurnDelegation>(),               // 3
@@ -96,6 +98,7 @@ const BUILTINS: [Register; 24] = [
     |d| d.register::<AuditLogContribution>(),         // 22
     |d| d.register::<RemoteSessionOrigin>(),          // 23
     |d| d.register::<SessionModes>(),                 // 24
+    |d| d.register::<TurnCost>(),                     // 25
 ];
 
 /// How many built-ins there are.

@@ -83,7 +83,8 @@ fn the_builtin_order_per_hook() {
             "interruptedTurn",
             "auditLog",
             "remoteSessionOrigin",
-            "sessionModes"
+            "sessionModes",
+            "turnCost"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));

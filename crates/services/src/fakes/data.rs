@@ -63,6 +63,9 @@ pub enum DataCall {
     Flags {
         owner: DataOwner,
     },
+    SetTurnSpend {
+        spend: TurnSpend,
+    },
 }
 
 /// The fake's storage (it behaves like an empty store that accepts every owner) and its
@@ -85,6 +88,8 @@ pub struct DataAnswers {
     pub titles: HashMap<DataOwner, StoredTitle>,
     /// Flags by owner.
     pub flags: HashMap<DataOwner, Flags>,
+    /// The spend ledger, by chat and turn.
+    pub spend: BTreeMap<(String, String), TurnSpend>,
 }
 
 fake!(
@@ -251,5 +256,14 @@ impl SessionDataStore for FakeSessionData {
             owner: owner.clone(),
         };
         self.answer(call, |a| a.flags.get(&owner).copied())
+    }
+    fn set_turn_spend(&self, spend: TurnSpend) -> DataFuture<()> {
+        let call = DataCall::SetTurnSpend {
+            spend: spend.clone(),
+        };
+        self.answer(call, |a| {
+            let key = (spend.chat.to_string(), spend.turn_id.clone());
+            a.spend.insert(key, spend);
+        })
     }
 }
