@@ -96,6 +96,20 @@ pub fn set_cost(meta: &mut JsonObject, cost: Cost) {
     }
 }
 
+/// The cost keys of `meta` alone (for a session summary, which carries the session's total
+/// and nothing else of its `_meta`); `None` when it has none.
+pub fn cost_keys(meta: Option<&JsonObject>) -> Option<JsonObject> {
+    let meta = meta?;
+    let kept: JsonObject = [COST_USD, COST_INCOMPLETE, BUDGET_USD]
+        .iter()
+        .filter_map(|key| {
+            meta.get(*key)
+                .map(|value| ((*key).to_owned(), value.clone()))
+        })
+        .collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
 /// `amount` rounded to a millionth of a dollar, so sums printed from JSON stay readable.
 pub fn round_usd(amount: f64) -> f64 {
     (amount * 1e6).round() / 1e6

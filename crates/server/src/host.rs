@@ -11,6 +11,7 @@ use agenthost_protocol::commands::{
 use agenthost_service::bounded::BoundedMap;
 use agenthost_service::checkpoint_commands::{DiffParams, RollbackParams};
 use agenthost_service::resources;
+use agenthost_service::spend::SpendParams;
 use agenthost_service::{
     AgentService, ClientContext, Outbox, Reattached, ReconnectOutcome, ServiceError, SubscriberId,
 };
@@ -325,6 +326,10 @@ impl Host {
                         .await
                         .map_err(service_error)?,
                 )
+            }
+            "x-spend" => {
+                let p: SpendParams = params(raw)?;
+                encode(&self.service.spend(&p).await.map_err(service_error)?)
             }
             "x-checkpoint/rollback" => {
                 let p: RollbackParams = params(raw)?;

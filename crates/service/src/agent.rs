@@ -15,6 +15,7 @@ use agenthost_protocol::{ActionEnvelope, ActionOrigin, ChatUri, SessionUri, Stat
 use agenthost_services::checkpoint_commands::{
     self, CommandError, DiffParams, DiffResult, RollbackParams, RollbackResult, SessionTurns,
 };
+use agenthost_services::spend::{SpendParams, SpendReport};
 use agenthost_services::{AuditLog, CheckpointService, SubscriptionTracker};
 use agenthost_side_effects::Orchestrator;
 use agenthost_state::{
@@ -405,6 +406,11 @@ impl AgentService {
     pub async fn checkpoint_diff(&self, params: &DiffParams) -> Result<DiffResult, ServiceError> {
         let (checkpoints, target) = self.checkpoint_target(&params.session).await?;
         Ok(checkpoint_commands::diff(checkpoints.as_ref(), &target, params).await?)
+    }
+
+    /// `x-spend`: the spend report of the host's sessions and providers.
+    pub async fn spend(&self, params: &SpendParams) -> Result<SpendReport, ServiceError> {
+        self.sessions.spend(params).await
     }
 
     /// `x-checkpoint/rollback`, recorded in the audit log with the token and client id.

@@ -36,7 +36,7 @@ pub use sessions::{ServiceConfig, SessionService, root_state, state_for};
 // crate and the protocol alone.
 pub use agenthost_dispatcher::{ClientContext, LaunchKind, RegistrationSet};
 pub use agenthost_services::{
-    bounded, checkpoint_commands, resources, sandbox, session_config_with,
+    bounded, checkpoint_commands, resources, sandbox, session_config_with, spend,
 };
 pub use agenthost_state::{
     ClientDispatch, Outbox, ReconnectOutcome, SubscriberId, action_frame, notification_frame,

@@ -39,7 +39,7 @@ mod restore;
 use agenthost_services::ResumeHandles;
 use agenthost_services_store::persistence::{
     StoreReservation, TurnRecorder, chat_record, restored_chat, restored_session, session_record,
-    stored_chat_summary,
+    spend_meta, spend_report, stored_chat_summary,
 };
 
 /// What the session service is built with. The checkpoint, changeset and worktree-isolation

@@ -3,9 +3,11 @@
 
 use std::sync::Arc;
 
+use agenthost_protocol::ahp_types::common::JsonObject;
 use agenthost_protocol::ahp_types::state::{
     ChatState, ChatSummary, SessionLifecycle, SessionState, SessionStatus, Turn,
 };
+use agenthost_protocol::usage::{Cost, set_cost};
 use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_reducers::HostState;
@@ -14,7 +16,8 @@ use agenthost_reducers::states::empty_chat;
 use agenthost_services::ResumeHandles;
 use agenthost_state::{CommitHook, SeqReservation, StateManager};
 use agenthost_store::{
-    ChatRecord, HistoryWrite, HistoryWriter, SessionRecord, Store, TitleSource, TurnRecord,
+    ChatRecord, HistoryWrite, HistoryWriter, SessionRecord, SpendTotal, Store, TitleSource,
+    TurnRecord,
 };
 
 /// Persists `serverSeq` reservations as the store's high-water mark.
@@ -250,6 +253,22 @@ pub fn restored_session(record: &SessionRecord, chats: &[ChatRecord]) -> Session
     }
 }
 
+/// A session's `_meta` holding its total spend from the ledger (`agenthost.costUsd`), `None`
+/// when no turn of it was ever costed.
+pub fn spend_meta(total: &SpendTotal) -> Option<JsonObject> {
+    let cost = match (total.priced_turns, total.unpriced_turns) {
+        (0, 0) => return None,
+        (0, _) => Cost::Unknown,
+        (_, unpriced) => Cost::Usd {
+            amount: total.cost_usd,
+            complete: unpriced == 0,
+        },
+    };
+    let mut meta = JsonObject::new();
+    set_cost(&mut meta, cost);
+    Some(meta)
+}
+
 /// A stored chat as live state, with the turns the hydration stages returned.
 pub fn restored_chat(record: &ChatRecord, turns: Vec<Turn>, title: Option<String>) -> ChatState {
     let mut chat = empty_chat(
@@ -263,4 +282,31 @@ pub fn restored_chat(record: &ChatRecord, turns: Vec<Turn>, title: Option<String
     chat.draft = record.draft.clone();
     chat.turns = turns;
     chat
+}
+
+/// The `x-spend` report from the spend ledger: each session with a turn updated at or after
+/// `since` (every session with spend when `None`), with its title, counting those turns only.
+pub fn spend_report(
+    store: &Store,
+    since: Option<String>,
+) -> Result<agenthost_services::spend::SpendReport, agenthost_store::StoreError> {
+    use agenthost_services::spend::{SessionSpend, SpendFigure, SpendReport};
+    let mut sessions = Vec::new();
+    for row in store.spend_since(since.as_deref())? {
+        let title = store
+            .session(&row.session)?
+            .map(|record| record.title)
+            .unwrap_or_default();
+        sessions.push(SessionSpend {
+            session: row.session.to_string(),
+            title,
+            provider: row.provider,
+            spend: SpendFigure {
+                cost_usd: agenthost_protocol::usage::round_usd(row.total.cost_usd),
+                priced_turns: row.total.priced_turns,
+                unpriced_turns: row.total.unpriced_turns,
+            },
+        });
+    }
+    Ok(SpendReport::of(since, sessions))
 }

@@ -77,6 +77,7 @@ pub mod resources;
 mod resume;
 pub mod sandbox;
 mod session_data;
+pub mod spend;
 mod subscriptions;
 mod telemetry;
 mod title;

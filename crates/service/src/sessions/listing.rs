@@ -43,7 +43,7 @@ impl SessionService {
                 modified_at: aggregate.modified_at.unwrap_or_else(|| created_at.clone()),
                 created_at,
                 changes: None,
-                meta: None,
+                meta: agenthost_protocol::usage::cost_keys(state.meta.as_ref()),
                 chats: Some(chats),
                 default_chat: state.default_chat.clone(),
             })
@@ -55,6 +55,7 @@ impl SessionService {
         record: &SessionRecord,
     ) -> Result<SessionSummary, ServiceError> {
         let chats = self.store.chats(&record.uri)?;
+        let spend = self.store.session_spend(&record.uri)?;
         let state = restored_session(record, &chats);
         Ok(SessionSummary {
             provider: record.provider.clone(),
@@ -69,7 +70,7 @@ impl SessionService {
             created_at: record.created_at.clone(),
             modified_at: record.modified_at.clone(),
             changes: None,
-            meta: None,
+            meta: spend_meta(&spend),
             chats: Some(
                 chats
                     .iter()
@@ -88,6 +89,20 @@ impl SessionService {
             ),
             default_chat: record.default_chat.as_ref().map(ChatUri::to_string),
         })
+    }
+
+    /// `x-spend`: what each session and provider cost since `params.since`, from the spend
+    /// ledger.
+    pub async fn spend(
+        &self,
+        params: &agenthost_services::spend::SpendParams,
+    ) -> Result<agenthost_services::spend::SpendReport, ServiceError> {
+        let since = params.since().map_err(ServiceError::InvalidParams)?;
+        let report = self
+            .store
+            .blocking(move |store| Ok(spend_report(store, since)?))
+            .await?;
+        Ok(report)
     }
 
     /// `listSessions`: every stored session (live ones with their live summary), most recently

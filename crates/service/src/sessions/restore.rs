@@ -43,13 +43,15 @@ impl SessionService {
                 let isolated = store
                     .meta(MetaOwner::Session(&key), WORKTREE_META_KEY)?
                     .is_some();
-                Ok(Some((record, chats, values, isolated)))
+                let spend = store.session_spend(&key)?;
+                Ok(Some((record, chats, values, isolated, spend)))
             })
             .await?;
-        let Some((record, chats, values, isolated)) = loaded else {
+        let Some((record, chats, values, isolated, spend)) = loaded else {
             return Err(ServiceError::SessionNotFound(session.to_string()));
         };
         let mut restored = restored_session(&record, &chats);
+        restored.meta = spend_meta(&spend);
         let hydrated = self.hydrate_chats(session, &chats).await;
         for summary in &mut restored.chats {
             if let Some(title) = hydrated
