@@ -320,6 +320,7 @@ async fn start_host(agent: Agent, stand_in: &StandIn, work: &Path, data: &Path) 
         acp_agents: Vec::new(),
         unattended: Default::default(),
         enable: Vec::new(),
+        prices: None,
     })
     .await
     .unwrap();

@@ -53,6 +53,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         acp_agents: Vec::new(),
         unattended: Default::default(),
         enable: Vec::new(),
+        prices: None,
     })
     .await
     .unwrap();

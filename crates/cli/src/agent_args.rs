@@ -188,4 +188,25 @@ pub(crate) struct AgentFlags {
     pub(crate) copilot: CopilotArgs,
     #[command(flatten)]
     pub(crate) acp: AcpArgs,
+    /// A TOML price file for the cost estimates: models added to, or overriding, the built-in
+    /// prices (see the README's "Cost" section).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) prices: Option<PathBuf>,
+}
+
+impl AgentFlags {
+    /// The price table `--prices` names, read and checked; `None` without the flag.
+    pub(crate) fn prices(
+        &self,
+    ) -> Result<Option<agenthost_services::prices::PriceTable>, CliError> {
+        let Some(path) = &self.prices else {
+            return Ok(None);
+        };
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::Usage(format!("cannot read the price file {shown}: {e}")))?;
+        agenthost_services::prices::PriceTable::parse_file(&shown, &text)
+            .map(Some)
+            .map_err(|e| CliError::Usage(e.to_string()))
+    }
 }

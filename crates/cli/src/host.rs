@@ -16,6 +16,7 @@ use agenthost_provider_scripted::{Script, ScriptedProvider};
 use agenthost_server::{BoundServer, Host, Server, ServerConfig, Token};
 use agenthost_service::{AgentService, HostParts};
 use agenthost_service::{ServiceConfig, SessionService, root_state, state_for};
+use agenthost_services::prices::PriceTable;
 use agenthost_services::{
     ChangesetService, CheckpointChangesets, CheckpointService, ClientActionRequests, Configuration,
     HostConfiguration, WorktreeIsolation,
@@ -83,6 +84,8 @@ pub struct HostOptions {
     /// Root configuration flags turned on (`serve --enable markdownPlanRichLinks`); see
     /// [`ENABLE_FLAGS`].
     pub enable: Vec<String>,
+    /// The price table the cost estimates use (`--prices FILE`); `None`: the built-in one.
+    pub prices: Option<PriceTable>,
 }
 
 impl HostOptions {
@@ -107,6 +110,7 @@ impl HostOptions {
             acp_agents: Vec::new(),
             unattended: Default::default(),
             enable: Vec::new(),
+            prices: None,
         }
     }
 }
@@ -442,6 +446,8 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     let state = state_for(&store, root)?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
     let (mut registry, intake_requests) = services(&state, &store, provider_ids, &roots);
+    let prices = options.prices.clone().unwrap_or_else(PriceTable::builtin);
+    registry.insert::<PriceTable>(Arc::new(prices));
     if let Some(add) = customize.services {
         add(&mut registry);
     }

@@ -151,6 +151,7 @@ impl LocalHostArgs {
         if let Some(program) = program {
             agenthost::run::check_provider_cli(provider, &program)?;
         }
+        let prices = self.agents.prices()?;
         let copilot = self.agents.copilot.config()?;
         let acp_agents = self.agents.acp.agents()?;
         Ok(agenthost::host::HostOptions {
@@ -170,6 +171,7 @@ impl LocalHostArgs {
             acp_agents,
             unattended,
             enable: Vec::new(),
+            prices,
         })
     }
 }

@@ -71,15 +71,20 @@ enum Command {
         #[arg(long, env = "AGENT_HOST_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
-    /// The sessions as a table (title, provider, status, last activity, turns), newest first
-    /// — of a running host with `--connect`, else of the data directory; `list` and `delete`
-    /// work on the database offline (for a running host use `x-deleteSession`).
+    /// The sessions as a table (title, provider, status, last activity, turns, cost), newest
+    /// first — of a running host with `--connect`, else of the data directory; `--since 7d`
+    /// reports what each session and provider cost in that period instead; `list` and
+    /// `delete` work on the database offline (for a running host use `x-deleteSession`).
     Sessions {
         #[command(subcommand)]
         command: Option<SessionsCommand>,
         /// Include archived sessions in the table.
         #[arg(long)]
         all: bool,
+        /// Report spend per session and per provider over this last period (`7d`, `24h`,
+        /// `30m`), an API-equivalent estimate.
+        #[arg(long, value_name = "PERIOD")]
+        since: Option<String>,
         /// A running host: the URL `agent-host serve` printed, token included.
         #[arg(
             long,
@@ -408,11 +413,13 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             let args = *args;
             init_logging("info");
+            let prices = args.agents.prices();
             let copilot = args.agents.copilot.config();
             let acp_agents = args.agents.acp.agents();
             data_dir(args.data_dir).and_then(|data_dir| {
                 let copilot = copilot?;
                 let acp_agents = acp_agents?;
+                let prices = prices?;
                 agenthost::serve::check_listen(args.listen, args.allow_remote)?;
                 runtime.block_on(agenthost::serve::run(agenthost::serve::ServeOptions {
                     listen: args.listen,
@@ -444,17 +451,34 @@ fn main() -> ExitCode {
                     limits: args.limits.limits(),
                     allowed_origins: args.allow_origins,
                     discovery: args.vscode_discovery.then_some(args.vscode_user_data_dir),
+                    prices,
                 }))
             })
         }
         Command::Sessions {
             command,
             all,
+            since,
             connect,
             data_dir: dir,
         } => {
             init_logging("warn");
             match (command, connect) {
+                (None, connect) if since.is_some() => {
+                    let label = since.unwrap_or_default();
+                    agenthost::sessions::since(&label).and_then(|start| {
+                        runtime
+                            .block_on(agenthost::host::with_host(
+                                connect,
+                                || data_dir(dir),
+                                "sessions",
+                                |url| async move {
+                                    agenthost::sessions::spend(&url, &start, &label).await
+                                },
+                            ))
+                            .map(|report| print!("{report}"))
+                    })
+                }
                 (None, connect) => runtime
                     .block_on(agenthost::host::with_host(
                         connect,

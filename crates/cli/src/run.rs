@@ -236,6 +236,16 @@ pub async fn run<W: Write>(
         }
     };
     if !options.json
+        && let Some(line) = follow
+            .views
+            .get(chat.as_str())
+            .and_then(|view| view.state().turns.iter().find(|t| t.id == turn_id).cloned())
+            .and_then(|turn| turn.usage)
+            .and_then(|usage| cost_line(&usage))
+    {
+        out.line(&line).map_err(io_error)?;
+    }
+    if !options.json
         && checkpointed
         && outcome == Outcome::Completed
         && let Some(template) = turn_template
@@ -246,6 +256,28 @@ pub async fn run<W: Write>(
     drop(follow);
     client.close().await;
     Ok(outcome)
+}
+
+/// The turn's cost and tokens as `run` prints them at the end: `cost: $0.0123 (an
+/// API-equivalent estimate; 1200 tokens in, 80 out)`; `None` when no usage was reported.
+pub fn cost_line(usage: &agenthost_protocol::ahp_types::state::UsageInfo) -> Option<String> {
+    use agenthost_protocol::usage::{Cost, cost};
+    let tokens = match (usage.input_tokens, usage.output_tokens) {
+        (None, None) => String::new(),
+        (input, output) => format!(
+            "; {} tokens in, {} out",
+            input.unwrap_or(0),
+            output.unwrap_or(0)
+        ),
+    };
+    let model = usage.model.as_deref().unwrap_or("its model");
+    Some(match cost(usage.meta.as_ref()) {
+        Cost::Absent if tokens.is_empty() => return None,
+        Cost::Absent | Cost::Unknown => {
+            format!("cost: unknown (no price for {model}{tokens})")
+        }
+        known => format!("cost: {known} (an API-equivalent estimate{tokens})"),
+    })
 }
 
 /// What `attach` does.

@@ -101,6 +101,8 @@ pub struct ServeOptions {
     pub unattended: crate::unattended::UnattendedOptions,
     /// Root configuration flags turned on.
     pub enable: Vec<String>,
+    /// The price table (`--prices FILE`); `None`: the built-in one.
+    pub prices: Option<agenthost_services::prices::PriceTable>,
     /// The server's limits.
     pub limits: ServerLimits,
     /// `--allow-origin`: browser origins allowed besides VS Code's desktop windows.
@@ -132,6 +134,7 @@ pub async fn run(options: ServeOptions) -> Result<(), CliError> {
             acp_agents: options.acp_agents,
             unattended: options.unattended,
             enable: options.enable,
+            prices: options.prices,
         },
         |config| {
             limits.apply(config);

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use agenthost_checkpoint::{CheckpointConfig, Checkpointer, MemoryLedger};
 use agenthost_protocol::ahp_types::state::{SessionStatus, SessionSummary};
+use agenthost_protocol::usage;
 use agenthost_protocol::{ChatUri, SessionUri};
+use agenthost_service::spend::{SpendFigure, SpendParams, SpendReport};
 
 use crate::host::{DATABASE_FILE, open_store};
 
@@ -56,8 +58,8 @@ pub fn delete(data_dir: &Path, session: &str) -> Result<(), CliError> {
     }
 }
 
-/// One session's row: title, provider, status, last activity, turns, URI.
-fn row(summary: &SessionSummary, turns: Option<usize>) -> [String; 6] {
+/// One session's row: title, provider, status, last activity, turns, cost, URI.
+fn row(summary: &SessionSummary, turns: Option<usize>) -> [String; 7] {
     let status = SessionStatus::from_bits(summary.status);
     let state = if status.contains(SessionStatus::InputNeeded) {
         "needs input"
@@ -83,6 +85,7 @@ fn row(summary: &SessionSummary, turns: Option<usize>) -> [String; 6] {
         state,
         when,
         turns.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+        usage::cost(summary.meta.as_ref()).to_string(),
         summary.resource.clone(),
     ]
 }
@@ -102,6 +105,7 @@ pub async fn table(url: &str, all: bool) -> Result<String, CliError> {
         "STATUS".to_owned(),
         "LAST ACTIVITY".to_owned(),
         "TURNS".to_owned(),
+        "COST".to_owned(),
         "SESSION".to_owned(),
     ]];
     for summary in &sessions {
@@ -121,14 +125,19 @@ pub async fn table(url: &str, all: bool) -> Result<String, CliError> {
     if sessions.is_empty() {
         return Ok("no sessions\n".to_owned());
     }
-    let mut widths = [0usize; 6];
-    for row in &rows {
+    Ok(layout(&rows))
+}
+
+/// `rows` as aligned columns (the last one unpadded).
+fn layout<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in &rows {
+    for row in rows {
         let mut line = String::new();
         for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
             if index + 1 == row.len() {
@@ -140,6 +149,106 @@ pub async fn table(url: &str, all: bool) -> Result<String, CliError> {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    out
+}
+
+/// A figure of the spend report: dollars, marked `≥` when some turns had no price, or
+/// `unknown` when none had one.
+fn figure(spend: &SpendFigure) -> String {
+    let cost = match (spend.priced_turns, spend.unpriced_turns) {
+        (0, 0) => usage::Cost::Absent,
+        (0, _) => usage::Cost::Unknown,
+        (_, unpriced) => usage::Cost::Usd {
+            amount: spend.cost_usd,
+            complete: unpriced == 0,
+        },
+    };
+    cost.to_string()
+}
+
+/// `since` (`7d`, `24h`, `30m`) before now, as the RFC 3339 time `x-spend` takes.
+pub fn since(text: &str) -> Result<String, CliError> {
+    let bad = || {
+        CliError::Usage(format!(
+            "invalid --since `{text}`: expected a whole number and a unit, as in `7d`, `24h` or `30m`"
+        ))
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: i64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "d" => number.checked_mul(86_400),
+        "h" => number.checked_mul(3_600),
+        "m" => number.checked_mul(60),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    let now = jiff::Timestamp::now();
+    let start = now
+        .checked_sub(jiff::SignedDuration::from_secs(seconds))
+        .map_err(|_| bad())?;
+    Ok(format!("{start:.3}"))
+}
+
+/// The spend report of the host at `url` since `since` (RFC 3339): per session, per provider
+/// and the total, labelled an API-equivalent estimate.
+pub async fn spend(url: &str, since: &str, label: &str) -> Result<String, CliError> {
+    let client = crate::run::connect_host(url, "agent-host-sessions").await?;
+    let report = client
+        .client()
+        .request::<SpendParams, SpendReport>(
+            "x-spend",
+            SpendParams {
+                since: Some(since.to_owned()),
+            },
+        )
+        .await;
+    client.close().await;
+    let report = report?;
+    let mut out = format!(
+        "Spend since {label} ({}), an API-equivalent estimate at list prices:\n\n",
+        &since[..16.min(since.len())].replacen('T', " ", 1)
+    );
+    if report.sessions.is_empty() {
+        out.push_str("no turns in this period\n");
+        return Ok(out);
+    }
+    let mut rows = vec![[
+        "TITLE".to_owned(),
+        "PROVIDER".to_owned(),
+        "COST".to_owned(),
+        "CHAT TURNS".to_owned(),
+        "SESSION".to_owned(),
+    ]];
+    for session in &report.sessions {
+        rows.push([
+            session.title.clone(),
+            session.provider.clone(),
+            figure(&session.spend),
+            (session.spend.priced_turns + session.spend.unpriced_turns).to_string(),
+            session.session.clone(),
+        ]);
+    }
+    out.push_str(&layout(&rows));
+    out.push('\n');
+    let mut rows = vec![[
+        "PROVIDER".to_owned(),
+        "COST".to_owned(),
+        "CHAT TURNS".to_owned(),
+    ]];
+    for provider in &report.providers {
+        rows.push([
+            provider.provider.clone(),
+            figure(&provider.spend),
+            (provider.spend.priced_turns + provider.spend.unpriced_turns).to_string(),
+        ]);
+    }
+    rows.push([
+        "total".to_owned(),
+        figure(&report.total),
+        (report.total.priced_turns + report.total.unpriced_turns).to_string(),
+    ]);
+    out.push_str(&layout(&rows));
     Ok(out)
 }
 

@@ -371,6 +371,7 @@ impl Run {
             },
             unattended: Default::default(),
             enable: Vec::new(),
+        prices: None,
         })
         .await
         .unwrap();

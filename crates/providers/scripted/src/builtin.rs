@@ -29,6 +29,8 @@ fn usage(input: i64, output: i64) -> Step {
         input,
         output,
         model: Some(crate::MODEL_ID.into()),
+        cache_read: None,
+        cache_write: None,
         limits: None,
     })
 }

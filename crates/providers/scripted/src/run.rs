@@ -199,8 +199,16 @@ impl TurnRun {
                     usage: UsageInfo {
                         input_tokens: Some(usage.input),
                         output_tokens: Some(usage.output),
+                        cache_read_tokens: usage.cache_read,
                         model: usage.model.clone(),
-                        ..UsageInfo::default()
+                        meta: usage.cache_write.map(|written| {
+                            let mut meta = agenthost_protocol::common::JsonObject::new();
+                            meta.insert(
+                                agenthost_protocol::usage::CACHE_WRITE_TOKENS.into(),
+                                written.into(),
+                            );
+                            meta
+                        }),
                     },
                     meta: None,
                 });

@@ -241,14 +241,21 @@ pub struct AppendFile {
     pub content: String,
 }
 
-/// `usage`: a `chat/usage` report (each one replaces the turn's usage).
+/// `usage`: a `chat/usage` report of the turn's usage so far (each one replaces the turn's
+/// usage, so a later step carries the running totals), in the host's token meanings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Usage {
-    /// Input tokens.
+    /// Input tokens, cached ones included.
     pub input: i64,
     /// Output tokens.
     pub output: i64,
+    /// The part of `input` read from the prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<i64>,
+    /// The part of `input` written to the prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<i64>,
     /// The model name reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

@@ -88,6 +88,8 @@ fn every_step_kind_parses_with_its_defaults() {
                     input: 10,
                     output: 2,
                     model: Some("m".into()),
+                    cache_read: None,
+                    cache_write: None,
                     limits: None,
                 }),
                 Step::Subagent(Subagent {
