@@ -49,11 +49,14 @@ fn map_prints_one_action_per_line_in_order() {
     assert_eq!(
         types,
         [
+            // Each model call's usage as it arrives, then the result's.
+            "chat/usage",
             "chat/responsePart",
             "chat/toolCallStart",
             "chat/toolCallReady",
             "chat/toolCallReady",
             "chat/toolCallComplete",
+            "chat/usage",
             "chat/responsePart",
             "chat/usage",
             "chat/turnComplete",
@@ -62,10 +65,10 @@ fn map_prints_one_action_per_line_in_order() {
     );
     // The CLI ran the tool on its own first (not-needed), then asked: the second ready is the
     // pending confirmation, with what the permission is about.
-    assert_eq!(lines[2]["confirmed"], "not-needed");
-    assert!(lines[3].get("confirmed").is_none(), "{}", lines[3]);
-    assert_eq!(lines[3]["permissionKind"], "shell");
-    assert_eq!(lines[4]["result"]["success"], true);
+    assert_eq!(lines[3]["confirmed"], "not-needed");
+    assert!(lines[4].get("confirmed").is_none(), "{}", lines[4]);
+    assert_eq!(lines[4]["permissionKind"], "shell");
+    assert_eq!(lines[5]["result"]["success"], true);
     assert!(lines.iter().all(|l| l["turnId"] == "turn-1"));
 }
 

@@ -237,6 +237,7 @@ fn sessions_lists_the_run_as_a_table_newest_first() {
             "STATUS",
             "LAST ACTIVITY",
             "TURNS",
+            "COST",
             "SESSION"
         ]
     );
@@ -247,7 +248,9 @@ fn sessions_lists_the_run_as_a_table_newest_first() {
         .collect();
     assert_eq!(row[1..3], ["scripted", "idle"], "{stdout}");
     assert_eq!(row[4], "1", "{stdout}");
-    assert!(row[5].starts_with("scripted:/run-"), "{stdout}");
+    // The script reports no usage: nothing was counted.
+    assert_eq!(row[5], "-", "{stdout}");
+    assert!(row[6].starts_with("scripted:/run-"), "{stdout}");
 }
 
 /// Runs `agent-host ARGS --data-dir DATA` with `stdin`; returns status, stdout, stderr.

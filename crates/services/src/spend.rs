@@ -12,16 +12,19 @@ pub struct SpendParams {
     pub since: Option<String>,
 }
 
+/// A `since` that is not an RFC 3339 time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`since` must be an RFC 3339 time, not `{0}`")]
+pub struct BadSince(pub String);
+
 impl SpendParams {
     /// The `since` time, checked: RFC 3339 in UTC (`2026-12-01T00:00:00Z`), compared as text
     /// with the ledger's timestamps, so it is normalised to their millisecond form.
-    pub fn since(&self) -> Result<Option<String>, String> {
+    pub fn since(&self) -> Result<Option<String>, BadSince> {
         let Some(since) = &self.since else {
             return Ok(None);
         };
-        let at: jiff::Timestamp = since
-            .parse()
-            .map_err(|_| format!("`since` must be an RFC 3339 time, not `{since}`"))?;
+        let at: jiff::Timestamp = since.parse().map_err(|_| BadSince(since.clone()))?;
         Ok(Some(format!("{at:.3}")))
     }
 }
@@ -182,7 +185,13 @@ mod tests {
             params("2026-12-01T00:00:00Z").since(),
             Ok(Some("2026-12-01T00:00:00.000Z".into()))
         );
-        assert!(params("7d").since().unwrap_err().contains("RFC 3339"));
+        assert!(
+            params("7d")
+                .since()
+                .unwrap_err()
+                .to_string()
+                .contains("RFC 3339")
+        );
         assert_eq!(SpendParams::default().since(), Ok(None));
     }
 }

@@ -775,8 +775,8 @@ fn a_subagents_calls_are_its_own_and_the_result_does_not_replace_the_parents_sum
     let out = feed(&mut t, &lines);
     let last_root = signals(&out)
         .into_iter()
-        .filter(|signal| signal["type"] == "chat/usage" && signal.get("chat").is_none())
-        .last()
+        .rev()
+        .find(|signal| signal["type"] == "chat/usage" && signal.get("chat").is_none())
         .unwrap();
     assert_eq!(last_root["usage"]["inputTokens"], 1510);
     assert_eq!(last_root["usage"]["outputTokens"], 20);

@@ -97,10 +97,12 @@ impl SessionService {
         &self,
         params: &agenthost_services::spend::SpendParams,
     ) -> Result<agenthost_services::spend::SpendReport, ServiceError> {
-        let since = params.since().map_err(ServiceError::InvalidParams)?;
+        let since = params
+            .since()
+            .map_err(|e| ServiceError::InvalidParams(e.to_string()))?;
         let report = self
             .store
-            .blocking(move |store| Ok(spend_report(store, since)?))
+            .blocking(move |store| spend_report(store, since))
             .await?;
         Ok(report)
     }
