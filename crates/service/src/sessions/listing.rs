@@ -2,6 +2,7 @@
 //! spellings one session goes by, and which session a chat a client names belongs to.
 
 use super::*;
+use agenthost_services::spend::{BadSince, SpendParams, SpendReport};
 
 impl SessionService {
     /// The root catalog entry of a live session (AHP §4.3).
@@ -93,18 +94,13 @@ impl SessionService {
 
     /// `x-spend`: what each session and provider cost since `params.since`, from the spend
     /// ledger.
-    pub async fn spend(
-        &self,
-        params: &agenthost_services::spend::SpendParams,
-    ) -> Result<agenthost_services::spend::SpendReport, ServiceError> {
-        let since = params
-            .since()
-            .map_err(|e| ServiceError::InvalidParams(e.to_string()))?;
-        let report = self
+    pub async fn spend(&self, params: &SpendParams) -> Result<SpendReport, ServiceError> {
+        let bad = |e: BadSince| ServiceError::InvalidParams(e.to_string());
+        let since = params.since().map_err(bad)?;
+        Ok(self
             .store
-            .blocking(move |store| spend_report(store, since))
-            .await?;
-        Ok(report)
+            .blocking(|store| spend_report(store, since))
+            .await?)
     }
 
     /// `listSessions`: every stored session (live ones with their live summary), most recently
