@@ -321,6 +321,7 @@ async fn start_host(agent: Agent, stand_in: &StandIn, work: &Path, data: &Path) 
         unattended: Default::default(),
         enable: Vec::new(),
         prices: None,
+        default_budget_usd: None,
     })
     .await
     .unwrap();

@@ -54,6 +54,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         unattended: Default::default(),
         enable: Vec::new(),
         prices: None,
+        default_budget_usd: None,
     })
     .await
     .unwrap();

@@ -30,6 +30,7 @@ use agenthost_services::{
     DefaultToolCallTracker, DefaultTurnTracker, FileService, GitState, InMemoryConfiguration,
     LocalFiles, ToolCallTracker, TurnTracker,
 };
+use agenthost_services::{TurnStopRequests, TurnStopper, turn_stop_queue};
 use agenthost_services_git::GitWorktrees;
 use agenthost_services_git::{GitHubConfig, GitHubGitState};
 use agenthost_services_store::StoreLedger;
@@ -86,6 +87,8 @@ pub struct HostOptions {
     pub enable: Vec<String>,
     /// The price table the cost estimates use (`--prices FILE`); `None`: the built-in one.
     pub prices: Option<PriceTable>,
+    /// The budget new sessions get (`serve --default-budget-usd`); `None`: no budget.
+    pub default_budget_usd: Option<f64>,
 }
 
 impl HostOptions {
@@ -111,6 +114,7 @@ impl HostOptions {
             unattended: Default::default(),
             enable: Vec::new(),
             prices: None,
+            default_budget_usd: None,
         }
     }
 }
@@ -293,6 +297,23 @@ fn providers(
     Ok(providers)
 }
 
+/// Carries out the contributions' requests to stop a turn, in order, on a task that ends with
+/// the host (held weakly: it owns the contributions that ask).
+fn serve_turn_stops(mut requests: TurnStopRequests, host: &Arc<AgentService>) {
+    let host = Arc::downgrade(host);
+    tokio::spawn(async move {
+        while let Some(request) = requests.recv().await {
+            let Some(host) = host.upgrade() else {
+                break;
+            };
+            let (chat, turn) = (request.chat.clone(), request.turn_id.clone());
+            if !host.stop_turn(request) {
+                tracing::debug!(chat = %chat, turn, "the turn to stop had ended already");
+            }
+        }
+    });
+}
+
 /// The services the built-in contributions are built from: the default implementation of each,
 /// over the host's state.
 fn services(
@@ -300,7 +321,7 @@ fn services(
     store: &Store,
     provider_ids: Vec<String>,
     roots: &[PathBuf],
-) -> (ServiceRegistry, ClientActionRequests) {
+) -> (ServiceRegistry, ClientActionRequests, TurnStopRequests) {
     let mut services = ServiceRegistry::new();
     services
         .insert::<dyn GitState>(Arc::new(GitHubGitState::new(GitHubConfig::from_env())))
@@ -322,6 +343,8 @@ fn services(
         .insert::<dyn TurnTracker>(Arc::new(DefaultTurnTracker::default()))
         .insert::<dyn ToolCallTracker>(Arc::new(DefaultToolCallTracker::default()));
     let intake_requests = crate::unattended::register_services(&mut services);
+    let (stops, stop_requests) = turn_stop_queue();
+    services.insert::<dyn TurnStopper>(Arc::new(stops));
     // Per-turn checkpoints, their refs recorded in the session database, and the changesets
     // computed from them.
     let checkpoints: Arc<dyn CheckpointService> = Arc::new(GitCheckpointService::new(
@@ -347,7 +370,7 @@ fn services(
             HostConfiguration::new(values, host).with_roots(roots),
         ));
     }
-    (services, intake_requests)
+    (services, intake_requests, stop_requests)
 }
 
 /// Builds the host (providers, state, dispatcher, orchestrator, service) and binds its server;
@@ -445,7 +468,8 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
     root.meta = Some(agenthost_protocol::machine::root_meta(&machine));
     let state = state_for(&store, root)?;
     let provider_ids = providers.iter().map(|p| p.id().to_owned()).collect();
-    let (mut registry, intake_requests) = services(&state, &store, provider_ids, &roots);
+    let (mut registry, intake_requests, stop_requests) =
+        services(&state, &store, provider_ids, &roots);
     let prices = options.prices.clone().unwrap_or_else(PriceTable::builtin);
     registry.insert::<PriceTable>(Arc::new(prices));
     if let Some(add) = customize.services {
@@ -495,7 +519,10 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
         store,
         ServiceConfig {
             roots: roots.clone(),
-            session_config: Some(crate::unattended::session_config(&options.unattended)),
+            session_config: Some(crate::unattended::session_config(
+                &options.unattended,
+                options.default_budget_usd,
+            )),
             resume_handles: Some(Arc::new(orchestrator.clone())),
             history_limit: options.history_backlog,
         },
@@ -516,6 +543,7 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
         service.spawn_idle_eviction(limit);
     }
     unattended.serve_intake(&service, options.launch_kind.clone());
+    serve_turn_stops(stop_requests, &service);
     Ok(Composed {
         service,
         machine,

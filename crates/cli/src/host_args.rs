@@ -172,6 +172,7 @@ impl LocalHostArgs {
             unattended,
             enable: Vec::new(),
             prices,
+            default_budget_usd: None,
         })
     }
 }

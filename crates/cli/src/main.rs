@@ -185,6 +185,10 @@ struct ServeArgs {
     /// `500ms`; default 5s, the engine's grace window).
     #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
     unattended_grace: Option<std::time::Duration>,
+    /// The budget in US dollars every new session gets (its `budgetUsd` config; a client may
+    /// change it per session): when a session's estimated spend reaches it, its turns stop.
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    default_budget_usd: Option<f64>,
     /// How long a client that disconnected may take to come back (reconnect and subscribe to
     /// the session again) before its running client tools are failed with `clientUnavailable`,
     /// so no agent waits for a tool whose runner is gone (e.g. `10s`; default 5s). Always on.
@@ -452,6 +456,7 @@ fn main() -> ExitCode {
                     allowed_origins: args.allow_origins,
                     discovery: args.vscode_discovery.then_some(args.vscode_user_data_dir),
                     prices,
+                    default_budget_usd: args.default_budget_usd,
                 }))
             })
         }
@@ -628,5 +633,15 @@ fn main() -> ExitCode {
             eprintln!("agent-host: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `--default-budget-usd`: a number of US dollars ≥ 0.
+fn parse_budget(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(budget) if budget.is_finite() && budget >= 0.0 => Ok(budget),
+        _ => Err(format!(
+            "`{text}` is not a budget: expected US dollars as a number ≥ 0, as in `5` or `0.50`"
+        )),
     }
 }

@@ -103,6 +103,8 @@ pub struct ServeOptions {
     pub enable: Vec<String>,
     /// The price table (`--prices FILE`); `None`: the built-in one.
     pub prices: Option<agenthost_services::prices::PriceTable>,
+    /// The budget new sessions get (`--default-budget-usd`); `None`: no budget.
+    pub default_budget_usd: Option<f64>,
     /// The server's limits.
     pub limits: ServerLimits,
     /// `--allow-origin`: browser origins allowed besides VS Code's desktop windows.
@@ -135,6 +137,7 @@ pub async fn run(options: ServeOptions) -> Result<(), CliError> {
             unattended: options.unattended,
             enable: options.enable,
             prices: options.prices,
+            default_budget_usd: options.default_budget_usd,
         },
         |config| {
             limits.apply(config);

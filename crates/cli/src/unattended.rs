@@ -35,7 +35,10 @@ use agenthost_protocol::ahp_types::state::{SessionConfigSchema, SessionConfigSta
 /// `unattended`, defaulting to the host's policy — so a client can change one session's policy
 /// with `session/configChanged` (persisted and restored with the session) — and `isolation`
 /// (`none` | `worktree`), chosen at `createSession` and fixed afterwards.
-pub fn session_config(options: &UnattendedOptions) -> SessionConfigState {
+pub fn session_config(
+    options: &UnattendedOptions,
+    default_budget_usd: Option<f64>,
+) -> SessionConfigState {
     let property = agenthost_contrib_unattended_policy::session_config_property(&options.policy);
     let mut values = agenthost_contrib_unattended_policy::session_config_values(&options.policy);
     values.insert(
@@ -43,6 +46,9 @@ pub fn session_config(options: &UnattendedOptions) -> SessionConfigState {
         serde_json::Value::String(ISOLATION_NONE.to_owned()),
     );
     values.extend(agenthost_contrib_session_modes::session_config_values());
+    values.extend(agenthost_contrib_session_limits::session_config_values(
+        default_budget_usd,
+    ));
     SessionConfigState {
         schema: SessionConfigSchema {
             r#type: "object".to_owned(),
@@ -56,6 +62,14 @@ pub fn session_config(options: &UnattendedOptions) -> SessionConfigState {
                 (
                     agenthost_contrib_session_modes::AUTO_APPROVE_KEY.to_owned(),
                     agenthost_contrib_session_modes::auto_approve_property(),
+                ),
+                (
+                    agenthost_contrib_session_limits::BUDGET_KEY.to_owned(),
+                    agenthost_contrib_session_limits::budget_property(),
+                ),
+                (
+                    agenthost_contrib_session_limits::MAX_TOOL_CALLS_KEY.to_owned(),
+                    agenthost_contrib_session_limits::max_tool_calls_property(),
                 ),
             ]
             .into_iter()

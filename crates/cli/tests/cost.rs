@@ -1,7 +1,9 @@
 //! Cost as a user sees it, through the real binary: `serve --prices FILE`, two `run --connect`
 //! (one turn with a subagent, both reporting usage call by call), `run` printing the turn's
 //! cost, a restart, `sessions` with its cost column, `sessions --since` reporting spend per
-//! session and provider, and the clear refusals of a bad price file or period.
+//! session and provider, and the clear refusals of a bad price file or period; a budget
+//! (`serve --default-budget-usd`) stopping a turn mid-way, refusing the next one across a
+//! restart until a client raises it, and a tool-call cap stopping a runaway turn.
 
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -10,8 +12,9 @@ mod support;
 
 use std::process::Stdio;
 
-use serde_json::json;
-use support::{Place, Server, Spawned, agent_host, serve_command};
+use agenthost_protocol::{ChatUri, SessionUri};
+use serde_json::{Value, json};
+use support::{Peer, Place, Server, Spawned, action_type, agent_host, runtime, serve_command};
 
 /// $2 per million input tokens, $0.50 cached, $3 cache writes, $10 output.
 const PRICES: &str = r#"
@@ -234,4 +237,171 @@ fn a_bad_price_file_or_period_is_refused_naming_what_is_wrong() {
     );
     assert_eq!(status.code(), Some(1));
     assert!(stderr.contains("invalid --since `a week`"), "{stderr}");
+}
+
+/// A turn that spends $0.003, writes `first.txt`, reaches $0.008, talks slowly for a while and
+/// would then write `late.txt`.
+fn spending_script() -> Value {
+    json!({ "default": { "steps": [
+        { "kind": "usage", "input": 1000, "output": 100, "model": "test-model" },
+        { "kind": "tool", "name": "write_file", "displayName": "Write file",
+          "effect": { "kind": "writeFile", "path": "first.txt", "content": "1\n" } },
+        { "kind": "usage", "input": 3000, "output": 300, "cacheRead": 1000, "cacheWrite": 500,
+          "model": "test-model" },
+        { "kind": "say", "text": "thinking it over at length", "chunk": 1, "delayMs": 100 },
+        { "kind": "tool", "name": "write_file", "displayName": "Write file",
+          "effect": { "kind": "writeFile", "path": "late.txt", "content": "2\n" } },
+        { "kind": "say", "text": "all done" }
+    ] } })
+}
+
+/// The next envelope on `channel` that ends a turn.
+async fn turn_end(peer: &mut Peer, channel: &str) -> agenthost_protocol::ActionEnvelope {
+    loop {
+        let envelope = peer.next_envelope().await;
+        if envelope.channel == channel && support::ends_turn(&envelope).is_some() {
+            return envelope;
+        }
+    }
+}
+
+#[test]
+fn a_budget_stops_a_turn_mid_way_and_refuses_the_next_across_a_restart_until_raised() {
+    let place = Place::new();
+    let prices = write(&place, "prices.toml", PRICES);
+    let script = place.script(&spending_script());
+    let serve = |place: &Place| {
+        let mut command = serve_command(place, &place.data, Some(&script));
+        command.args(["--prices", &prices, "--default-budget-usd", "0.005"]);
+        let process = Spawned::spawn(command);
+        let url = process.line();
+        (process, url)
+    };
+    let (server, url) = serve(&place);
+    let work = place.work.to_string_lossy().into_owned();
+    let (status, stdout, stderr) = agent_host_with(
+        &[
+            "run",
+            "--connect",
+            &url,
+            "--provider",
+            "scripted",
+            "--cwd",
+            &work,
+            "spend",
+        ],
+        &place,
+    );
+    assert!(!status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "The session's budget of $0.0050 is spent: $0.0080 so far (an API-equivalent \
+             estimate). Raise budgetUsd to continue."
+        ),
+        "{stdout}\n{stderr}"
+    );
+    assert!(place.work.join("first.txt").exists());
+    assert!(
+        !place.work.join("late.txt").exists(),
+        "the turn stopped before its later steps"
+    );
+    assert!(!stdout.contains("all done"), "{stdout}");
+    server.terminate();
+    let (status, _, stderr) = { server }.wait();
+    assert!(status.success());
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+
+    // After a restart the spend and the budget are what they were: the next turn is refused.
+    let (server, url) = serve(&place);
+    runtime().block_on(async {
+        let mut peer = Peer::connect(&url, "budget-test").await;
+        let listed = peer.conn.list_sessions().await.unwrap().items;
+        assert_eq!(listed.len(), 1);
+        let meta = serde_json::to_value(&listed[0].meta).unwrap();
+        assert_eq!(meta["agenthost.costUsd"], json!(0.008), "{meta}");
+        let session = SessionUri::parse(&listed[0].resource).unwrap();
+        let chat = ChatUri::default_for(&session);
+        let _view = peer.open_chat(&chat).await;
+        peer.conn.start_turn(&chat, "t2", "more").await.unwrap();
+        let refused = turn_end(&mut peer, chat.as_str()).await;
+        assert_eq!(action_type(&refused), "chat/error");
+        let text = serde_json::to_string(&refused.action).unwrap();
+        assert!(text.contains("budgetSpent"), "{text}");
+        assert!(text.contains("budget of $0.0050 is spent"), "{text}");
+        // A client raises the budget: the session takes turns again.
+        peer.conn
+            .client()
+            .dispatch(
+                session.to_string(),
+                serde_json::from_value(
+                    json!({ "type": "session/configChanged", "config": { "budgetUsd": 1 } }),
+                )
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        peer.conn.start_turn(&chat, "t3", "go on").await.unwrap();
+        let ended = turn_end(&mut peer, chat.as_str()).await;
+        assert_eq!(action_type(&ended), "chat/turnComplete", "{ended:?}");
+        let listed = peer.conn.list_sessions().await.unwrap().items;
+        let meta = serde_json::to_value(&listed[0].meta).unwrap();
+        assert_eq!(meta["agenthost.budgetUsd"].as_f64(), Some(1.0), "{meta}");
+        assert_eq!(meta["agenthost.costUsd"], json!(0.016), "{meta}");
+        peer.conn.close().await;
+    });
+    assert!(place.work.join("late.txt").exists());
+    server.terminate();
+    let (status, _, stderr) = { server }.wait();
+    assert!(status.success());
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_tool_call_cap_stops_a_runaway_turn_and_not_the_next() {
+    let place = Place::new();
+    // The third call is over the cap; what comes after it must not run.
+    let script = place.script(&json!({ "default": { "steps": [
+        { "kind": "tool", "name": "read_file", "displayName": "Read" },
+        { "kind": "tool", "name": "read_file", "displayName": "Read" },
+        { "kind": "tool", "name": "read_file", "displayName": "Read" },
+        { "kind": "say", "text": "and more and more", "chunk": 1, "delayMs": 100 },
+        { "kind": "tool", "name": "write_file", "displayName": "Write file",
+          "effect": { "kind": "writeFile", "path": "fourth.txt", "content": "4\n" } }
+    ] } }));
+    let server = Server::start(&place, Some(&script));
+    runtime().block_on(async {
+        let mut peer = Peer::connect(&server.url, "cap-test").await;
+        let (session, chat) = peer.create_session("capped").await;
+        peer.conn
+            .client()
+            .dispatch(
+                session.to_string(),
+                serde_json::from_value(json!({ "type": "session/configChanged",
+                                               "config": { "maxToolCallsPerTurn": 2 } }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        let _view = peer.open_chat(&chat).await;
+        for turn in ["t1", "t2"] {
+            peer.conn.start_turn(&chat, turn, "loop").await.unwrap();
+            let ended = turn_end(&mut peer, chat.as_str()).await;
+            let text = serde_json::to_string(&ended.action).unwrap();
+            assert_eq!(action_type(&ended), "chat/error", "{text}");
+            assert!(text.contains("tooManyToolCalls"), "{text}");
+            assert!(
+                text.contains("started 3 tool calls, over the session's maxToolCallsPerTurn of 2"),
+                "{text}"
+            );
+        }
+        peer.conn.close().await;
+    });
+    assert!(!place.work.join("fourth.txt").exists());
+    server.process.terminate();
 }

@@ -16,7 +16,7 @@ use agenthost_services::checkpoint_commands::{
     self, CommandError, DiffParams, DiffResult, RollbackParams, RollbackResult, SessionTurns,
 };
 use agenthost_services::spend::{SpendParams, SpendReport};
-use agenthost_services::{AuditLog, CheckpointService, SubscriptionTracker};
+use agenthost_services::{AuditLog, CheckpointService, SubscriptionTracker, TurnStopRequest};
 use agenthost_side_effects::Orchestrator;
 use agenthost_state::{
     ClientDispatch, EnvelopeObserver, ObservedEnvelope, Outbox, ReconnectOutcome, StateManager,
@@ -406,6 +406,13 @@ impl AgentService {
     pub async fn checkpoint_diff(&self, params: &DiffParams) -> Result<DiffResult, ServiceError> {
         let (checkpoints, target) = self.checkpoint_target(&params.session).await?;
         Ok(checkpoint_commands::diff(checkpoints.as_ref(), &target, params).await?)
+    }
+
+    /// A contribution's request to end a running turn with an error (a limit the host
+    /// enforces): the turn ends with `chat/error` and its agent stops as on a cancel.
+    pub fn stop_turn(&self, request: TurnStopRequest) -> bool {
+        self.orchestrator
+            .stop_turn(&request.chat, &request.turn_id, request.error)
     }
 
     /// `x-spend`: the spend report of the host's sessions and providers.

@@ -82,6 +82,7 @@ mod subscriptions;
 mod telemetry;
 mod title;
 mod tool_calls;
+mod turn_stop;
 mod turns;
 mod worktrees;
 mod write_queue;
@@ -129,6 +130,9 @@ pub use title::{
 pub use tool_calls::{
     DefaultToolCallTracker, ToolCallBlock, ToolCallOutcome, ToolCallPhase, ToolCallSnapshot,
     ToolCallTracker,
+};
+pub use turn_stop::{
+    TurnStopQueue, TurnStopRequest, TurnStopRequests, TurnStopper, turn_stop_queue,
 };
 pub use turns::{
     DefaultTurnTracker, TrackerConfig, TurnBlock, TurnCompletion, TurnSnapshot, TurnStage,

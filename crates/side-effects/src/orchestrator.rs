@@ -10,7 +10,8 @@ use agenthost_dispatcher::{
     AppliedClientAction, ClientContext, DispatchedAction, Dispatcher, HostBridge, HostRegistration,
     LaunchKind, RequestSource, SendTurnMessageOptions, TurnEnd, TurnEndReason,
 };
-use agenthost_protocol::state::{ResponsePart, ToolCallResult};
+use agenthost_protocol::error_info::chat_error;
+use agenthost_protocol::state::{ErrorInfo, ResponsePart, ToolCallResult};
 use agenthost_protocol::{ActionEnvelope, StateAction};
 use agenthost_protocol::{ChatUri, SessionUri};
 use agenthost_provider_api::{
@@ -152,6 +153,28 @@ impl Shared {
                 false
             }
         }
+    }
+
+    /// Stops the agent's turn `turn_id` of `chat`, as a cancel does: its later output is
+    /// dropped, the agent is asked to cancel on a task, and the chat's next turn waits for that.
+    pub(crate) fn stop_agent(&self, chat: &ChatUri, turn_id: &str) {
+        let mut runtime = self.runtime();
+        runtime
+            .cancelled
+            .insert((chat.to_string(), turn_id.to_owned()));
+        let Some(agent) = runtime.chats.get(chat.as_str()).cloned() else {
+            return;
+        };
+        let (done, cancelling) = tokio::sync::watch::channel(false);
+        runtime.cancelling.insert(chat.to_string(), cancelling);
+        drop(runtime);
+        let turn_id = turn_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(error) = agent.provider.cancel(&turn_id).await {
+                tracing::warn!(%error, "the agent could not cancel the turn");
+            }
+            let _ = done.send(true);
+        });
     }
 
     pub(crate) fn elapsed_ms(&self, chat: &str) -> i64 {
@@ -505,29 +528,32 @@ impl Orchestrator {
                 );
             }
             StateAction::ChatTurnCancelled(a) => {
-                shared
-                    .runtime()
-                    .cancelled
-                    .insert((chat.to_string(), a.turn_id.clone()));
-                let runtime = shared.runtime().chats.get(chat.as_str()).cloned();
-                if let Some(runtime) = runtime {
-                    let turn_id = a.turn_id.clone();
-                    let (done, cancelling) = tokio::sync::watch::channel(false);
-                    shared
-                        .runtime()
-                        .cancelling
-                        .insert(chat.to_string(), cancelling);
-                    tokio::spawn(async move {
-                        if let Err(error) = runtime.provider.cancel(&turn_id).await {
-                            tracing::warn!(%error, "the agent could not cancel the turn");
-                        }
-                        let _ = done.send(true);
-                    });
-                }
+                shared.stop_agent(chat, &a.turn_id);
                 shared.turn_end(chat, Some(&a.turn_id), TurnEndReason::Cancelled);
             }
             _ => {}
         }
+    }
+
+    /// Ends `chat`'s running turn `turn_id` with `error` (`chat/error`, not resumable) and
+    /// stops its agent the way a cancel does — for a limit the host enforces (a budget).
+    /// Returns whether that turn was running.
+    pub fn stop_turn(&self, chat: &ChatUri, turn_id: &str, error: ErrorInfo) -> bool {
+        let shared = &self.shared;
+        if shared.active_turn_id(chat).as_deref() != Some(turn_id) {
+            return false;
+        }
+        shared.stop_agent(chat, turn_id);
+        let duration = shared.elapsed_ms(chat);
+        if !shared.dispatch(chat, chat_error(turn_id, duration, error.clone(), false)) {
+            return false;
+        }
+        let reason = TurnEndReason::Error {
+            error,
+            resumable: false,
+        };
+        shared.turn_end(chat, Some(turn_id), reason);
+        true
     }
 
     /// Hands the chat's agent a client's answer (`id`: the tool call or input request), on a

@@ -372,6 +372,7 @@ impl Run {
             unattended: Default::default(),
             enable: Vec::new(),
         prices: None,
+        default_budget_usd: None,
         })
         .await
         .unwrap();

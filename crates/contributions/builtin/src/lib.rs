@@ -39,6 +39,7 @@
 //! | 23 | `remoteSessionOrigin` | `dyn SessionDataStore`, `dyn HostState` | registered |
 //! | 24 | `sessionModes` | `dyn HostState`, `dyn ClientActionIntake` | registered |
 //! | 25 | `turnCost` | `dyn HostState`, `dyn ServerDispatch`, `dyn SessionDataStore` (and the `PriceTable` when registered; the built-in one otherwise) | registered |
+//! | 26 | `sessionLimits` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnStopper` (and the `PriceTable` when registered) | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
@@ -58,6 +59,7 @@ use agenthost_contrib_queue_drain::QueueDrain;
 use agenthost_contrib_remote_session_origin::RemoteSessionOrigin;
 use agenthost_contrib_session_flags::SessionFlags;
 use agenthost_contrib_session_input_needed::SessionInputNeeded;
+use agenthost_contrib_session_limits::SessionLimits;
 use agenthost_contrib_session_modes::SessionModes;
 use agenthost_contrib_session_title::SessionTitle;
 use agenthost_contrib_side_chat::SideChat;
@@ -73,7 +75,7 @@ type Register = fn(&Dispatcher) -> Result<Registration, RegistrationError>;
 
 /// The built-ins, one line each, in the registration order (between contributions of equal
 /// `ORDER`, the one registered first runs first); a missing one keeps its slot.
-const BUILTINS: [Register; 25] = [
+const BUILTINS: [Register; 26] = [
     |d| d.register::<LocalCommandHandler>(),          // 1
     |d| d.register::<TurnAdmission>(),                // 2
     |d| d.register::<TurnDelegation>(),               // 3
@@ -99,6 +101,7 @@ const BUILTINS: [Register; 25] = [
     |d| d.register::<RemoteSessionOrigin>(),          // 23
     |d| d.register::<SessionModes>(),                 // 24
     |d| d.register::<TurnCost>(),                     // 25
+    |d| d.register::<SessionLimits>(),                // 26
 ];
 
 /// How many built-ins there are.

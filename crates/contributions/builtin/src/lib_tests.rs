@@ -45,6 +45,9 @@ fn services() -> ServiceRegistry {
             agenthost_services::fakes::FakeWorktrees::default(),
         ));
     services
+        .insert::<dyn agenthost_services::TurnStopper>(Arc::new(
+            agenthost_services::turn_stop_queue().0,
+        ))
         .insert::<dyn TurnTracker>(Arc::new(FakeTurnTracker::default()))
         .insert::<dyn ToolCallTracker>(Arc::new(FakeToolCallTracker::default()))
         .insert::<dyn agenthost_services::AuditLog>(Arc::new(
@@ -84,7 +87,8 @@ fn the_builtin_order_per_hook() {
             "auditLog",
             "remoteSessionOrigin",
             "sessionModes",
-            "turnCost"
+            "turnCost",
+            "sessionLimits"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));
