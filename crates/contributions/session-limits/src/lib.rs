@@ -106,7 +106,7 @@ struct Limits {
 }
 
 /// The limits of `session`, or the refusal of a value that is not one.
-fn limits(session: &SessionState) -> Result<Limits, ErrorInfo> {
+fn limits(session: &SessionState) -> Result<Limits, Box<ErrorInfo>> {
     let value = |key: &str| {
         session
             .config
@@ -115,13 +115,13 @@ fn limits(session: &SessionState) -> Result<Limits, ErrorInfo> {
             .filter(|value| !value.is_null())
     };
     let invalid = |key: &str, value: &Value, what: &str| {
-        error_info(
+        Box::new(error_info(
             INVALID_LIMIT,
             format!(
                 "the session's {key} must be {what} or empty, not {value}: change it \
                  (session/configChanged) to send turns"
             ),
-        )
+        ))
     };
     let budget = match value(BUDGET_KEY) {
         None => None,
@@ -402,7 +402,7 @@ impl ChatContribution for SessionLimits {
         };
         let limits = match limits(&session) {
             Ok(limits) => limits,
-            Err(error) => return reject(error),
+            Err(error) => return reject(*error),
         };
         let Some(budget) = limits.budget else {
             return Ok(None);
