@@ -322,6 +322,7 @@ async fn start_host(agent: Agent, stand_in: &StandIn, work: &Path, data: &Path) 
         enable: Vec::new(),
         prices: None,
         default_budget_usd: None,
+        notify: Default::default(),
     })
     .await
     .unwrap();

@@ -55,6 +55,7 @@ async fn shutting_the_server_down_stops_every_agent_process_group() {
         enable: Vec::new(),
         prices: None,
         default_budget_usd: None,
+        notify: Default::default(),
     })
     .await
     .unwrap();

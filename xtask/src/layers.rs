@@ -44,6 +44,7 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("agenthost-services", Layer::Rank(3)),
     ("agenthost-services-store", Layer::Rank(4)),
     ("agenthost-services-git", Layer::Rank(4)),
+    ("agenthost-services-notify", Layer::Rank(4)),
     // Layer 4: every `agenthost-contrib-<feature>`, matched by CONTRIBUTION_PREFIX.
     ("agenthost-contributions", Layer::Rank(5)),
     ("agenthost-side-effects", Layer::Rank(6)),

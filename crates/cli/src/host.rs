@@ -89,6 +89,18 @@ pub struct HostOptions {
     pub prices: Option<PriceTable>,
     /// The budget new sessions get (`serve --default-budget-usd`); `None`: no budget.
     pub default_budget_usd: Option<f64>,
+    /// Where notifications go (`--notify-command`, `--notify-webhook`; nowhere by default) and
+    /// when they are sent (`--notify-after`, `--notify-input-after`, `--notify-debounce`).
+    pub notify: NotifyOptions,
+}
+
+/// `serve`'s notification flags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NotifyOptions {
+    /// The command and webhook.
+    pub config: agenthost_services_notify::NotifyConfig,
+    /// The delays and the debounce window.
+    pub settings: agenthost_services::NotificationSettings,
 }
 
 impl HostOptions {
@@ -115,6 +127,7 @@ impl HostOptions {
             enable: Vec::new(),
             prices: None,
             default_budget_usd: None,
+            notify: NotifyOptions::default(),
         }
     }
 }
@@ -472,6 +485,14 @@ pub async fn compose(options: &HostOptions, customize: Customize) -> Result<Comp
         services(&state, &store, provider_ids, &roots);
     let prices = options.prices.clone().unwrap_or_else(PriceTable::builtin);
     registry.insert::<PriceTable>(Arc::new(prices));
+    let notifiers = options
+        .notify
+        .config
+        .notifiers()
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    registry
+        .insert::<dyn agenthost_services::Notifier>(Arc::new(notifiers))
+        .insert::<agenthost_services::NotificationSettings>(Arc::new(options.notify.settings));
     if let Some(add) = customize.services {
         add(&mut registry);
     }

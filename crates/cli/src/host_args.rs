@@ -173,6 +173,7 @@ impl LocalHostArgs {
             enable: Vec::new(),
             prices,
             default_budget_usd: None,
+            notify: Default::default(),
         })
     }
 }

@@ -189,6 +189,27 @@ struct ServeArgs {
     /// change it per session): when a session's estimated spend reaches it, its turns stop.
     #[arg(long, value_name = "USD", value_parser = parse_budget)]
     default_budget_usd: Option<f64>,
+    /// A program to run (without a shell) for each notification, the notification as JSON on
+    /// its stdin: a session waiting for input, a long turn ended, a budget warning or stop, an
+    /// agent crash.
+    #[arg(long, value_name = "PROGRAM")]
+    notify_command: Option<PathBuf>,
+    /// An argument for --notify-command (repeatable).
+    #[arg(long = "notify-arg", value_name = "ARG", allow_hyphen_values = true)]
+    notify_args: Vec<String>,
+    /// A URL to POST each notification to as JSON (timeout 10s, 3 attempts).
+    #[arg(long, value_name = "URL")]
+    notify_webhook: Option<String>,
+    /// Tell of a turn's end when it ran at least this long (`90s`, `2m`; default 60s).
+    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
+    notify_after: Option<std::time::Duration>,
+    /// Tell of a confirmation, input request or client tool still waiting after this long
+    /// (default 60s).
+    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
+    notify_input_after: Option<std::time::Duration>,
+    /// The least time between two notifications of one kind for one session (default 60s).
+    #[arg(long, value_name = "DURATION", value_parser = agenthost::unattended::parse_grace)]
+    notify_debounce: Option<std::time::Duration>,
     /// How long a client that disconnected may take to come back (reconnect and subscribe to
     /// the session again) before its running client tools are failed with `clientUnavailable`,
     /// so no agent waits for a tool whose runner is gone (e.g. `10s`; default 5s). Always on.
@@ -457,6 +478,16 @@ fn main() -> ExitCode {
                     discovery: args.vscode_discovery.then_some(args.vscode_user_data_dir),
                     prices,
                     default_budget_usd: args.default_budget_usd,
+                    notify: notify_options(
+                        args.notify_command,
+                        args.notify_args,
+                        args.notify_webhook,
+                        [
+                            args.notify_after,
+                            args.notify_input_after,
+                            args.notify_debounce,
+                        ],
+                    ),
                 }))
             })
         }
@@ -643,5 +674,29 @@ fn parse_budget(text: &str) -> Result<f64, String> {
         _ => Err(format!(
             "`{text}` is not a budget: expected US dollars as a number ≥ 0, as in `5` or `0.50`"
         )),
+    }
+}
+
+/// The notification flags of `serve`: `delays` are `--notify-after`, `--notify-input-after` and
+/// `--notify-debounce`, each defaulting to a minute.
+fn notify_options(
+    command: Option<PathBuf>,
+    args: Vec<String>,
+    webhook: Option<String>,
+    delays: [Option<std::time::Duration>; 3],
+) -> agenthost::host::NotifyOptions {
+    let defaults = agenthost_services::NotificationSettings::default();
+    let [turn_after, input_after, debounce] = delays;
+    agenthost::host::NotifyOptions {
+        config: agenthost_services_notify::NotifyConfig {
+            command,
+            args,
+            webhook,
+        },
+        settings: agenthost_services::NotificationSettings {
+            input_after: input_after.unwrap_or(defaults.input_after),
+            turn_after: turn_after.unwrap_or(defaults.turn_after),
+            debounce: debounce.unwrap_or(defaults.debounce),
+        },
     }
 }

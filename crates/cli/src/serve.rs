@@ -105,6 +105,8 @@ pub struct ServeOptions {
     pub prices: Option<agenthost_services::prices::PriceTable>,
     /// The budget new sessions get (`--default-budget-usd`); `None`: no budget.
     pub default_budget_usd: Option<f64>,
+    /// The notification flags.
+    pub notify: crate::host::NotifyOptions,
     /// The server's limits.
     pub limits: ServerLimits,
     /// `--allow-origin`: browser origins allowed besides VS Code's desktop windows.
@@ -138,6 +140,7 @@ pub async fn run(options: ServeOptions) -> Result<(), CliError> {
             enable: options.enable,
             prices: options.prices,
             default_budget_usd: options.default_budget_usd,
+            notify: options.notify,
         },
         |config| {
             limits.apply(config);

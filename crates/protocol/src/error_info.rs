@@ -12,6 +12,8 @@ pub const NO_AGENT: &str = "noAgent";
 pub const CLIENT_UNAVAILABLE: &str = "clientUnavailable";
 /// The provider CLI process exited while a turn was in progress.
 pub const PROVIDER_EXITED: &str = "providerExited";
+/// The session's budget is spent: the host stopped (or refused) the turn.
+pub const BUDGET_SPENT: &str = "budgetSpent";
 
 /// An [`ErrorInfo`] without stack trace or `_meta`.
 pub fn error_info(error_type: impl Into<String>, message: impl Into<String>) -> ErrorInfo {

@@ -69,6 +69,7 @@ mod git_state;
 mod host;
 mod intake;
 mod local_commands;
+mod notify;
 pub mod paging;
 pub mod periodic;
 pub mod prices;
@@ -111,6 +112,7 @@ pub use intake::{
 pub use local_commands::{
     DefaultLocalCommands, LocalCommand, LocalCommandError, LocalCommands, MAX_RENAME_CHARS,
 };
+pub use notify::{Notification, NotificationKind, NotificationSettings, Notifier};
 pub use provider::{
     DefaultProviderLocator, ProviderLocator, StateProviderLocator, advertise_side_chats,
 };

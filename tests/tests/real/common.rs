@@ -373,6 +373,7 @@ impl Run {
             enable: Vec::new(),
         prices: None,
         default_budget_usd: None,
+        notify: Default::default(),
         })
         .await
         .unwrap();

@@ -40,6 +40,7 @@
 //! | 24 | `sessionModes` | `dyn HostState`, `dyn ClientActionIntake` | registered |
 //! | 25 | `turnCost` | `dyn HostState`, `dyn ServerDispatch`, `dyn SessionDataStore` (and the `PriceTable` when registered; the built-in one otherwise) | registered |
 //! | 26 | `sessionLimits` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnStopper` (and the `PriceTable` when registered) | registered |
+//! | 27 | `notifications` | `dyn HostState`, `dyn Notifier` (and the `NotificationSettings` when registered; the defaults otherwise) | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
@@ -54,6 +55,7 @@ use agenthost_contrib_interrupted_turn::InterruptedTurn;
 use agenthost_contrib_local_command::LocalCommandHandler;
 use agenthost_contrib_mark_unread::MarkUnread;
 use agenthost_contrib_markdown_plan_rich_links::MarkdownPlanRichLinks;
+use agenthost_contrib_notifications::Notifications;
 use agenthost_contrib_persisted_turn_usage::PersistedTurnUsage;
 use agenthost_contrib_queue_drain::QueueDrain;
 use agenthost_contrib_remote_session_origin::RemoteSessionOrigin;
@@ -75,7 +77,7 @@ type Register = fn(&Dispatcher) -> Result<Registration, RegistrationError>;
 
 /// The built-ins, one line each, in the registration order (between contributions of equal
 /// `ORDER`, the one registered first runs first); a missing one keeps its slot.
-const BUILTINS: [Register; 26] = [
+const BUILTINS: [Register; 27] = [
     |d| d.register::<LocalCommandHandler>(),          // 1
     |d| d.register::<TurnAdmission>(),                // 2
     |d| d.register::<TurnDelegation>(),               // 3
@@ -102,6 +104,7 @@ const BUILTINS: [Register; 26] = [
     |d| d.register::<SessionModes>(),                 // 24
     |d| d.register::<TurnCost>(),                     // 25
     |d| d.register::<SessionLimits>(),                // 26
+    |d| d.register::<Notifications>(),                // 27
 ];
 
 /// How many built-ins there are.

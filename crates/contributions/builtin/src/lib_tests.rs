@@ -48,6 +48,7 @@ fn services() -> ServiceRegistry {
         .insert::<dyn agenthost_services::TurnStopper>(Arc::new(
             agenthost_services::turn_stop_queue().0,
         ))
+        .insert::<dyn agenthost_services::Notifier>(Arc::new(NoNotifier))
         .insert::<dyn TurnTracker>(Arc::new(FakeTurnTracker::default()))
         .insert::<dyn ToolCallTracker>(Arc::new(FakeToolCallTracker::default()))
         .insert::<dyn agenthost_services::AuditLog>(Arc::new(
@@ -88,7 +89,8 @@ fn the_builtin_order_per_hook() {
             "remoteSessionOrigin",
             "sessionModes",
             "turnCost",
-            "sessionLimits"
+            "sessionLimits",
+            "notifications"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));
@@ -247,4 +249,11 @@ async fn the_outgoing_sequence_of_the_built_ins() {
         agenthost_contrib_side_chat::build_envelope("built-in-send-order", &body)
     );
     assert_eq!(result.message.origin.kind, MessageKind::User);
+}
+
+/// A notifier that drops everything (the registry needs one).
+struct NoNotifier;
+
+impl agenthost_services::Notifier for NoNotifier {
+    fn notify(&self, _notification: agenthost_services::Notification) {}
 }

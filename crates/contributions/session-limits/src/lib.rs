@@ -50,7 +50,7 @@ pub const BUDGET_KEY: &str = "budgetUsd";
 pub const MAX_TOOL_CALLS_KEY: &str = "maxToolCallsPerTurn";
 
 /// Error type of a turn stopped or refused because the session's budget is spent.
-pub const BUDGET_SPENT: &str = "budgetSpent";
+pub use agenthost_protocol::error_info::BUDGET_SPENT;
 /// Error type of a turn stopped or refused because its model has no known price.
 pub const BUDGET_UNPRICED: &str = "budgetUnpriced";
 /// Error type of a turn stopped for starting more tool calls than its cap.
