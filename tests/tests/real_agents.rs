@@ -2,8 +2,9 @@
 //! app-server`) and GitHub Copilot CLI 1.0.102 (`copilot --headless --stdio`, bring-your-own-key): the testkit's mock model on 127.0.0.1, our host (`agenthost::host::bind`) over
 //! the real WebSocket, and `agenthost-client` as the AHP client. Every scenario runs for each
 //! agent: an approved tool call runs, a denied one does not and the turn completes, an API error
-//! is a chat error, cancelling stops the running tool and the conversation goes on, and after a
-//! host restart the agent resumes its own conversation.
+//! is a chat error, cancelling stops the running tool and the conversation goes on, a budget
+//! stops a turn after the model call that spent it, and after a host restart the agent resumes
+//! its own conversation.
 //!
 //! A CLI comes from `AGENTHOST_CLAUDE_BIN` / `AGENTHOST_CODEX_BIN` / `AGENTHOST_COPILOT_BIN`, else from the npm cache
 //! directory (`$AGENTHOST_CLI_CACHE`, default `~/.cache/agenthost/clis`, where `.ci/run`
@@ -52,6 +53,7 @@ for_each_agent!(
     a_denied_tool_call_does_not_run_and_the_turn_still_completes,
     an_api_error_surfaces_as_a_chat_error,
     cancelling_mid_turn_stops_the_running_tool_and_the_conversation_goes_on,
+    a_budget_stops_the_turn_after_the_call_that_spent_it,
 );
 
 #[test]

@@ -347,9 +347,21 @@ struct Run {
     events: agenthost_client::ahp::ClientEventStream,
 }
 
+/// The cost limits a host is started with: a price table and a default budget.
+#[derive(Default)]
+struct Limits {
+    prices: Option<agenthost_services::prices::PriceTable>,
+    budget: Option<f64>,
+}
+
 impl Run {
     /// A host on `place`; creates the session unless it is already stored there.
     async fn start(place: &Place, create: bool) -> Self {
+        Self::start_with(place, create, Limits::default()).await
+    }
+
+    /// [`start`](Self::start), the host with `limits`.
+    async fn start_with(place: &Place, create: bool, limits: Limits) -> Self {
         let server = bind(HostOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             providers: vec![place.agent.provider().into()],
@@ -371,9 +383,9 @@ impl Run {
             },
             unattended: Default::default(),
             enable: Vec::new(),
-        prices: None,
-        default_budget_usd: None,
-        notify: Default::default(),
+            prices: limits.prices,
+            default_budget_usd: limits.budget,
+            notify: Default::default(),
         })
         .await
         .unwrap();
@@ -678,6 +690,95 @@ async fn a_denied_tool_call_does_not_run_and_the_turn_still_completes(agent: Age
             .any(|e| matches!(e, Event::Text(t) if t.contains("did not run"))),
         "the model was told the tool was denied: {events:?}"
     );
+}
+
+/// A session with a budget of 5 cents, on a model whose price makes the first model call cost
+/// 10 cents (the mock model reports 100 input tokens a call): the budget stops the turn after
+/// that call — no final answer, and for the agents that report a call's usage as it ends no
+/// second call and no tool run — and refuses the next turn.
+async fn a_budget_stops_the_turn_after_the_call_that_spent_it(agent: Agent) {
+    let Some(place) = Place::new(agent, MockModelConfig::default()).await else {
+        return;
+    };
+    let mut prices = agenthost_services::prices::PriceTable::empty();
+    // Each agent's model as it reports it (Claude Code's default, and what the tests set).
+    for model in ["claude-opus-5-5", "gpt-5.5", "gpt-5.4"] {
+        prices.insert(
+            model,
+            agenthost_services::prices::PriceEntry {
+                price: agenthost_services::prices::ModelPrice {
+                    input: 1000.0,
+                    cached_input: 1000.0,
+                    cache_write: None,
+                    output: 1000.0,
+                },
+                source: "the test".into(),
+                as_of: None,
+            },
+        );
+    }
+    let limits = Limits {
+        prices: Some(prices),
+        budget: Some(0.05),
+    };
+    let mut run = Run::start_with(&place, true, limits).await;
+    run.client
+        .start_turn(&run.chat, "t1", "Create out.txt containing hi")
+        .await
+        .unwrap();
+    // A confirmation is approved: Codex reports a call's usage only once the tool it asked for
+    // has run, so its budget stop comes after the approval.
+    let seen = loop {
+        let seen = run
+            .until(|e| matches!(e, Event::ConfirmationNeeded { .. } | Event::TurnEnded { .. }))
+            .await;
+        match seen.last() {
+            Some(Event::ConfirmationNeeded { tool_call_id, .. }) => run
+                .client
+                .confirm_tool(&run.chat, "t1", tool_call_id, true)
+                .await
+                .unwrap(),
+            _ => break seen,
+        }
+    };
+    let Some(Event::TurnEnded {
+        error: Some(error),
+        cancelled: false,
+        ..
+    }) = seen.last()
+    else {
+        panic!("the turn was not stopped by its budget: {seen:?}");
+    };
+    assert!(
+        error.contains("The session's budget of $0.0500 is spent"),
+        "{error}"
+    );
+    assert!(
+        !seen.iter().any(|e| matches!(e, Event::Text(t) if t.contains("Done"))),
+        "the turn went on to its final answer: {seen:?}"
+    );
+    let calls = conversation_requests(&place);
+    let decisions: Vec<_> = calls.iter().map(|r| &r.decision).collect();
+    if matches!(agent, Agent::Codex | Agent::AcpCodex) {
+        // The second call may already be on its way when the usage of the first arrives.
+        assert!(calls.len() <= 2, "{decisions:#?}");
+    } else {
+        assert_eq!(calls.len(), 1, "stopped after the first model call: {decisions:#?}");
+        assert_eq!(read(&run.work.join("out.txt")), None, "the tool ran");
+    }
+    let before = calls.len();
+    // The next turn is refused, naming the budget.
+    run.client
+        .start_turn(&run.chat, "t2", "Try again")
+        .await
+        .unwrap();
+    let (_, error, _) = run.turn_end().await;
+    assert!(
+        error.is_some_and(|e| e.contains("budget of $0.0500 is spent")),
+        "the next turn ran"
+    );
+    assert_eq!(conversation_requests(&place).len(), before);
+    run.shut_down().await;
 }
 
 async fn an_api_error_surfaces_as_a_chat_error(agent: Agent) {
