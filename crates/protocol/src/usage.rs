@@ -17,6 +17,13 @@ use serde_json::Value;
 /// Input tokens written to the prompt cache (a part of `inputTokens`).
 pub const CACHE_WRITE_TOKENS: &str = "agenthost.cacheWriteTokens";
 
+/// The tokens in the model's context at the turn's latest model call (that call's input).
+pub const CONTEXT_TOKENS: &str = "agenthost.contextTokens";
+
+/// The context window of the turn's model, when the agent reported it: with
+/// [`CONTEXT_TOKENS`], how full the context is.
+pub const CONTEXT_WINDOW: &str = "agenthost.contextWindow";
+
 /// The turn's API-equivalent cost estimate in US dollars, from the host's price table: a
 /// number, or `null` when no model call of the turn has a known price ("unknown", never 0).
 /// On a session's `_meta`: the session's total so far.

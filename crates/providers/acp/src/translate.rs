@@ -40,6 +40,7 @@ use std::fmt;
 
 use agenthost_protocol::common::JsonObject;
 use agenthost_protocol::state::{ErrorInfo, ToolResultContent};
+use agenthost_protocol::usage::{CONTEXT_TOKENS, CONTEXT_WINDOW};
 use agenthost_protocol::{AgentSignal, ModelLimits, SessionUri};
 use agenthost_provider_api::{Mapper, NormEvent, Scope, ToolError, UsageKind};
 use serde_json::{Value, json};
@@ -497,8 +498,8 @@ impl Translator {
     fn usage(&mut self, usage: Option<&schema::Usage>, out: &mut Vec<Output>) {
         let mut meta = JsonObject::new();
         if let Some((used, size, cost)) = &self.context {
-            meta.insert("modelContextWindow".into(), (*size).into());
-            meta.insert("contextTokens".into(), (*used).into());
+            meta.insert(CONTEXT_WINDOW.into(), (*size).into());
+            meta.insert(CONTEXT_TOKENS.into(), (*used).into());
             if let Some(cost) = cost {
                 // Not `cost`: clients read that as credits, and this is money.
                 meta.insert(

@@ -319,8 +319,8 @@ fn usage_reports_tokens_from_the_answer_and_the_context_fill_in_meta() {
     assert_eq!(usage["usage"]["outputTokens"], 20);
     assert_eq!(usage["usage"]["cacheReadTokens"], 5);
     let meta = &usage["usage"]["_meta"];
-    assert_eq!(meta["modelContextWindow"], 8000, "{usage}");
-    assert_eq!(meta["contextTokens"], 900);
+    assert_eq!(meta["agenthost.contextWindow"], 8000, "{usage}");
+    assert_eq!(meta["agenthost.contextTokens"], 900);
     assert_eq!(
         meta["agenthost.cost"],
         json!({ "amount": 0.25, "currency": "USD" })

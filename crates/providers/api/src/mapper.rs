@@ -41,7 +41,7 @@ use agenthost_protocol::state::{
     ToolCallContributor, ToolCallPendingConfirmationState, ToolCallResult, ToolInput,
     ToolResultContent, UsageInfo,
 };
-use agenthost_protocol::usage::CACHE_WRITE_TOKENS;
+use agenthost_protocol::usage::{CACHE_WRITE_TOKENS, CONTEXT_TOKENS, CONTEXT_WINDOW};
 use agenthost_protocol::{
     ActionSignal, AgentSignal, ModelCallCompleted, ModelLimits, ModelLimitsReported,
     PendingConfirmation, PermissionKind, SafeId, SessionUri, StateAction, SteeringConsumed,
@@ -428,6 +428,8 @@ pub struct Mapper {
     turn: Option<TurnMap>,
     /// The conversation's model, by the id the host advertises it under.
     model: Option<String>,
+    /// The context window the agent last reported for its model.
+    context_window: Option<u64>,
 }
 
 impl Mapper {
@@ -437,6 +439,7 @@ impl Mapper {
             session,
             turn: None,
             model: None,
+            context_window: None,
         }
     }
 
@@ -509,6 +512,9 @@ impl Mapper {
             }
             // Limits belong to the model, not to a turn: reported whenever the agent says them.
             NormEvent::ModelLimits { limits } => {
+                if let Some(window) = limits.max_context_window {
+                    self.context_window = Some(window);
+                }
                 if let Some(model) = self.model.clone().filter(|_| !limits.is_empty()) {
                     out.signals
                         .push(AgentSignal::ModelLimits(ModelLimitsReported {
@@ -532,7 +538,7 @@ impl Mapper {
                     );
                     return out.signals;
                 }
-                turn.map(event, &mut out);
+                turn.map(with_context(event, self.context_window), &mut out);
             }
         }
         out.signals
@@ -725,6 +731,42 @@ fn usage_meta(mut meta: JsonObject) -> Option<JsonObject> {
         meta.remove("cost");
     }
     (!meta.is_empty()).then_some(meta)
+}
+
+/// A usage report with the context's fill in `_meta`: the tokens of the latest call (a call
+/// report's input; a total report says them itself, when it can) and the model's window when
+/// the agent reported it.
+fn with_context(event: NormEvent, window: Option<u64>) -> NormEvent {
+    let NormEvent::Usage {
+        scope,
+        kind,
+        input,
+        output,
+        cache_read,
+        cache_write,
+        model,
+        meta,
+    } = event
+    else {
+        return event;
+    };
+    let mut meta = meta.unwrap_or_default();
+    if kind == UsageKind::Call && input > 0 {
+        meta.insert(CONTEXT_TOKENS.into(), input.into());
+    }
+    if let Some(window) = window.filter(|_| meta.contains_key(CONTEXT_TOKENS)) {
+        meta.insert(CONTEXT_WINDOW.into(), window.into());
+    }
+    NormEvent::Usage {
+        scope,
+        kind,
+        input,
+        output,
+        cache_read,
+        cache_write,
+        model,
+        meta: (!meta.is_empty()).then_some(meta),
+    }
 }
 
 fn tokens(count: u64) -> i64 {

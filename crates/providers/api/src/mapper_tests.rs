@@ -697,18 +697,32 @@ fn call_usage_adds_up_per_scope_and_a_total_replaces_it() {
     assert_eq!(
         usages,
         vec![
-            json!({"inputTokens": 100, "outputTokens": 10, "cacheReadTokens": 5, "model": "m"}),
+            // A call's input is what its context held.
+            json!({"inputTokens": 100, "outputTokens": 10, "cacheReadTokens": 5, "model": "m",
+                   "_meta": {"agenthost.contextTokens": 100}}),
             json!({"inputTokens": 300, "outputTokens": 20, "cacheReadTokens": 10, "model": "m",
-                   "_meta": {"agenthost.cacheWriteTokens": 50}}),
+                   "_meta": {"agenthost.cacheWriteTokens": 50, "agenthost.contextTokens": 200}}),
             // The subagent's chat has a total of its own.
-            json!({"inputTokens": 7, "outputTokens": 10, "cacheReadTokens": 5, "model": "m"}),
+            json!({"inputTokens": 7, "outputTokens": 10, "cacheReadTokens": 5, "model": "m",
+                   "_meta": {"agenthost.contextTokens": 7}}),
             json!({"inputTokens": 1000, "outputTokens": 1}),
         ]
     );
-    // A new turn starts from nothing.
+    // A new turn starts from nothing; once the agent reported its model's window, the fill
+    // carries it.
+    m.map(NormEvent::ModelLimits {
+        limits: agenthost_protocol::ModelLimits {
+            max_context_window: Some(8000),
+            ..Default::default()
+        },
+    });
     m.begin_turn("t2");
     let out = run(&mut m, vec![call(Scope::Root, 1, None)]);
     assert_eq!(out[0]["usage"]["inputTokens"], 1);
+    assert_eq!(
+        out[0]["usage"]["_meta"],
+        json!({"agenthost.contextTokens": 1, "agenthost.contextWindow": 8000})
+    );
 }
 
 #[test]
@@ -719,7 +733,7 @@ fn usage_meta_never_carries_quota_snapshots_or_a_cost_that_is_not_credits() {
             &mut m,
             vec![NormEvent::Usage {
                 scope: Scope::Root,
-                kind: UsageKind::Call,
+                kind: UsageKind::Total,
                 input: 1,
                 output: 1,
                 cache_read: None,

@@ -745,18 +745,20 @@ fn each_model_calls_usage_is_reported_as_it_arrives_with_cache_writes_counted_in
         .filter(|signal| signal["type"] == "chat/usage")
         .map(|signal| signal["usage"].clone())
         .collect();
-    let usage = |input: u64, output: u64, read: u64, written: u64| {
+    let usage = |input: u64, output: u64, read: u64, written: u64, context: u64| {
         json!({ "inputTokens": input, "outputTokens": output, "cacheReadTokens": read,
-                "model": "claude-x", "_meta": { "agenthost.cacheWriteTokens": written } })
+                "model": "claude-x", "_meta": { "agenthost.cacheWriteTokens": written,
+                                                "agenthost.contextTokens": context } })
     };
-    // Only changes are reported: the `assistant` line repeats what `message_start` said.
+    // Only changes are reported: the `assistant` line repeats what `message_start` said. The
+    // context holds the latest call's input.
     assert_eq!(
         usages,
         vec![
-            usage(1510, 1, 1000, 500),
-            usage(1510, 20, 1000, 500),
-            usage(1510 + 1530, 21, 2000, 1000),
-            usage(1510 + 1530, 60, 2000, 1000),
+            usage(1510, 1, 1000, 500, 1510),
+            usage(1510, 20, 1000, 500, 1510),
+            usage(1510 + 1530, 21, 2000, 1000, 1530),
+            usage(1510 + 1530, 60, 2000, 1000, 1530),
         ]
     );
     // The result's own usage covers the same calls and has the last word for the root.

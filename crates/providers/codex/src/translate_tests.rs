@@ -1206,7 +1206,8 @@ fn token_usage_reports_the_last_call_with_the_thread_s_model() {
                     "maxContextWindow": 258400, "maxOutputTokens": null }),
             json!({ "type": "chat/usage", "turnId": "t1", "usage": {
                 "inputTokens": 100, "outputTokens": 20, "cacheReadTokens": 40, "model": "gpt-5.5",
-                "_meta": { "reasoningOutputTokens": 5, "modelContextWindow": 258400 } } }),
+                "_meta": { "reasoningOutputTokens": 5, "modelContextWindow": 258400,
+                           "agenthost.contextTokens": 100, "agenthost.contextWindow": 258400 } } }),
             json!({ "signal": "modelCallCompleted", "turnId": "t1", "modelCallId": "app-1#1" }),
         ]
     );

@@ -709,7 +709,7 @@ fn usage_becomes_chat_usage() {
         signals(&out),
         [json!({ "type": "chat/usage", "turnId": "t1", "usage": {
             "inputTokens": 100, "outputTokens": 20, "cacheReadTokens": 3, "model": "gpt-5.4",
-            "_meta": { "agenthost.cacheWriteTokens": 1, "cost": 1 } } })]
+            "_meta": { "agenthost.cacheWriteTokens": 1, "cost": 1, "agenthost.contextTokens": 100 } } })]
     );
 }
 

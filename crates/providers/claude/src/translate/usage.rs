@@ -9,7 +9,7 @@
 
 use super::*;
 
-use agenthost_protocol::usage::AGENT_COST_USD;
+use agenthost_protocol::usage::{AGENT_COST_USD, CONTEXT_TOKENS};
 
 use crate::wire::{ApiUsage, ResultUsage};
 
@@ -126,6 +126,14 @@ impl Calls {
         (totals, model)
     }
 
+    /// `_meta` with the context's fill: the input of `scope`'s latest call.
+    fn context(&self, scope: &Scope) -> Option<JsonObject> {
+        let last = self.calls.iter().rev().find(|call| &call.scope == scope)?;
+        let mut meta = JsonObject::new();
+        meta.insert(CONTEXT_TOKENS.into(), Totals::of(&last.usage).input.into());
+        Some(meta)
+    }
+
     fn any_subagent(&self) -> bool {
         self.calls.iter().any(|call| call.scope != Scope::Root)
     }
@@ -150,7 +158,8 @@ impl Translator {
             return;
         }
         turn.calls.reported.insert(scope.clone(), totals);
-        self.emit(totals.event(scope.clone(), model, None), out);
+        let context = turn.calls.context(scope);
+        self.emit(totals.event(scope.clone(), model, context), out);
     }
 
     /// The turn's final usage at its `result`. The result's usage replaces the calls' sum when
@@ -179,11 +188,11 @@ impl Translator {
         if usage.is_none() && turn.calls.calls.is_empty() {
             return;
         }
-        let meta = cost.map(|cost| {
-            let mut meta = JsonObject::new();
+        let mut meta = turn.calls.context(&Scope::Root).unwrap_or_default();
+        if let Some(cost) = cost {
             meta.insert(AGENT_COST_USD.into(), cost.into());
-            meta
-        });
+        }
+        let meta = (!meta.is_empty()).then_some(meta);
         let model = model.or(result_model);
         self.emit(totals.event(Scope::Root, model, meta), out);
     }
