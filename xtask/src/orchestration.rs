@@ -182,6 +182,7 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
     ("agenthost-side-effects::orchestrator::<Bridge as HostBridge>::launch_kind", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::<Bridge as HostBridge>::send_turn_message", Reason::DispatchCallSite),
     ("agenthost-side-effects::orchestrator::<DispatchObserver as EnvelopeObserver>::on_envelope", Reason::DispatchCallSite),
+    ("agenthost-side-effects::orchestrator::DispatchObserver::new", Reason::Wiring),
     ("agenthost-side-effects::orchestrator::Orchestrator::start", Reason::Wiring),
     ("agenthost-side-effects::orchestrator::<Orchestrator as ResumeHandles>::resume_handle", Reason::Provider),
     ("agenthost-side-effects::orchestrator::Orchestrator::start_turn", Reason::DispatchCallSite),
@@ -269,6 +270,6 @@ pub const ALLOWLIST: &[(&str, Reason)] = &[
 /// The line budget of each orchestration crate: `(package, lines)`, one per line.
 #[rustfmt::skip]
 pub const LINE_BUDGETS: &[(&str, usize)] = &[
-    ("agenthost-side-effects", 1103),
+    ("agenthost-side-effects", 1108),
     ("agenthost-service", 1531),
 ];

@@ -25,5 +25,5 @@ mod orchestrator;
 mod routing;
 mod turns;
 
-pub use orchestrator::{Orchestrator, OrchestratorConfig, OrchestratorError};
+pub use orchestrator::{DispatchObserver, Orchestrator, OrchestratorConfig, OrchestratorError};
 pub use routing::MODEL_LIMITS_KEY;

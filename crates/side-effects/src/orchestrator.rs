@@ -329,9 +329,18 @@ impl HostBridge for Bridge {
     }
 }
 
-/// Bridges every envelope to `onDidDispatchAction`.
-struct DispatchObserver {
+/// Bridges every envelope of a state manager to the dispatcher's `onDidDispatchAction` — the
+/// orchestrator installs one; a contribution's tests install one to see their own actions come
+/// back as the host does.
+pub struct DispatchObserver {
     dispatcher: Dispatcher,
+}
+
+impl DispatchObserver {
+    /// Bridges to `dispatcher`.
+    pub fn new(dispatcher: Dispatcher) -> Self {
+        Self { dispatcher }
+    }
 }
 
 impl EnvelopeObserver for DispatchObserver {
@@ -390,7 +399,7 @@ impl Orchestrator {
         let host = dispatcher
             .register_host(bridge)
             .map_err(|_| OrchestratorError::HostAlreadyRegistered)?;
-        state.add_observer(Arc::new(DispatchObserver { dispatcher }));
+        state.add_observer(Arc::new(DispatchObserver::new(dispatcher)));
         tokio::spawn(crate::routing::route_signals(
             Arc::downgrade(&shared),
             receiver,

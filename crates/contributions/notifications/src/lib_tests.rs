@@ -4,7 +4,8 @@ use agenthost_dispatcher::Dispatcher;
 use agenthost_protocol::SafeId;
 use agenthost_protocol::ahp_types::state::{ChatState, RootState};
 use agenthost_services::StateHostState;
-use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager};
+use agenthost_side_effects::DispatchObserver;
+use agenthost_state::{StateConfig, StateManager};
 use serde_json::{Value, json};
 
 use super::*;
@@ -32,22 +33,6 @@ struct Inbox(std::sync::Mutex<Vec<Notification>>);
 impl Notifier for Inbox {
     fn notify(&self, notification: Notification) {
         self.0.lock().unwrap().push(notification);
-    }
-}
-
-struct Bridge(Dispatcher);
-
-impl EnvelopeObserver for Bridge {
-    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
-        let envelope = observed.envelope;
-        self.0.did_dispatch_action(&DispatchedAction {
-            channel: &envelope.channel,
-            session: observed.session,
-            chat: observed.chat,
-            action: &envelope.action,
-            origin: envelope.origin.as_ref(),
-            rejection_reason: envelope.rejection_reason.as_deref(),
-        });
     }
 }
 
@@ -88,7 +73,7 @@ impl World {
             }));
         let dispatcher = Dispatcher::new(services);
         let registration = dispatcher.register::<Notifications>().unwrap();
-        state.add_observer(Arc::new(Bridge(dispatcher)));
+        state.add_observer(Arc::new(DispatchObserver::new(dispatcher)));
         Self {
             state,
             inbox,

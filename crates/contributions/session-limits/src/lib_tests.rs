@@ -5,7 +5,8 @@ use agenthost_protocol::SafeId;
 use agenthost_protocol::ahp_types::state::{ChatState, Message, RootState};
 use agenthost_services::prices::{ModelPrice, PriceEntry};
 use agenthost_services::{StateHostState, StateServerDispatch};
-use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager};
+use agenthost_side_effects::DispatchObserver;
+use agenthost_state::{StateConfig, StateManager};
 use serde_json::json;
 
 use super::*;
@@ -47,23 +48,6 @@ impl TurnStopper for Stops {
             .lock()
             .unwrap()
             .push((chat.to_string(), turn_id.to_owned(), error));
-    }
-}
-
-/// Bridges every envelope to the dispatcher's `onDidDispatchAction`, as the host does.
-struct Bridge(Dispatcher);
-
-impl EnvelopeObserver for Bridge {
-    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
-        let envelope = observed.envelope;
-        self.0.did_dispatch_action(&DispatchedAction {
-            channel: &envelope.channel,
-            session: observed.session,
-            chat: observed.chat,
-            action: &envelope.action,
-            origin: envelope.origin.as_ref(),
-            rejection_reason: envelope.rejection_reason.as_deref(),
-        });
     }
 }
 
@@ -119,7 +103,7 @@ impl World {
             .insert::<PriceTable>(Arc::new(prices));
         let dispatcher = Dispatcher::new(services);
         let registration = dispatcher.register::<SessionLimits>().unwrap();
-        state.add_observer(Arc::new(Bridge(dispatcher.clone())));
+        state.add_observer(Arc::new(DispatchObserver::new(dispatcher.clone())));
         Self {
             state,
             stops,

@@ -6,7 +6,8 @@ use agenthost_protocol::ahp_types::state::{ChatState, RootState, SessionState};
 use agenthost_services::fakes::FakeSessionData;
 use agenthost_services::prices::{ModelPrice, PriceEntry};
 use agenthost_services::{StateHostState, StateServerDispatch};
-use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager};
+use agenthost_side_effects::DispatchObserver;
+use agenthost_state::{StateConfig, StateManager};
 use serde_json::{Value, json};
 
 use super::*;
@@ -29,23 +30,6 @@ fn chat_state(uri: &str, turn: &str) -> ChatState {
         "activeTurn": { "id": turn, "startedAt": T0, "responseParts": [],
                         "message": { "text": "hi", "origin": { "kind": "user" } } }
     }))
-}
-
-/// Bridges every envelope to the dispatcher's `onDidDispatchAction`, as the host does.
-struct Bridge(Dispatcher);
-
-impl EnvelopeObserver for Bridge {
-    fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
-        let envelope = observed.envelope;
-        self.0.did_dispatch_action(&DispatchedAction {
-            channel: &envelope.channel,
-            session: observed.session,
-            chat: observed.chat,
-            action: &envelope.action,
-            origin: envelope.origin.as_ref(),
-            rejection_reason: envelope.rejection_reason.as_deref(),
-        });
-    }
 }
 
 struct World {
@@ -101,7 +85,7 @@ impl World {
             .insert::<PriceTable>(Arc::new(prices()));
         let dispatcher = Dispatcher::new(services);
         let registration = dispatcher.register::<TurnCost>().unwrap();
-        state.add_observer(Arc::new(Bridge(dispatcher)));
+        state.add_observer(Arc::new(DispatchObserver::new(dispatcher)));
         Self {
             state,
             data,

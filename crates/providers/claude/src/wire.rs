@@ -571,7 +571,7 @@ pub struct ResultLine {
     pub duration_ms: Option<i64>,
     /// Token usage.
     #[serde(default)]
-    pub usage: Option<ResultUsage>,
+    pub usage: Option<ApiUsage>,
     /// Usage per model.
     #[serde(default, rename = "modelUsage")]
     pub model_usage: Option<Map<String, Value>>,
@@ -587,23 +587,6 @@ pub struct ResultLine {
     /// The CLI's session id.
     #[serde(default)]
     pub session_id: Option<String>,
-}
-
-/// `result.usage`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ResultUsage {
-    /// Input tokens.
-    #[serde(default)]
-    pub input_tokens: Option<u64>,
-    /// Output tokens.
-    #[serde(default)]
-    pub output_tokens: Option<u64>,
-    /// Tokens read from the prompt cache.
-    #[serde(default)]
-    pub cache_read_input_tokens: Option<u64>,
-    /// Tokens written to the prompt cache.
-    #[serde(default)]
-    pub cache_creation_input_tokens: Option<u64>,
 }
 
 // ─── Host → CLI ─────────────────────────────────────────────────────────────────────────────

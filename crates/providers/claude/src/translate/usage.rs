@@ -11,7 +11,7 @@ use super::*;
 
 use agenthost_protocol::usage::{AGENT_COST_USD, CONTEXT_TOKENS};
 
-use crate::wire::{ApiUsage, ResultUsage};
+use crate::wire::ApiUsage;
 
 /// The model calls of a turn, in the order they started.
 #[derive(Debug, Default)]
@@ -170,19 +170,14 @@ impl Translator {
     pub(super) fn result_usage(
         &mut self,
         turn: &TurnTrack,
-        usage: Option<&ResultUsage>,
+        usage: Option<&ApiUsage>,
         result_model: Option<String>,
         cost: Option<f64>,
         out: &mut Vec<Output>,
     ) {
         let (summed, model) = turn.calls.totals(&Scope::Root);
         let totals = match usage {
-            Some(usage) if !turn.calls.any_subagent() => Totals::of(&ApiUsage {
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                cache_read_input_tokens: usage.cache_read_input_tokens,
-                cache_creation_input_tokens: usage.cache_creation_input_tokens,
-            }),
+            Some(usage) if !turn.calls.any_subagent() => Totals::of(usage),
             _ => summed,
         };
         if usage.is_none() && turn.calls.calls.is_empty() {
