@@ -299,8 +299,8 @@ pub enum NormEvent {
         /// The model.
         model: Option<String>,
         /// Provider-specific metadata. VS Code renders a numeric `cost` as "N credits" in the
-        /// response footer, so `cost` is never a money amount (Claude's dollars go under
-        /// `totalCostUsd`); the mapper drops a `cost` that is not a number ≥ 0 and every
+        /// response footer, so `cost` is never a money amount (dollars go under an
+        /// `agenthost.` key, as Claude's `agenthost.agentCostUsd`); the mapper drops a `cost` that is not a number ≥ 0 and every
         /// `quotaSnapshots` (it would overwrite the user's Copilot quota display).
         meta: Option<JsonObject>,
     },

@@ -745,9 +745,9 @@ fn usage_meta_never_carries_quota_snapshots_or_a_cost_that_is_not_credits() {
         out[0]["usage"].get("_meta").cloned()
     };
     assert_eq!(
-        usage(json!({ "cost": 1.5, "totalCostUsd": 0.02,
+        usage(json!({ "cost": 1.5, "agenthost.agentCostUsd": 0.02,
                       "quotaSnapshots": { "premium_interactions": { "remainingPercentage": 10 } } })),
-        Some(json!({ "cost": 1.5, "totalCostUsd": 0.02 }))
+        Some(json!({ "cost": 1.5, "agenthost.agentCostUsd": 0.02 }))
     );
     assert_eq!(
         usage(json!({ "cost": "$0.02", "reasoningTokens": 3 })),
