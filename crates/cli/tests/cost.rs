@@ -216,6 +216,23 @@ fn a_bad_price_file_or_period_is_refused_naming_what_is_wrong() {
         stderr.contains("bad.toml: model `m`: `input` must be a number ≥ 0"),
         "{stderr}"
     );
+    // `acp` answers its editor with the refusal instead of exiting; it says so on stderr.
+    let (_, _, stderr) = agent_host_with(
+        &[
+            "acp",
+            "--provider",
+            "scripted",
+            "--data-dir",
+            &data,
+            "--prices",
+            &bad,
+        ],
+        &place,
+    );
+    assert!(
+        stderr.contains("bad.toml: model `m`: `input` must be a number ≥ 0"),
+        "{stderr}"
+    );
     let missing = place.base.join("nowhere.toml");
     let (status, _, stderr) = agent_host_with(
         &[
