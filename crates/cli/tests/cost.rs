@@ -53,6 +53,38 @@ fn agent_host_with(args: &[&str], place: &Place) -> (std::process::ExitStatus, S
     Spawned::spawn(command).wait()
 }
 
+/// `run --connect URL --provider scripted --cwd work PROMPT` to its end.
+fn run_connected(
+    place: &Place,
+    url: &str,
+    prompt: &str,
+) -> (std::process::ExitStatus, String, String) {
+    let work = place.work.to_string_lossy().into_owned();
+    agent_host_with(
+        &[
+            "run",
+            "--connect",
+            url,
+            "--provider",
+            "scripted",
+            "--cwd",
+            &work,
+            prompt,
+        ],
+        place,
+    )
+}
+
+/// A client changes `session`'s config with `session/configChanged`.
+async fn configure(peer: &Peer, session: &SessionUri, config: Value) {
+    let action = json!({ "type": "session/configChanged", "config": config });
+    peer.conn
+        .client()
+        .dispatch(session.to_string(), serde_json::from_value(action).unwrap())
+        .await
+        .unwrap();
+}
+
 fn write(place: &Place, name: &str, text: &str) -> String {
     let path = place.base.join(name);
     std::fs::write(&path, text).unwrap();
@@ -69,21 +101,7 @@ fn turn_costs_are_printed_kept_across_a_restart_and_reported_by_period() {
     let server = Spawned::spawn(command);
     let url = server.line();
     let work = place.work.to_string_lossy().into_owned();
-    let run = |prompt: &str| {
-        agent_host_with(
-            &[
-                "run",
-                "--connect",
-                &url,
-                "--provider",
-                "scripted",
-                "--cwd",
-                &work,
-                prompt,
-            ],
-            &place,
-        )
-    };
+    let run = |prompt: &str| run_connected(&place, &url, prompt);
     let (status, stdout, stderr) = run("first");
     assert!(status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("    sub work\n"), "{stdout}");
@@ -295,20 +313,7 @@ fn a_budget_stops_a_turn_mid_way_and_refuses_the_next_across_a_restart_until_rai
         (process, url)
     };
     let (server, url) = serve(&place);
-    let work = place.work.to_string_lossy().into_owned();
-    let (status, stdout, stderr) = agent_host_with(
-        &[
-            "run",
-            "--connect",
-            &url,
-            "--provider",
-            "scripted",
-            "--cwd",
-            &work,
-            "spend",
-        ],
-        &place,
-    );
+    let (status, stdout, stderr) = run_connected(&place, &url, "spend");
     assert!(!status.success(), "{stdout}\n{stderr}");
     assert!(
         stdout.contains(
@@ -349,17 +354,7 @@ fn a_budget_stops_a_turn_mid_way_and_refuses_the_next_across_a_restart_until_rai
         assert!(text.contains("budgetSpent"), "{text}");
         assert!(text.contains("budget of $0.0050 is spent"), "{text}");
         // A client raises the budget: the session takes turns again.
-        peer.conn
-            .client()
-            .dispatch(
-                session.to_string(),
-                serde_json::from_value(
-                    json!({ "type": "session/configChanged", "config": { "budgetUsd": 1 } }),
-                )
-                .unwrap(),
-            )
-            .await
-            .unwrap();
+        configure(&peer, &session, json!({ "budgetUsd": 1 })).await;
         peer.conn.start_turn(&chat, "t3", "go on").await.unwrap();
         let ended = turn_end(&mut peer, chat.as_str()).await;
         assert_eq!(action_type(&ended), "chat/turnComplete", "{ended:?}");
@@ -395,16 +390,7 @@ fn a_tool_call_cap_stops_a_runaway_turn_and_not_the_next() {
     runtime().block_on(async {
         let mut peer = Peer::connect(&server.url, "cap-test").await;
         let (session, chat) = peer.create_session("capped").await;
-        peer.conn
-            .client()
-            .dispatch(
-                session.to_string(),
-                serde_json::from_value(json!({ "type": "session/configChanged",
-                                               "config": { "maxToolCallsPerTurn": 2 } }))
-                .unwrap(),
-            )
-            .await
-            .unwrap();
+        configure(&peer, &session, json!({ "maxToolCallsPerTurn": 2 })).await;
         let _view = peer.open_chat(&chat).await;
         for turn in ["t1", "t2"] {
             peer.conn.start_turn(&chat, turn, "loop").await.unwrap();

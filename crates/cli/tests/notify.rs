@@ -8,62 +8,13 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agenthost_protocol::{ChatUri, StateAction};
+use agenthost_testkit::WebhookReceiver;
 use serde_json::{Value, json};
 use support::{DEADLINE, Peer, Place, Spawned, runtime, serve_command};
-
-/// A loopback HTTP receiver on a thread: records each POST body, answers 200.
-fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let seen = bodies.clone();
-    std::thread::spawn(move || {
-        for socket in listener.incoming() {
-            let Ok(mut socket) = socket else { return };
-            let mut request = Vec::new();
-            let mut buffer = [0u8; 4096];
-            let body = loop {
-                let Ok(n) = socket.read(&mut buffer) else {
-                    break None;
-                };
-                if n == 0 {
-                    break None;
-                }
-                request.extend_from_slice(&buffer[..n]);
-                let text = String::from_utf8_lossy(&request).into_owned();
-                let Some(end) = text.find("\r\n\r\n") else {
-                    continue;
-                };
-                let length = text[..end]
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse::<usize>().unwrap())
-                    })
-                    .unwrap_or(0);
-                if request.len() >= end + 4 + length {
-                    break Some(text[end + 4..end + 4 + length].to_owned());
-                }
-            };
-            if let Some(body) = body {
-                seen.lock()
-                    .unwrap()
-                    .push(serde_json::from_str(body.trim()).unwrap());
-            }
-            let _ = socket
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
-    });
-    (url, bodies)
-}
 
 fn events(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -125,7 +76,12 @@ fn notifications_reach_a_command_and_a_webhook_after_their_delays_and_are_deboun
     ] } }));
     let log = place.base.join("events.jsonl");
     let append = format!("cat >> '{}'", log.display());
-    let (url, bodies) = receiver();
+    // The receiver serves on this runtime's workers for the whole test.
+    let receiving = runtime();
+    let receiver = receiving
+        .block_on(WebhookReceiver::start(Vec::new()))
+        .unwrap();
+    let url = receiver.url().to_owned();
     let serve = |delays: [&str; 3]| {
         let mut command = serve_command(&place, &place.data, Some(&script));
         command
@@ -183,8 +139,8 @@ fn notifications_reach_a_command_and_a_webhook_after_their_delays_and_are_deboun
             .unwrap()
             .starts_with("The turn finished after")
     );
-    eventually("the webhook's three", || bodies.lock().unwrap().len() == 3);
-    assert_eq!(kinds(&bodies.lock().unwrap()), kinds(&told));
+    eventually("the webhook's three", || receiver.bodies().len() == 3);
+    assert_eq!(kinds(&receiver.bodies()), kinds(&told));
     server.terminate();
     let (status, _, stderr) = { server }.wait();
     assert!(status.success());

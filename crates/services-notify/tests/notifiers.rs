@@ -4,12 +4,11 @@
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agenthost_services::{Notification, NotificationKind, Notifier};
 use agenthost_services_notify::{CommandNotifier, NotifyConfig, Retries, WebhookNotifier};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use agenthost_testkit::WebhookReceiver;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -91,56 +90,6 @@ async fn a_command_that_hangs_is_killed_after_its_timeout_and_the_next_one_runs(
     assert_eq!(lines(&log)[0]["summary"], "after");
 }
 
-/// A loopback HTTP receiver answering each POST with the next status of `statuses` (then 200),
-/// recording the bodies.
-async fn receiver(statuses: Vec<u16>) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let seen = bodies.clone();
-    tokio::spawn(async move {
-        let mut statuses = statuses.into_iter();
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let mut request = Vec::new();
-            let mut buffer = [0u8; 4096];
-            // Headers, then as many body bytes as Content-Length says.
-            let body = loop {
-                let Ok(n) = socket.read(&mut buffer).await else {
-                    break None;
-                };
-                if n == 0 {
-                    break None;
-                }
-                request.extend_from_slice(&buffer[..n]);
-                let text = String::from_utf8_lossy(&request).into_owned();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let length = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse::<usize>().unwrap())
-                        })
-                        .unwrap_or(0);
-                    if request.len() >= end + 4 + length {
-                        break Some(text[end + 4..end + 4 + length].to_owned());
-                    }
-                }
-            };
-            let Some(body) = body else { continue };
-            seen.lock().unwrap().push(body);
-            let status = statuses.next().unwrap_or(200);
-            let answer =
-                format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-            let _ = socket.write_all(answer.as_bytes()).await;
-        }
-    });
-    (url, bodies)
-}
-
 fn quick() -> Retries {
     Retries {
         attempts: 3,
@@ -151,20 +100,20 @@ fn quick() -> Retries {
 
 #[tokio::test]
 async fn a_webhook_gets_the_json_and_a_failed_attempt_is_retried() {
-    let (url, bodies) = receiver(vec![500]).await;
-    let notifier = WebhookNotifier::start(&url, quick()).unwrap();
+    let receiver = WebhookReceiver::start(vec![500]).await.unwrap();
+    let notifier = WebhookNotifier::start(receiver.url(), quick()).unwrap();
     notifier.notify(notification("hello"));
-    eventually("two attempts", || bodies.lock().unwrap().len() == 2).await;
-    let body: serde_json::Value = serde_json::from_str(bodies.lock().unwrap()[1].trim()).unwrap();
+    eventually("two attempts", || receiver.bodies().len() == 2).await;
+    let body = &receiver.bodies()[1];
     assert_eq!(body["summary"], "hello");
     assert_eq!(body["session"], "scripted:/s1");
     // Retries are bounded: a receiver that always fails gets `attempts` tries, no more.
-    let (url, bodies) = receiver(vec![503; 10]).await;
-    let notifier = WebhookNotifier::start(&url, quick()).unwrap();
+    let receiver = WebhookReceiver::start(vec![503; 10]).await.unwrap();
+    let notifier = WebhookNotifier::start(receiver.url(), quick()).unwrap();
     notifier.notify(notification("never taken"));
-    eventually("three attempts", || bodies.lock().unwrap().len() == 3).await;
+    eventually("three attempts", || receiver.bodies().len() == 3).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(bodies.lock().unwrap().len(), 3);
+    assert_eq!(receiver.bodies().len(), 3);
 }
 
 #[tokio::test]

@@ -35,6 +35,9 @@
 //! # }
 //! ```
 //!
+//! [`WebhookReceiver`] is a loopback endpoint recording what is POSTed to it (the host's
+//! notification webhooks), answering with scripted statuses.
+//!
 //! What is deliberately absent: any state across requests (a conversation is decided from the
 //! request alone), compressed request bodies (none of the CLIs sends one), and listening on
 //! anything but a loopback address.
@@ -51,6 +54,7 @@ mod reply;
 mod responses;
 mod script;
 mod server;
+mod webhook;
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -65,6 +69,7 @@ use tokio::task::JoinHandle;
 pub use fake_cli::{FakeCli, Step};
 pub use logs::CapturedLogs;
 pub use record::{RequestKind, RequestRecord};
+pub use webhook::WebhookReceiver;
 
 use record::Recorder;
 use server::Shared;

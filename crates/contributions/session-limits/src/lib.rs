@@ -237,6 +237,15 @@ impl SessionLimits {
         self.turns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// `session`'s limits; none when it is gone or a value is not valid (the gate refuses its
+    /// turns then).
+    fn valid_limits(&self, session: &SessionUri) -> Limits {
+        self.host
+            .session(session.as_str())
+            .and_then(|state| limits(&state).ok())
+            .unwrap_or_default()
+    }
+
     /// The chat and running turn `chat`'s work counts for: its own, or for a subagent's chat
     /// the parent chat's.
     fn root_turn(&self, chat: &ChatUri) -> Option<(ChatUri, String)> {
@@ -323,11 +332,7 @@ impl SessionLimits {
         ) {
             return;
         }
-        let budget = self
-            .host
-            .session(session.as_str())
-            .and_then(|state| limits(&state).ok())
-            .and_then(|limits| limits.budget);
+        let budget = self.valid_limits(session).budget;
         if let (Some(budget), Some((root, turn))) = (budget, self.root_turn(chat)) {
             let model = report.usage.model.as_deref().unwrap_or("(not reported)");
             self.stop(&root, &turn, unpriced(budget, model));
@@ -348,11 +353,7 @@ impl SessionLimits {
             *count += 1;
             *count
         };
-        let cap = self
-            .host
-            .session(session.as_str())
-            .and_then(|state| limits(&state).ok())
-            .and_then(|limits| limits.max_tool_calls);
+        let cap = self.valid_limits(session).max_tool_calls;
         if let Some(cap) = cap.filter(|cap| count > *cap) {
             let error = error_info(
                 TOO_MANY_TOOL_CALLS,

@@ -42,7 +42,7 @@ use agenthost_dispatcher::{
     HookSet, MissingService, ServiceRegistry,
 };
 use agenthost_protocol::actions::{ChatUsageAction, SessionMetaChangedAction};
-use agenthost_protocol::ahp_types::state::{ChatOrigin, UsageInfo};
+use agenthost_protocol::ahp_types::state::{ChatOrigin, SessionState, UsageInfo};
 use agenthost_protocol::usage::{self, Cost};
 use agenthost_protocol::{ChatUri, SessionUri, StateAction};
 use agenthost_services::prices::{PriceTable, TokenCounts};
@@ -85,6 +85,22 @@ impl Spent {
 
     fn is_empty(&self) -> bool {
         !self.priced && !self.unpriced
+    }
+
+    /// What a cost recorded in `_meta` stands for.
+    fn recorded(cost: Cost) -> Self {
+        match cost {
+            Cost::Absent => Self::default(),
+            Cost::Unknown => Self {
+                unpriced: true,
+                ..Self::default()
+            },
+            Cost::Usd { amount, complete } => Self {
+                usd: amount,
+                priced: true,
+                unpriced: !complete,
+            },
+        }
     }
 
     /// The cost as `_meta` holds it.
@@ -208,8 +224,11 @@ impl TurnCost {
         if added.is_empty() {
             return;
         }
-        self.record_spend(session, chat, &report.turn_id, total.own);
-        self.add_to_session(session, added);
+        let Some(state) = self.host.session(session.as_str()) else {
+            return;
+        };
+        self.record_spend(&state.provider, chat, &report.turn_id, total.own);
+        self.add_to_session(session, state, added);
         if let Some(parent) = self.parent_turn(chat) {
             self.add_to_parent(&parent.0, &parent.1, added);
         }
@@ -268,30 +287,12 @@ impl TurnCost {
         self.show_turn_cost(parent, turn_id, &usage, total);
     }
 
-    /// Adds `added` to the session's total in its `_meta`.
-    fn add_to_session(&self, session: &SessionUri, added: Spent) {
-        let Some(state) = self.host.session(session.as_str()) else {
-            return;
-        };
+    /// Adds `added` to the session's total in its `_meta` (`state`: the session's).
+    fn add_to_session(&self, session: &SessionUri, state: SessionState, added: Spent) {
         let mut meta = state.meta.unwrap_or_default();
-        let total = match usage::cost(Some(&meta)) {
-            Cost::Absent => added.cost(),
-            Cost::Unknown => Spent {
-                unpriced: true,
-                ..added
-            }
-            .cost(),
-            Cost::Usd { amount, complete } => {
-                let mut total = Spent {
-                    usd: amount,
-                    priced: true,
-                    unpriced: !complete,
-                };
-                total.add(added);
-                total.cost()
-            }
-        };
-        usage::set_cost(&mut meta, total);
+        let mut total = Spent::recorded(usage::cost(Some(&meta)));
+        total.add(added);
+        usage::set_cost(&mut meta, total.cost());
         let action = StateAction::SessionMetaChanged(SessionMetaChangedAction { meta: Some(meta) });
         if let Err(error) = self.dispatch.dispatch(session.as_str(), action) {
             tracing::debug!(session = %session, %error, "turnCost: the session's total not updated");
@@ -299,14 +300,11 @@ impl TurnCost {
     }
 
     /// Queues the ledger row of `chat`'s turn.
-    fn record_spend(&self, session: &SessionUri, chat: &ChatUri, turn_id: &str, own: Spent) {
-        let Some(provider) = self.host.session(session.as_str()).map(|s| s.provider) else {
-            return;
-        };
+    fn record_spend(&self, provider: &str, chat: &ChatUri, turn_id: &str, own: Spent) {
         let spend = TurnSpend {
             chat: chat.clone(),
             turn_id: turn_id.to_owned(),
-            provider,
+            provider: provider.to_owned(),
             cost_usd: own.priced.then_some(usage::round_usd(own.usd)),
             incomplete: own.priced && own.unpriced,
             at: now_iso(),

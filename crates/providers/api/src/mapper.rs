@@ -736,37 +736,23 @@ fn usage_meta(mut meta: JsonObject) -> Option<JsonObject> {
 /// A usage report with the context's fill in `_meta`: the tokens of the latest call (a call
 /// report's input; a total report says them itself, when it can) and the model's window when
 /// the agent reported it.
-fn with_context(event: NormEvent, window: Option<u64>) -> NormEvent {
-    let NormEvent::Usage {
-        scope,
-        kind,
-        input,
-        output,
-        cache_read,
-        cache_write,
-        model,
-        meta,
-    } = event
-    else {
-        return event;
-    };
-    let mut meta = meta.unwrap_or_default();
-    if kind == UsageKind::Call && input > 0 {
-        meta.insert(CONTEXT_TOKENS.into(), input.into());
+fn with_context(mut event: NormEvent, window: Option<u64>) -> NormEvent {
+    if let NormEvent::Usage {
+        kind, input, meta, ..
+    } = &mut event
+    {
+        let fill = meta.get_or_insert_with(JsonObject::new);
+        if *kind == UsageKind::Call && *input > 0 {
+            fill.insert(CONTEXT_TOKENS.into(), (*input).into());
+        }
+        if let Some(window) = window.filter(|_| fill.contains_key(CONTEXT_TOKENS)) {
+            fill.insert(CONTEXT_WINDOW.into(), window.into());
+        }
+        if fill.is_empty() {
+            *meta = None;
+        }
     }
-    if let Some(window) = window.filter(|_| meta.contains_key(CONTEXT_TOKENS)) {
-        meta.insert(CONTEXT_WINDOW.into(), window.into());
-    }
-    NormEvent::Usage {
-        scope,
-        kind,
-        input,
-        output,
-        cache_read,
-        cache_write,
-        model,
-        meta: (!meta.is_empty()).then_some(meta),
-    }
+    event
 }
 
 fn tokens(count: u64) -> i64 {
