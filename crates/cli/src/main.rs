@@ -145,6 +145,11 @@ struct ServeArgs {
     /// clients that send none (VS Code over SSH, the CLI, scripts) are not affected.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
+    /// Serve the host's own page on the same address: open the `http://…/?tkn=…` URL printed on
+    /// stderr in any browser (a phone too) to watch sessions, answer confirmations, send and
+    /// cancel. Without the token the page answers 403.
+    #[arg(long)]
+    web: bool,
     /// An agent to offer (repeatable); exactly these are advertised.
     #[arg(long = "provider", value_name = "NAME", default_values_t = vec!["scripted".to_owned()])]
     providers: Vec<String>,
@@ -475,6 +480,7 @@ fn main() -> ExitCode {
                     enable: args.enable,
                     limits: args.limits.limits(),
                     allowed_origins: args.allow_origins,
+                    web: args.web,
                     discovery: args.vscode_discovery.then_some(args.vscode_user_data_dir),
                     prices,
                     default_budget_usd: args.default_budget_usd,

@@ -111,6 +111,8 @@ pub struct ServeOptions {
     pub limits: ServerLimits,
     /// `--allow-origin`: browser origins allowed besides VS Code's desktop windows.
     pub allowed_origins: Vec<String>,
+    /// `--web`: serve the host's page; its URL is printed on stderr.
+    pub web: bool,
     /// `--vscode-discovery`: `Some` publishes a local discovery entry for VS Code, in this
     /// user-data directory (`Some(None)`: VS Code's default one).
     pub discovery: Option<Option<PathBuf>>,
@@ -120,6 +122,7 @@ pub struct ServeOptions {
 pub async fn run(options: ServeOptions) -> Result<(), CliError> {
     let limits = options.limits;
     let origins = options.allowed_origins;
+    let web = options.web;
     let server = bind_with(
         HostOptions {
             listen: options.listen,
@@ -145,6 +148,7 @@ pub async fn run(options: ServeOptions) -> Result<(), CliError> {
         |config| {
             limits.apply(config);
             config.allowed_origins = origins;
+            config.web = web;
         },
     )
     .await?;
@@ -181,6 +185,10 @@ pub async fn run(options: ServeOptions) -> Result<(), CliError> {
     stdout
         .flush()
         .map_err(|e| CliError::Host(format!("cannot write to stdout: {e}")))?;
+    if web {
+        // Printed, not logged: it carries the token.
+        eprintln!("web page: {}", server.page_url());
+    }
     tracing::info!(address = %server.local_addr(), "serving AHP");
     server
         .serve(async move {

@@ -78,6 +78,10 @@ pub struct ServerConfig {
     /// neither `localhost`, a loopback address nor the listen address (see
     /// [`crate::origin`]). Clients that send no `Origin` are not affected. Default: none.
     pub allowed_origins: Vec<String>,
+    /// Serve the host's own page (a single-page AHP client) to plain HTTP `GET`s on the same
+    /// listener: `/?tkn=<token>` is the page, 403 without a valid token (see [`crate::web`]).
+    /// Off, such requests get 426 Upgrade Required. Default: off.
+    pub web: bool,
 }
 
 impl ServerConfig {
@@ -115,6 +119,7 @@ impl ServerConfig {
             handshake_timeout: Self::DEFAULT_HANDSHAKE_TIMEOUT,
             close_timeout: Self::DEFAULT_CLOSE_TIMEOUT,
             allowed_origins: Vec::new(),
+            web: false,
         }
     }
 

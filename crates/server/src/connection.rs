@@ -485,6 +485,8 @@ pub(crate) struct ConnContext {
     pub handshake_timeout: Duration,
     pub close_timeout: Duration,
     pub origins: OriginPolicy,
+    /// Whether plain HTTP requests get the page (`ServerConfig::web`).
+    pub web: bool,
     /// The bytes of all connections' queued frames.
     pub queued_bytes: Arc<OutboundBytes>,
     next_id: AtomicU64,
@@ -515,6 +517,7 @@ impl ConnContext {
             handshake_timeout: config.handshake_timeout,
             close_timeout: config.close_timeout,
             origins: OriginPolicy::new(config.listen.ip(), &config.allowed_origins),
+            web: config.web,
             queued_bytes: Arc::default(),
             next_id: AtomicU64::new(1),
             open: AtomicUsize::new(0),
@@ -568,7 +571,13 @@ pub(crate) async fn run<S>(
 {
     let handshake = tokio::time::timeout(
         ctx.handshake_timeout,
-        handshake::accept(stream, &ctx.credentials, &ctx.origins, ctx.ws_config()),
+        handshake::accept(
+            stream,
+            &ctx.credentials,
+            &ctx.origins,
+            ctx.ws_config(),
+            ctx.web,
+        ),
     );
     let (ws, grant) = tokio::select! {
         outcome = handshake => match outcome {
@@ -579,6 +588,21 @@ pub(crate) async fn run<S>(
             }
             Ok(Err(handshake::HandshakeError::Refused(refusal))) => {
                 tracing::warn!(?peer, "refused a WebSocket upgrade: {}", refusal.describe());
+                return;
+            }
+            Ok(Err(handshake::HandshakeError::Page(answered))) => {
+                match answered {
+                    crate::web::Answered::NoToken => tracing::warn!(
+                        ?peer,
+                        "refused a page request: missing or invalid token"
+                    ),
+                    crate::web::Answered::Host => tracing::warn!(
+                        ?peer,
+                        "refused a page request: {}",
+                        crate::origin::OriginRefusal::Host.describe()
+                    ),
+                    answered => tracing::debug!(?peer, ?answered, "answered a page request"),
+                }
                 return;
             }
             Ok(Err(error)) => {

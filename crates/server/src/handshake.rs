@@ -42,6 +42,9 @@ pub(crate) enum HandshakeError {
     Refused(OriginRefusal),
     #[error("WebSocket handshake failed: {0}")]
     WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
+    /// A plain HTTP request for the page (`serve --web`), answered.
+    #[error("answered a page request: {0:?}")]
+    Page(crate::web::Answered),
 }
 
 /// A refusal written before tungstenite sees the request.
@@ -86,6 +89,7 @@ pub(crate) async fn accept<S>(
     credentials: &Arc<Credentials>,
     origins: &OriginPolicy,
     config: WebSocketConfig,
+    web: bool,
 ) -> Result<(WebSocketStream<Prefixed<S>>, Grant), HandshakeError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -94,6 +98,10 @@ where
         Ok(head) => head,
         Err(rejection) => return Err(reject(stream, &rejection).await),
     };
+    if web && crate::web::is_page_request(&head) {
+        let answered = crate::web::answer(stream, &head, credentials, origins).await?;
+        return Err(HandshakeError::Page(answered));
+    }
     if let Err(rejection) = precheck(&head) {
         return Err(reject(stream, &rejection).await);
     }

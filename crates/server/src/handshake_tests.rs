@@ -81,10 +81,16 @@ async fn answer_to(request: &str, token: &Token) -> (String, HandshakeError) {
             std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             &[],
         );
-        accept(server, &credentials, &origins, WebSocketConfig::default())
-            .await
-            .err()
-            .unwrap()
+        accept(
+            server,
+            &credentials,
+            &origins,
+            WebSocketConfig::default(),
+            false,
+        )
+        .await
+        .err()
+        .unwrap()
     });
     let mut answer = String::new();
     client.shutdown().await.unwrap();

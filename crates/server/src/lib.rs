@@ -81,6 +81,7 @@ mod rate;
 mod requests;
 mod server;
 mod token;
+pub mod web;
 
 pub use agenthost_protocol::{NegotiatedVersion, RpcError, WireSurface, notification_frame};
 pub use config::ServerConfig;

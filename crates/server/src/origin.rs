@@ -4,9 +4,11 @@
 //! A browser lets any web page open a WebSocket to a loopback address, so the host refuses an
 //! upgrade that carries an `Origin` it does not allow: by default only
 //! [`DEFAULT_ALLOWED_ORIGINS`] (VS Code's desktop windows open the socket from
-//! `vscode-file://vscode-app`); `serve --allow-origin` adds more. Clients that send no `Origin`
-//! — VS Code's shared process (SSH), the CLI, the `ahp` crates, scripts — are not browsers and
-//! are not affected.
+//! `vscode-file://vscode-app`) and the host's own page (`serve --web`): an `Origin` of `http://`
+//! or `https://` whose host and port equal the request's `Host`, which also holds through an
+//! SSH port-forward (the browser names the forwarded address in both); `serve --allow-origin`
+//! adds more. Clients that send no `Origin` — VS Code's shared process (SSH), the CLI, the `ahp`
+//! crates, scripts — are not browsers and are not affected.
 //!
 //! A page can also reach the host under a DNS name it controls that resolves to 127.0.0.1 (DNS
 //! rebinding); its requests then carry that name in `Host`. The host accepts a `Host` naming
@@ -74,7 +76,7 @@ impl OriginPolicy {
     pub fn check(&self, origin: Option<&str>, host: Option<&str>) -> Result<(), OriginRefusal> {
         if let Some(origin) = origin {
             let origin = normalize(origin);
-            if !self.allowed.contains(&origin) {
+            if !self.allowed.contains(&origin) && !same_origin(&origin, host) {
                 return Err(OriginRefusal::Origin);
             }
         }
@@ -95,6 +97,19 @@ impl OriginPolicy {
             Err(_) => false,
         }
     }
+}
+
+/// Whether `origin` (normalised) is the page's own: `http://` or `https://` followed by exactly
+/// the request's `Host` (host and port). The `Host` check that follows still applies, so a
+/// rebinding name cannot pass as its own origin.
+fn same_origin(origin: &str, host: Option<&str>) -> bool {
+    let Some(host) = host.map(|host| host.trim().to_ascii_lowercase()) else {
+        return false;
+    };
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    !host.is_empty() && authority == Some(host.as_str())
 }
 
 /// An origin as compared: lower case, without a trailing `/`.

@@ -73,3 +73,38 @@ fn only_allowed_browser_origins_pass() {
     );
     assert_eq!(allowing.check(Some("HTTP://localhost:3000"), host), Ok(()));
 }
+
+#[test]
+fn the_page_s_own_origin_is_allowed_and_a_rebinding_one_is_not() {
+    let policy = loopback();
+    for (origin, host) in [
+        ("http://127.0.0.1:4000", "127.0.0.1:4000"),
+        ("http://localhost:8123", "localhost:8123"),
+        ("HTTP://LocalHost:8123/", "localhost:8123"),
+        ("https://[::1]:4000", "[::1]:4000"),
+    ] {
+        assert_eq!(policy.check(Some(origin), Some(host)), Ok(()), "{origin}");
+    }
+    // Another port, another scheme, another host: not the page's own.
+    for (origin, host) in [
+        ("http://127.0.0.1:4001", "127.0.0.1:4000"),
+        ("ftp://127.0.0.1:4000", "127.0.0.1:4000"),
+        ("http://localhost:4000", "127.0.0.1:4000"),
+        ("http://127.0.0.1:4000.evil", "127.0.0.1:4000"),
+        ("null", "127.0.0.1:4000"),
+    ] {
+        assert_eq!(
+            policy.check(Some(origin), Some(host)),
+            Err(OriginRefusal::Origin),
+            "{origin}"
+        );
+    }
+    // A rebinding page's origin equals its Host, which the Host check refuses.
+    assert_eq!(
+        policy.check(
+            Some("http://attacker.example:4000"),
+            Some("attacker.example:4000")
+        ),
+        Err(OriginRefusal::Host)
+    );
+}

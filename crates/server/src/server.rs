@@ -85,6 +85,17 @@ impl BoundServer {
         )
     }
 
+    /// The page's URL, `http://<addr>/?tkn=<token>` (with [`ServerConfig::web`] on): open it in
+    /// a browser. It contains the secret: print it for the user, never log it.
+    pub fn page_url(&self) -> String {
+        format!(
+            "http://{}/?{}={}",
+            self.local_addr,
+            crate::auth::TOKEN_QUERY_PARAMETER,
+            self.ctx.credentials.primary().percent_encoded()
+        )
+    }
+
     /// The tokens this server accepts: replace its named tokens while it serves
     /// ([`Credentials::replace_named`](crate::access::Credentials::replace_named)); a connection
     /// whose token is revoked is closed at once.

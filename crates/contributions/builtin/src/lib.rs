@@ -41,10 +41,12 @@
 //! | 25 | `turnCost` | `dyn HostState`, `dyn ServerDispatch`, `dyn SessionDataStore` (and the `PriceTable` when registered; the built-in one otherwise) | registered |
 //! | 26 | `sessionLimits` | `dyn HostState`, `dyn ServerDispatch`, `dyn TurnStopper` (and the `PriceTable` when registered) | registered |
 //! | 27 | `notifications` | `dyn HostState`, `dyn Notifier` (and the `NotificationSettings` when registered; the defaults otherwise) | registered |
+//! | 28 | `chatCatalog` | `dyn HostState`, `dyn ServerDispatch` | registered |
 #![deny(missing_docs)]
 
 use agenthost_contrib_artifact_tools::ArtifactTools;
 use agenthost_contrib_audit_log::AuditLogContribution;
+use agenthost_contrib_chat_catalog::ChatCatalog;
 use agenthost_contrib_chat_config::ChatConfig;
 use agenthost_contrib_chat_draft::ChatDraft;
 use agenthost_contrib_chat_surface::ChatSurface;
@@ -77,7 +79,7 @@ type Register = fn(&Dispatcher) -> Result<Registration, RegistrationError>;
 
 /// The built-ins, one line each, in the registration order (between contributions of equal
 /// `ORDER`, the one registered first runs first); a missing one keeps its slot.
-const BUILTINS: [Register; 27] = [
+const BUILTINS: [Register; 28] = [
     |d| d.register::<LocalCommandHandler>(),          // 1
     |d| d.register::<TurnAdmission>(),                // 2
     |d| d.register::<TurnDelegation>(),               // 3
@@ -105,6 +107,7 @@ const BUILTINS: [Register; 27] = [
     |d| d.register::<TurnCost>(),                     // 25
     |d| d.register::<SessionLimits>(),                // 26
     |d| d.register::<Notifications>(),                // 27
+    |d| d.register::<ChatCatalog>(),                  // 28
 ];
 
 /// How many built-ins there are.

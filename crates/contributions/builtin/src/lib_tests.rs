@@ -90,7 +90,8 @@ fn the_builtin_order_per_hook() {
             "sessionModes",
             "turnCost",
             "sessionLimits",
-            "notifications"
+            "notifications",
+            "chatCatalog"
         ]
     );
     insta::assert_snapshot!(render_order(&dispatcher));
