@@ -121,6 +121,27 @@ pub(crate) enum Answered {
     Other(u16),
 }
 
+/// One answer: status, type, body, and whether it lists the allowed methods.
+struct Answer<'a> {
+    status: u16,
+    reason: &'a str,
+    content_type: &'a str,
+    body: &'a [u8],
+    allow: bool,
+}
+
+impl<'a> Answer<'a> {
+    fn text(status: u16, reason: &'a str, body: &'a [u8]) -> Self {
+        Self {
+            status,
+            reason,
+            content_type: "text/plain; charset=utf-8",
+            body,
+            allow: false,
+        }
+    }
+}
+
 /// Answers a page request and closes the connection.
 pub(crate) async fn answer<S>(
     mut stream: S,
@@ -131,107 +152,87 @@ pub(crate) async fn answer<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let (answer, answered, head_only) = decide(head, credentials, origins);
+    respond(&mut stream, &answer, head_only).await?;
+    Ok(answered)
+}
+
+/// What a request head gets: the answer, how to report it, and whether the body is left out
+/// (`HEAD`).
+fn decide(
+    head: &[u8],
+    credentials: &Credentials,
+    origins: &OriginPolicy,
+) -> (Answer<'static>, Answered, bool) {
     let Some(request) = parse(head) else {
-        respond(
-            &mut stream,
-            400,
-            "Bad Request",
-            "text/plain; charset=utf-8",
-            b"malformed request\n",
-            false,
-        )
-        .await?;
-        return Ok(Answered::Other(400));
+        let answer = Answer::text(400, "Bad Request", b"malformed request\n");
+        return (answer, Answered::Other(400), false);
     };
     let head_only = request.method == "HEAD";
     if request.method != "GET" && !head_only {
-        respond(
-            &mut stream,
-            405,
-            "Method Not Allowed",
-            "text/plain; charset=utf-8",
-            b"the page is read with GET\n",
-            false,
-        )
-        .await?;
-        return Ok(Answered::Other(405));
+        let answer = Answer {
+            allow: true,
+            ..Answer::text(405, "Method Not Allowed", b"the page is read with GET\n")
+        };
+        return (answer, Answered::Other(405), false);
     }
     if origins.check(None, request.host).is_err() {
-        respond(
-            &mut stream,
-            403,
-            "Forbidden",
-            "text/plain; charset=utf-8",
-            crate::origin::OriginRefusal::Host.body().as_bytes(),
+        let body = crate::origin::OriginRefusal::Host.body().as_bytes();
+        return (
+            Answer::text(403, "Forbidden", body),
+            Answered::Host,
             head_only,
-        )
-        .await?;
-        return Ok(Answered::Host);
+        );
     }
     let Some(asset) = ASSETS.iter().find(|asset| asset.path == request.path) else {
-        respond(
-            &mut stream,
-            404,
-            "Not Found",
-            "text/plain; charset=utf-8",
-            b"not found\n",
-            head_only,
-        )
-        .await?;
-        return Ok(Answered::Other(404));
+        let answer = Answer::text(404, "Not Found", b"not found\n");
+        return (answer, Answered::Other(404), head_only);
     };
     if asset.needs_token {
         let granted = auth::query_tokens(request.query)
             .iter()
             .any(|presented| credentials.grant_for(presented).is_some());
         if !granted {
-            respond(
-                &mut stream,
-                403,
-                "Forbidden",
-                "text/plain; charset=utf-8",
-                FORBIDDEN_BODY.as_bytes(),
-                head_only,
-            )
-            .await?;
-            return Ok(Answered::NoToken);
+            let answer = Answer::text(403, "Forbidden", FORBIDDEN_BODY.as_bytes());
+            return (answer, Answered::NoToken, head_only);
         }
     }
-    respond(
-        &mut stream,
-        200,
-        "OK",
-        asset.content_type,
-        asset.body,
-        head_only,
-    )
-    .await?;
-    Ok(Answered::Served)
+    let answer = Answer {
+        content_type: asset.content_type,
+        body: asset.body,
+        ..Answer::text(200, "OK", b"")
+    };
+    (answer, Answered::Served, head_only)
 }
 
 /// Writes one answer with the page's security headers, half-closes, and drains what the client
 /// still sends until it closes (the caller bounds it with the handshake timeout).
 async fn respond<S>(
     stream: &mut S,
-    status: u16,
-    reason: &str,
-    content_type: &str,
-    body: &[u8],
+    answer: &Answer<'_>,
     head_only: bool,
 ) -> Result<(), HandshakeError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let allow = if answer.allow {
+        "Allow: GET, HEAD\r\n"
+    } else {
+        ""
+    };
     let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}\
          Content-Security-Policy: {CONTENT_SECURITY_POLICY}\r\nX-Content-Type-Options: nosniff\r\n\
          Referrer-Policy: no-referrer\r\nX-Frame-Options: DENY\r\nCache-Control: no-store\r\n\
          Connection: close\r\n\r\n",
-        body.len()
+        answer.status,
+        answer.reason,
+        answer.content_type,
+        answer.body.len()
     );
     stream.write_all(head.as_bytes()).await?;
     if !head_only {
-        stream.write_all(body).await?;
+        stream.write_all(answer.body).await?;
     }
     stream.flush().await?;
     stream.shutdown().await?;
@@ -264,7 +265,11 @@ fn parse(head: &[u8]) -> Option<PageRequest<'_>> {
     let mut host = None;
     for line in lines {
         let (name, value) = line.split_once(':')?;
-        if name.trim().eq_ignore_ascii_case("host") && host.is_none() {
+        if name.trim().eq_ignore_ascii_case("host") {
+            if host.is_some() {
+                // Two Host headers: which one names the host is ambiguous.
+                return None;
+            }
             host = Some(value.trim());
         }
     }

@@ -103,8 +103,12 @@ async fn the_script_style_and_icon_need_no_token_and_nothing_else_is_there() {
         answer.ends_with("\r\n\r\n"),
         "a HEAD answer has no body: {answer}"
     );
-    let (_, answered) = page("DELETE / HTTP/1.1\r\nHost: localhost\r\n\r\n").await;
+    let (answer, answered) = page("DELETE / HTTP/1.1\r\nHost: localhost\r\n\r\n").await;
     assert_eq!(answered, Ok(Answered::Other(405)));
+    assert_eq!(header(&answer, "Allow"), Some("GET, HEAD"));
+    let (_, answered) =
+        page("GET /?tkn=T%2Fk HTTP/1.1\r\nHost: localhost\r\nHost: attacker.example\r\n\r\n").await;
+    assert_eq!(answered, Ok(Answered::Other(400)));
 }
 
 #[tokio::test]

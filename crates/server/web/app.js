@@ -54,7 +54,9 @@ const app = {
   sessions: new Map(), // session URI → summary
   view: null, // the open session, see openSession
 };
-window.agenthost = app; // for tests and curious users: the page's state, read-only by contract
+// The session list, for tests and curious users (read-only by contract; the socket and with it
+// the token stay in this module).
+window.agenthost = { sessions: app.sessions };
 
 function request(method, params) {
   return new Promise((resolve, reject) => {
@@ -123,10 +125,9 @@ async function initialize() {
   app.sessions.clear();
   for (const summary of listed.items || []) app.sessions.set(summary.resource, summary);
   renderList();
-  // A reconnect starts again from fresh snapshots.
-  const open = app.view && app.view.uri;
+  // A reconnect starts again from fresh snapshots, of the session the address bar names.
   app.view = null;
-  route(open);
+  route();
 }
 
 function receive(data) {
@@ -143,6 +144,13 @@ function receive(data) {
     app.pending.delete(message.id);
     if (message.error) waiting.reject(new Error(`${waiting.method}: ${message.error.message}`));
     else waiting.resolve(message.result);
+    return;
+  }
+  if (message.id !== undefined) {
+    // A request from the host (resourceRead, …): this page serves none.
+    app.ws.send(
+      JSON.stringify({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "the web page serves no requests" } }),
+    );
     return;
   }
   const params = message.params || {};
@@ -185,6 +193,7 @@ async function openSession(uri) {
     early: new Map(), // channel → envelopes that came before its snapshot
     changes: new Map(), // turn id → { channel, state, diff, files, error }
     open: new Set(), // keys of <details> the user opened
+    turnSeen: new Map(), // running turn id → performance.now() when the page first saw it
   };
   app.view = view;
   renderView();
@@ -247,6 +256,15 @@ async function subscribeChat(view, chat) {
   scheduleRender();
 }
 
+/** A chat the session no longer has: no longer followed or shown. */
+function forgetChat(view, chat) {
+  if (!view.seen.has(chat)) return;
+  view.seen.delete(chat);
+  view.early.delete(chat);
+  view.chats.delete(chat);
+  notify("unsubscribe", { channel: chat });
+}
+
 /** The page could not place an action: it takes the channel's snapshot again. */
 function resync(view, channel) {
   if (channel === view.uri) {
@@ -287,6 +305,7 @@ function onEnvelope(envelope) {
   if (channel === view.uri) {
     placed = reduceSession(view.session, envelope.action);
     if (placed && envelope.action.type === "session/chatAdded") syncChats(view);
+    if (placed && envelope.action.type === "session/chatRemoved") forgetChat(view, envelope.action.chat);
   } else if (view.chats.has(channel)) {
     placed = reduceChat(view.chats.get(channel), envelope.action);
   } else {
@@ -318,7 +337,7 @@ function reduceChangeset(view, channel, action) {
       state.files = [];
       return true;
     default:
-      return false;
+      return true; // not shown here
   }
 }
 
@@ -367,6 +386,10 @@ function sendMessage() {
   const box = document.getElementById("message");
   const message = box.value.trim();
   if (!view || !view.session || !message) return;
+  if (!app.connected) {
+    showNotice("Not connected: the message was not sent (it is still in the box).");
+    return;
+  }
   const chatUri = view.session.defaultChat;
   const chat = view.chats.get(chatUri);
   if (!chat) return;
@@ -390,7 +413,8 @@ function cancelTurn() {
   const chatUri = view.session.defaultChat;
   const turn = view.chats.get(chatUri)?.activeTurn;
   if (!turn) return;
-  const duration = Math.max(0, Date.now() - Date.parse(turn.startedAt)) || 0;
+  // On the page's own clock: from when it first saw the turn (never the host's startedAt).
+  const duration = Math.round(performance.now() - (view.turnSeen.get(turn.id) ?? performance.now()));
   dispatch(chatUri, { type: "chat/turnCancelled", turnId: turn.id, duration });
 }
 
@@ -528,12 +552,16 @@ function renderConfirmations(view) {
   const node = document.getElementById("confirmations");
   // Keep a card (and the focus or the text in it) while its entry is still there.
   const keep = new Map([...node.children].map((card) => [card.dataset.version, card]));
-  node.replaceChildren(...entries.map((entry) => keep.get(version(entry)) || confirmationCard(view, entry)));
+  const cards = entries.map((entry) => keep.get(version(entry)) || confirmationCard(view, entry));
+  const fresh = cards.filter((card) => !keep.has(card.dataset.version));
+  node.replaceChildren(...cards);
+  // One short announcement per new question, not the whole card on every render.
+  if (fresh.length) document.getElementById("announce").textContent = fresh[0].querySelector(".what").textContent;
 }
 
 /** An entry as shown: a tool call that moves to another confirmation gets a new card. */
 function version(entry) {
-  return `${entry.id}\n${entry.toolCall?.status || ""}`;
+  return `${entry.id}\n${JSON.stringify(entry.toolCall || entry.request || null)}`;
 }
 
 function confirmationCard(view, entry) {
@@ -593,6 +621,7 @@ function renderTranscript(view) {
     node.replaceChildren(h("p", { class: "muted" }, "Loading…"));
     return;
   }
+  if (chat.activeTurn && !view.turnSeen.has(chat.activeTurn.id)) view.turnSeen.set(chat.activeTurn.id, performance.now());
   const turns = [...(chat.turns || [])];
   const children = turns.map((turn) => renderTurn(view, chat, turn, false));
   if (chat.activeTurn) children.push(renderTurn(view, chat, chat.activeTurn, true));
@@ -786,9 +815,16 @@ function renderChanges(view, turnId) {
 // ---------------------------------------------------------------------------------------------
 // Routing: `#session=<URI>` opens a session; anything else shows the list.
 
-function route(forced) {
+function route() {
   const match = location.hash.match(/^#session=(.+)$/);
-  const uri = forced || (match ? decodeURIComponent(match[1]) : null);
+  let uri = null;
+  if (match) {
+    try {
+      uri = decodeURIComponent(match[1]);
+    } catch {
+      uri = null;
+    }
+  }
   if (!uri) {
     closeSession();
     renderView();

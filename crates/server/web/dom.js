@@ -118,7 +118,7 @@ export function inline(source) {
       const [, label, href] = token.match(/^\[([^\]]+)\]\(([^)\s]+)\)$/);
       nodes.push(
         /^https?:\/\//i.test(href)
-          ? h("a", { href, rel: "noreferrer noopener", target: "_blank" }, label)
+          ? h("a", { href, title: href, rel: "noreferrer noopener", target: "_blank" }, label)
           : `${label} (${href})`,
       );
     }
@@ -137,10 +137,10 @@ export function statusLabel(status) {
 
 /** `3,000 tokens in · 300 out · $0.0095`: what a turn used, when the agent said. */
 export function usageLine(usage) {
-  if (!usage || (usage.inputTokens === undefined && usage.outputTokens === undefined)) return null;
+  if (!usage || (typeof usage.inputTokens !== "number" && typeof usage.outputTokens !== "number")) return null;
   const words = [];
-  if (usage.inputTokens !== undefined) words.push(`${usage.inputTokens.toLocaleString("en")} tokens in`);
-  if (usage.outputTokens !== undefined) words.push(`${usage.outputTokens.toLocaleString("en")} out`);
+  if (typeof usage.inputTokens === "number") words.push(`${usage.inputTokens.toLocaleString("en")} tokens in`);
+  if (typeof usage.outputTokens === "number") words.push(`${usage.outputTokens.toLocaleString("en")} out`);
   const cost = formatCost(usage._meta && usage._meta["agenthost.costUsd"]);
   if (cost) words.push(`${cost} (an estimate)`);
   return words.join(" · ");
@@ -149,6 +149,6 @@ export function usageLine(usage) {
 export function toolIcon(tool) {
   if (tool.status === "completed") return tool.success === false ? "✗" : "✓";
   if (tool.status === "cancelled") return "⊘";
-  if (tool.status.startsWith("pending")) return "?";
+  if (String(tool.status || "").startsWith("pending")) return "?";
   return "…";
 }

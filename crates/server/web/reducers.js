@@ -81,10 +81,77 @@ function turnParts(chat, turnId) {
   return chat.activeTurn && chat.activeTurn.id === turnId ? chat.activeTurn.responseParts : null;
 }
 
+/** A turn-scoped action for a turn that is not the running one: a no-op in AHP. */
+function otherTurn(chat, action) {
+  return !chat.activeTurn || chat.activeTurn.id !== action.turnId;
+}
+
 function findTool(chat, turnId, toolCallId) {
   const parts = turnParts(chat, turnId);
   const part = parts && parts.find((p) => p.kind === "toolCall" && p.toolCall.toolCallId === toolCallId);
   return part ? part.toolCall : null;
+}
+
+/** The states each tool-call action applies in; in any other it is a no-op. */
+const TOOL_ACTION_STATES = {
+  "chat/toolCallDelta": ["streaming"],
+  "chat/toolCallReady": ["streaming", "pending-confirmation", "running"],
+  "chat/toolCallConfirmed": ["pending-confirmation"],
+  "chat/toolCallComplete": ["pending-confirmation", "running", "auth-required"],
+  "chat/toolCallResultConfirmed": ["pending-result-confirmation"],
+  "chat/toolCallContentChanged": ["running"],
+  "chat/toolCallAuthRequired": ["running"],
+  "chat/toolCallAuthResolved": ["auth-required"],
+};
+
+/** Applies a tool-call action to its call: false when the call is unknown in the running
+ * turn (the page missed something), true (and nothing changed) when AHP says it is a no-op. */
+function reduceTool(chat, action) {
+  if (otherTurn(chat, action)) return true;
+  const tool = findTool(chat, action.turnId, action.toolCallId);
+  if (!tool) return false;
+  if (!TOOL_ACTION_STATES[action.type].includes(tool.status)) return true;
+  switch (action.type) {
+    case "chat/toolCallReady": {
+      const { type, turnId, toolCallId, confirmed, ...fields } = action;
+      Object.assign(tool, fields);
+      tool.status = confirmed ? "running" : "pending-confirmation";
+      if (confirmed) tool.confirmed = confirmed;
+      break;
+    }
+    case "chat/toolCallConfirmed":
+      if (action.approved) {
+        tool.status = "running";
+        tool.confirmed = action.confirmed;
+      } else {
+        tool.status = "cancelled";
+        tool.reason = action.reason || "denied";
+      }
+      break;
+    case "chat/toolCallComplete":
+      if (tool.status === "auth-required" && action.result?.success !== false) break;
+      Object.assign(tool, action.result);
+      tool.status = action.requiresResultConfirmation ? "pending-result-confirmation" : "completed";
+      break;
+    case "chat/toolCallResultConfirmed":
+      tool.status = action.approved ? "completed" : "cancelled";
+      if (!action.approved) tool.reason = "result-denied";
+      break;
+    case "chat/toolCallContentChanged":
+      tool.content = action.content;
+      break;
+    case "chat/toolCallAuthRequired":
+      tool.status = "auth-required";
+      tool.auth = action.auth;
+      break;
+    case "chat/toolCallAuthResolved":
+      tool.status = "running";
+      delete tool.auth;
+      break;
+    default:
+      break;
+  }
+  return true;
 }
 
 export function reduceChat(chat, action) {
@@ -98,11 +165,13 @@ export function reduceChat(chat, action) {
       };
       if (action.queuedMessageId) {
         chat.queuedMessages = (chat.queuedMessages || []).filter((m) => m.id !== action.queuedMessageId);
+        if (chat.queuedMessages.length === 0) delete chat.queuedMessages; // absent when empty
         if (chat.steeringMessage && chat.steeringMessage.id === action.queuedMessageId) delete chat.steeringMessage;
       }
       return true;
     case "chat/delta":
     case "chat/reasoning": {
+      if (otherTurn(chat, action)) return true;
       const parts = turnParts(chat, action.turnId);
       const kind = action.type === "chat/delta" ? "markdown" : "reasoning";
       const part = parts && parts.find((p) => p.kind === kind && p.id === action.partId);
@@ -111,23 +180,24 @@ export function reduceChat(chat, action) {
       return true;
     }
     case "chat/responsePart": {
+      if (otherTurn(chat, action)) return true;
       const parts = turnParts(chat, action.turnId);
-      if (!parts) return false;
       if (action.part.kind !== "error") parts.push(action.part);
       return true;
     }
     case "chat/usage":
-      if (!chat.activeTurn || chat.activeTurn.id !== action.turnId) return false;
+      if (otherTurn(chat, action)) return true;
       chat.activeTurn.usage = action.usage;
       return true;
     case "chat/turnComplete":
     case "chat/turnCancelled":
     case "chat/error": {
+      if (otherTurn(chat, action)) return true;
       const turn = chat.activeTurn;
-      if (!turn || turn.id !== action.turnId) return false;
       for (const part of turn.responseParts) {
         if (part.kind === "toolCall" && !TERMINAL_TOOL_STATES.has(part.toolCall.status)) {
-          part.toolCall = { ...part.toolCall, status: "cancelled", reason: "skipped" };
+          const { content, confirmed, selectedOption, ...kept } = part.toolCall;
+          part.toolCall = { ...kept, status: "cancelled", reason: "skipped" };
         }
       }
       if (action.type === "chat/error") turn.responseParts.push({ kind: "error", ...action.part });
@@ -137,8 +207,8 @@ export function reduceChat(chat, action) {
       return true;
     }
     case "chat/toolCallStart": {
+      if (otherTurn(chat, action)) return true;
       const parts = turnParts(chat, action.turnId);
-      if (!parts) return false;
       parts.push({
         kind: "toolCall",
         toolCall: {
@@ -152,52 +222,17 @@ export function reduceChat(chat, action) {
       return true;
     }
     case "chat/toolCallDelta":
-      return findTool(chat, action.turnId, action.toolCallId) !== null;
-    case "chat/toolCallReady": {
-      const tool = findTool(chat, action.turnId, action.toolCallId);
-      if (!tool) return false;
-      const { type, turnId, toolCallId, confirmed, ...fields } = action;
-      Object.assign(tool, fields);
-      tool.status = confirmed ? "running" : "pending-confirmation";
-      if (confirmed) tool.confirmed = confirmed;
-      return true;
-    }
-    case "chat/toolCallConfirmed": {
-      const tool = findTool(chat, action.turnId, action.toolCallId);
-      if (!tool) return false;
-      if (tool.status !== "pending-confirmation") return true;
-      if (action.approved) {
-        tool.status = "running";
-        tool.confirmed = action.confirmed;
-      } else {
-        tool.status = "cancelled";
-        tool.reason = action.reason || "denied";
-      }
-      return true;
-    }
-    case "chat/toolCallComplete": {
-      const tool = findTool(chat, action.turnId, action.toolCallId);
-      if (!tool) return false;
-      Object.assign(tool, action.result);
-      tool.status = action.requiresResultConfirmation ? "pending-result-confirmation" : "completed";
-      return true;
-    }
-    case "chat/toolCallResultConfirmed": {
-      const tool = findTool(chat, action.turnId, action.toolCallId);
-      if (!tool) return false;
-      tool.status = action.approved ? "completed" : "cancelled";
-      if (!action.approved) tool.reason = "result-denied";
-      return true;
-    }
-    case "chat/toolCallContentChanged": {
-      const tool = findTool(chat, action.turnId, action.toolCallId);
-      if (!tool) return false;
-      tool.content = action.content;
-      return true;
-    }
+    case "chat/toolCallReady":
+    case "chat/toolCallConfirmed":
+    case "chat/toolCallComplete":
+    case "chat/toolCallResultConfirmed":
+    case "chat/toolCallContentChanged":
+    case "chat/toolCallAuthRequired":
+    case "chat/toolCallAuthResolved":
+      return reduceTool(chat, action);
     case "chat/inputRequested": {
+      if (otherTurn(chat, action)) return true;
       const parts = turnParts(chat, action.turnId);
-      if (!parts) return false;
       const at = parts.findIndex((p) => p.kind === "inputRequest" && p.request.id === action.request.id);
       if (at >= 0) parts[at] = { kind: "inputRequest", request: action.request };
       else parts.push({ kind: "inputRequest", request: action.request });
