@@ -519,6 +519,7 @@ function renderView() {
   const section = document.getElementById("session");
   document.getElementById("main").classList.toggle("viewing", Boolean(view));
   section.hidden = !view;
+  document.getElementById("placeholder").hidden = Boolean(view);
   if (!view) return;
   const summary = app.sessions.get(view.uri);
   const session = view.session;
