@@ -12,10 +12,22 @@ use crate::agent_args::AgentFlags;
 pub(crate) struct RunArgs {
     /// What to ask the agent.
     prompt: String,
-    /// The agent (claude, codex, copilot, scripted, or acp.NAME for an ACP agent given with
-    /// --acp-agents or --acp-agent).
-    #[arg(long, default_value = "claude", value_name = "NAME")]
-    provider: String,
+    /// The agent of a new session (claude, codex, copilot, scripted, or acp.NAME for an ACP
+    /// agent given with --acp-agents or --acp-agent; default: claude). With --session or
+    /// --continue, the session's own agent.
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// Send the prompt to this existing session (its default chat) instead of starting one; a
+    /// stored session is restored and its agent resumes its own conversation.
+    #[arg(long, value_name = "URI", conflicts_with = "resume_latest")]
+    session: Option<String>,
+    /// Send the prompt to the most recently active session in this folder (--cwd).
+    #[arg(long = "continue", id = "resume_latest")]
+    resume_latest: bool,
+    /// With --session or --continue: the chat of the session to send to (default: its default
+    /// chat).
+    #[arg(long, value_name = "URI")]
+    chat: Option<String>,
     /// The model, when not the agent's default.
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
@@ -188,14 +200,26 @@ impl RunArgs {
             None => std::env::current_dir()
                 .map_err(|e| CliError::Usage(format!("cannot read the current directory: {e}")))?,
         };
-        let options = agenthost::run::RunOptions {
-            provider: self.provider.clone(),
+        if self.chat.is_some() && self.session.is_none() && !self.resume_latest {
+            return Err(CliError::usage(
+                "--chat names a chat of an existing session: give --session URI or --continue",
+            ));
+        }
+        let resume = match (self.session, self.resume_latest) {
+            (Some(uri), _) => Some(agenthost::run::Resume::Session(uri)),
+            (None, true) => Some(agenthost::run::Resume::Latest),
+            (None, false) => None,
+        };
+        let mut options = agenthost::run::RunOptions {
+            provider: self.provider.clone().unwrap_or_else(|| "claude".to_owned()),
             model: self.model,
             cwd: cwd.clone(),
             prompt: self.prompt,
             json: self.answers.json,
             answers: self.answers.answers(),
             stall: agenthost::run::DEFAULT_STALL,
+            resume,
+            chat: self.chat,
         };
         if let Some(url) = self.connect {
             return Ok((agenthost::run::Target::Connect(url), options));
@@ -203,9 +227,33 @@ impl RunArgs {
         let root = cwd.canonicalize().map_err(|e| {
             CliError::Usage(format!("the folder {} is not usable: {e}", cwd.display()))
         })?;
+        let mut roots = vec![root.clone()];
+        if let Some(resume) = &options.resume {
+            // The host in this process serves the session's agent, in the session's folders:
+            // which session, read from the data directory before the host starts.
+            let dir = data_dir(self.host.data_dir.clone())?;
+            let record = agenthost::run::stored_session(&dir, resume, &root)?;
+            if let Some(asked) = &self.provider
+                && *asked != record.provider
+            {
+                return Err(CliError::Usage(format!(
+                    "{} runs {}, not {asked}: leave out --provider to continue it",
+                    record.uri, record.provider
+                )));
+            }
+            options.provider = record.provider.clone();
+            options.resume = Some(agenthost::run::Resume::Session(record.uri.to_string()));
+            for directory in &record.working_directories {
+                if let Ok(path) = agenthost_protocol::uri::file_uri_to_path(directory)
+                    && !roots.contains(&path)
+                {
+                    roots.push(path);
+                }
+            }
+        }
         let host = self.host.options(
-            &self.provider,
-            vec![root],
+            &options.provider,
+            roots,
             "agent-host run",
             Default::default(),
         )?;

@@ -72,15 +72,20 @@ enum Command {
         data_dir: Option<PathBuf>,
     },
     /// The sessions as a table (title, provider, status, last activity, turns, cost), newest
-    /// first — of a running host with `--connect`, else of the data directory; `--since 7d`
-    /// reports what each session and provider cost in that period instead; `list` and
-    /// `delete` work on the database offline (for a running host use `x-deleteSession`).
+    /// first — of a running host with `--connect`, else of the data directory; `--json` prints
+    /// them as JSON; `--since 7d` reports what each session and provider cost in that period
+    /// instead; `archive`, `unarchive` and `rename` change a session through the protocol;
+    /// `list` and `delete` work on the database offline (for a running host use
+    /// `x-deleteSession`).
     Sessions {
         #[command(subcommand)]
         command: Option<SessionsCommand>,
         /// Include archived sessions in the table.
         #[arg(long)]
         all: bool,
+        /// Print the sessions as a JSON array of AHP session summaries instead of a table.
+        #[arg(long, conflicts_with = "since")]
+        json: bool,
         /// Report spend per session and per provider over this last period (`7d`, `24h`,
         /// `30m`), an API-equivalent estimate.
         #[arg(long, value_name = "PERIOD")]
@@ -88,6 +93,7 @@ enum Command {
         /// A running host: the URL `agent-host serve` printed, token included.
         #[arg(
             long,
+            global = true,
             env = "AGENT_HOST_URL",
             hide_env_values = true,
             value_name = "URL"
@@ -96,6 +102,11 @@ enum Command {
         /// The data directory (default: $XDG_DATA_HOME/agenthost or ~/.local/share/agenthost).
         #[arg(long, global = true, env = "AGENT_HOST_DATA_DIR")]
         data_dir: Option<PathBuf>,
+    },
+    /// Prints a completion script for a shell: `agent-host completions bash > ~/.local/share/bash-completion/completions/agent-host`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -129,6 +140,37 @@ enum SessionsCommand {
         /// The session URI, e.g. `scripted:/3f2c…`.
         session: String,
     },
+    /// Archive a session (hidden from the table without --all; VS Code shows it archived).
+    Archive {
+        /// The session URI.
+        session: String,
+    },
+    /// Take a session out of the archive.
+    Unarchive {
+        /// The session URI.
+        session: String,
+    },
+    /// Give a session a title (kept as the user's: the agent's titles no longer replace it).
+    Rename {
+        /// The session URI.
+        session: String,
+        /// The new title.
+        title: String,
+    },
+}
+
+/// The session and the change of a `sessions archive|unarchive|rename`; the offline commands
+/// (`list`, `delete`) back as they are.
+fn session_change(
+    command: SessionsCommand,
+) -> Result<(String, agenthost::sessions::Change), SessionsCommand> {
+    use agenthost::sessions::Change;
+    match command {
+        SessionsCommand::Archive { session } => Ok((session, Change::Archive)),
+        SessionsCommand::Unarchive { session } => Ok((session, Change::Unarchive)),
+        SessionsCommand::Rename { session, title } => Ok((session, Change::Rename(title))),
+        offline => Err(offline),
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -500,12 +542,21 @@ fn main() -> ExitCode {
         Command::Sessions {
             command,
             all,
+            json,
             since,
             connect,
             data_dir: dir,
         } => {
             init_logging("warn");
             match (command, connect) {
+                (None, connect) if json => runtime
+                    .block_on(agenthost::host::with_host(
+                        connect,
+                        || data_dir(dir),
+                        "sessions",
+                        |url| async move { agenthost::sessions::json(&url, all).await },
+                    ))
+                    .map(|text| print!("{text}")),
                 (None, connect) if since.is_some() => {
                     let label = since.unwrap_or_default();
                     agenthost::sessions::since(&label).and_then(|start| {
@@ -529,12 +580,24 @@ fn main() -> ExitCode {
                         |url| async move { agenthost::sessions::table(&url, all).await },
                     ))
                     .map(|table| print!("{table}")),
-                (Some(command), _) => data_dir(dir).and_then(|dir| match command {
-                    SessionsCommand::List => agenthost::sessions::list(&dir),
-                    SessionsCommand::Delete { session } => {
-                        agenthost::sessions::delete(&dir, &session)
-                    }
-                }),
+                (Some(command), connect) => match session_change(command) {
+                    Ok((session, change)) => runtime
+                        .block_on(agenthost::host::with_host(
+                            connect,
+                            || data_dir(dir),
+                            "sessions",
+                            |url| async move {
+                                agenthost::sessions::change(&url, &session, change).await
+                            },
+                        ))
+                        .map(|done| print!("{done}")),
+                    Err(offline) => data_dir(dir).and_then(|dir| match offline {
+                        SessionsCommand::Delete { session } => {
+                            agenthost::sessions::delete(&dir, &session)
+                        }
+                        _ => agenthost::sessions::list(&dir),
+                    }),
+                },
             }
         }
         Command::Tokens {
@@ -572,6 +635,11 @@ fn main() -> ExitCode {
                 log_path: args.log,
             };
             runtime.block_on(agenthost::mock_model::run(args.listen, config))
+        }
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "agent-host", &mut std::io::stdout());
+            Ok(())
         }
         Command::Map(args) => {
             init_logging("warn");

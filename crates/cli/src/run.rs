@@ -1,6 +1,9 @@
 //! `agent-host run "PROMPT"`: one turn with an agent in a folder, from a terminal — over the
 //! host's real protocol (`agenthost-client`), with a host started in-process or one given with
-//! `--connect`.
+//! `--connect`. By default the turn starts a new session; `--session URI` sends it to an
+//! existing one (`--chat` for another of its chats) and `--continue` to the most recently
+//! active session in the folder — a stored session is restored, and its agent resumes its own
+//! conversation.
 //!
 //! The conversation streams through [`crate::term::Renderer`] (or, with `--json`, as one AHP
 //! action envelope per line); subagents are followed and indented; a tool call that waits for
@@ -99,6 +102,110 @@ pub struct RunOptions {
     pub answers: Answers,
     /// How long to wait for the host between two events.
     pub stall: Duration,
+    /// An existing session to send the prompt to, instead of a new one.
+    pub resume: Option<Resume>,
+    /// With `resume`: the chat to send to (default: the session's default chat).
+    pub chat: Option<String>,
+}
+
+/// Which existing session a run continues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// `--session URI`.
+    Session(String),
+    /// `--continue`: the most recently active session (not archived) whose working directory is
+    /// the run's folder.
+    Latest,
+}
+
+/// The stored session `resume` names, for a host this process starts: `--session`'s URI, or
+/// for `--continue` the most recently modified session (not archived) working in `folder`. A
+/// clear error when there is none.
+pub fn stored_session(
+    data_dir: &std::path::Path,
+    resume: &Resume,
+    folder: &std::path::Path,
+) -> Result<agenthost_store::SessionRecord, CliError> {
+    if !data_dir.join(crate::host::DATABASE_FILE).exists() {
+        // No database yet: no session at all.
+        return Err(match resume {
+            Resume::Session(uri) => CliError::Usage(format!(
+                "no session {uri} in {} (it holds no sessions yet)",
+                data_dir.display()
+            )),
+            Resume::Latest => no_session_in(folder),
+        });
+    }
+    let store = crate::sessions::existing_store(data_dir)?;
+    match resume {
+        Resume::Session(uri) => {
+            let parsed = agenthost_protocol::SessionUri::parse(uri)
+                .map_err(|e| CliError::Usage(format!("--session {uri}: not a session URI: {e}")))?;
+            store.session(&parsed)?.ok_or_else(|| {
+                CliError::Usage(format!(
+                    "no session {uri} in {} (`agent-host sessions` lists them)",
+                    data_dir.display()
+                ))
+            })
+        }
+        Resume::Latest => {
+            let directory = path_to_file_uri(folder)?;
+            // The catalog comes newest first.
+            store
+                .sessions()?
+                .into_iter()
+                .find(|s| !s.archived && s.working_directories.contains(&directory))
+                .ok_or_else(|| no_session_in(folder))
+        }
+    }
+}
+
+fn no_session_in(folder: &std::path::Path) -> CliError {
+    CliError::Usage(format!(
+        "--continue: no session works in {} yet; start one with `agent-host run \"…\"`",
+        folder.display()
+    ))
+}
+
+/// The most recently active session (not archived) of the host whose working directories hold
+/// `directory` (a `file:` URI).
+async fn latest_session(
+    client: &HostConnection,
+    folder: &std::path::Path,
+    directory: &str,
+) -> Result<agenthost_protocol::SessionUri, CliError> {
+    use agenthost_protocol::ahp_types::state::SessionStatus;
+    let sessions = client.list_sessions().await?.items;
+    let latest = sessions
+        .into_iter()
+        .filter(|s| !SessionStatus::from_bits(s.status).contains(SessionStatus::IsArchived))
+        .filter(|s| {
+            s.working_directories
+                .as_ref()
+                .is_some_and(|dirs| dirs.iter().any(|d| d == directory))
+        })
+        .max_by(|a, b| a.modified_at.cmp(&b.modified_at))
+        .ok_or_else(|| no_session_in(folder))?;
+    agenthost_protocol::SessionUri::parse(&latest.resource)
+        .map_err(|e| CliError::Host(format!("the host listed a bad session URI: {e}")))
+}
+
+/// A turn id the chat has not used: `turn-<n>` after its `n - 1` turns.
+fn next_turn_id(chat: &agenthost_protocol::ahp_types::state::ChatState) -> String {
+    let used: std::collections::HashSet<&str> = chat
+        .turns
+        .iter()
+        .map(|t| t.id.as_str())
+        .chain(chat.active_turn.iter().map(|t| t.id.as_str()))
+        .collect();
+    let mut n = chat.turns.len() + 1;
+    loop {
+        let id = format!("turn-{n}");
+        if !used.contains(id.as_str()) {
+            return id;
+        }
+        n += 1;
+    }
 }
 
 /// How the turn ended.
@@ -145,21 +252,71 @@ pub async fn run<W: Write>(
     })?;
     let directory = path_to_file_uri(&cwd)?;
     let mut events = client.client().events();
-    let (session, chat) = client
-        .create_session(&options.provider, &new_session_id(), Some(directory))
-        .await
-        .map_err(|e| CliError::Host(format!("cannot create a session: {e}")))?;
-    let (snapshot, _session_subscription) = client.client().subscribe(session.to_string()).await?;
-    let turn_template = match snapshot.snapshot.map(|s| s.state) {
-        Some(SnapshotState::Session(state)) => state
-            .changesets
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.change_kind == "turn")
-            .map(|c| c.uri_template),
-        _ => None,
+    let (session, chat) = match &options.resume {
+        None => client
+            .create_session(&options.provider, &new_session_id(), Some(directory))
+            .await
+            .map_err(|e| CliError::Host(format!("cannot create a session: {e}")))?,
+        Some(resume) => {
+            let session = match resume {
+                Resume::Session(uri) => {
+                    agenthost_protocol::SessionUri::parse(uri).map_err(|e| {
+                        CliError::Usage(format!("--session {uri}: not a session URI: {e}"))
+                    })?
+                }
+                Resume::Latest => latest_session(&client, &cwd, &directory).await?,
+            };
+            let chat = match &options.chat {
+                Some(chat) => ChatUri::parse(chat)
+                    .map_err(|e| CliError::Usage(format!("--chat {chat}: not a chat URI: {e}")))?,
+                None => ChatUri::default_for(&session),
+            };
+            (session, chat)
+        }
     };
+    // Subscribing restores a stored session (its agent resumes its own conversation).
+    let (snapshot, _session_subscription) = client
+        .client()
+        .subscribe(session.to_string())
+        .await
+        .map_err(|e| CliError::Host(format!("no session {session} on this host: {e}")))?;
+    let state = match snapshot.snapshot.map(|s| s.state) {
+        Some(SnapshotState::Session(state)) => state,
+        _ => {
+            return Err(CliError::Host(format!(
+                "{session} is not a session this host knows"
+            )));
+        }
+    };
+    if options.resume.is_some() && !state.chats.iter().any(|c| c.resource == chat.as_str()) {
+        return Err(CliError::Usage(format!("{session} has no chat {chat}")));
+    }
+    let turn_template = state
+        .changesets
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.change_kind == "turn")
+        .map(|c| c.uri_template);
+    // The folder the session works in: where its changed files are.
+    let cwd = state
+        .working_directories
+        .as_ref()
+        .and_then(|dirs| dirs.first())
+        .and_then(|d| agenthost_protocol::uri::file_uri_to_path(d).ok())
+        .unwrap_or(cwd);
     let (view, _chat_subscription) = client.open_chat(&chat).await?;
+    if let Some(running) = &view.state().active_turn {
+        return Err(CliError::Host(format!(
+            "{session} is busy with a turn ({}): follow it with `agent-host attach {session}`, \
+             or wait for it to end",
+            running.id
+        )));
+    }
+    let turn_id = match options.resume {
+        None => "turn-1".to_owned(),
+        Some(_) => next_turn_id(view.state()),
+    };
     let mut follow = Follow {
         client: &client,
         chat: chat.clone(),
@@ -170,6 +327,10 @@ pub async fn run<W: Write>(
     };
     let checkpointed = in_git_repository(&cwd);
     if !options.json {
+        if options.resume.is_some() {
+            out.line(&format!("continuing {} ({session})", state.title))
+                .map_err(io_error)?;
+        }
         out.line(&format!("> {}", options.prompt))
             .map_err(io_error)?;
         if !checkpointed {
@@ -181,7 +342,7 @@ pub async fn run<W: Write>(
             .map_err(io_error)?;
         }
     }
-    let turn_id = "turn-1";
+    let turn_id = turn_id.as_str();
     client
         .start_turn_with_model(&chat, turn_id, &options.prompt, options.model.as_deref())
         .await
@@ -330,6 +491,8 @@ pub async fn attach<W: Write>(
         json: options.json,
         answers: options.answers,
         stall: options.stall,
+        resume: None,
+        chat: None,
     };
     if !options.json {
         let status = match &running {

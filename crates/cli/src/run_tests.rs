@@ -62,6 +62,8 @@ fn options(work: &Path, json: bool) -> RunOptions {
         json,
         answers: Answers::Ask,
         stall: Duration::from_secs(20),
+        resume: None,
+        chat: None,
     }
 }
 

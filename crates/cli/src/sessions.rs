@@ -261,3 +261,82 @@ pub(crate) fn existing_store(data_dir: &Path) -> Result<agenthost_store::Store, 
     }
     open_store(Some(data_dir))
 }
+
+/// The session summaries of the host at `url` as a JSON array, newest first (archived sessions
+/// only with `all`): the `SessionSummary` objects of AHP's `listSessions`, for scripts.
+pub async fn json(url: &str, all: bool) -> Result<String, CliError> {
+    let client = crate::run::connect_host(url, "agent-host-sessions").await?;
+    let mut sessions = client.list_sessions().await?.items;
+    client.close().await;
+    sessions
+        .retain(|s| all || !SessionStatus::from_bits(s.status).contains(SessionStatus::IsArchived));
+    sessions.sort_by(|a, b| b.modified_at.cmp(&a.modified_at));
+    let mut text = serde_json::to_string_pretty(&sessions)
+        .map_err(|e| CliError::Host(format!("cannot encode the sessions: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// What `sessions archive|unarchive|rename` changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Archive the session (`session/isArchivedChanged`).
+    Archive,
+    /// Take it out of the archive.
+    Unarchive,
+    /// Give it this title (`session/titleChanged`; the host keeps it as the user's title).
+    Rename(String),
+}
+
+/// How long a change waits for the host's confirmation.
+const CHANGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Applies `change` to `session` on the host at `url`, through the protocol's own session
+/// actions, and waits for the host to confirm it; returns what to print.
+pub async fn change(url: &str, session: &str, change: Change) -> Result<String, CliError> {
+    use agenthost_protocol::StateAction;
+    use agenthost_protocol::actions::{SessionIsArchivedChangedAction, SessionTitleChangedAction};
+    let uri = SessionUri::parse(session)
+        .map_err(|e| CliError::Usage(format!("{session} is not a session URI: {e}")))?;
+    let (action, done) = match &change {
+        Change::Archive => (
+            StateAction::SessionIsArchivedChanged(SessionIsArchivedChangedAction {
+                is_archived: true,
+            }),
+            format!("archived {uri}"),
+        ),
+        Change::Unarchive => (
+            StateAction::SessionIsArchivedChanged(SessionIsArchivedChangedAction {
+                is_archived: false,
+            }),
+            format!("unarchived {uri}"),
+        ),
+        Change::Rename(title) => {
+            let title = title.trim();
+            if title.is_empty() {
+                return Err(CliError::usage("a session's title cannot be empty"));
+            }
+            (
+                StateAction::SessionTitleChanged(SessionTitleChangedAction {
+                    title: title.to_owned(),
+                }),
+                format!("renamed {uri} to {title:?}"),
+            )
+        }
+    };
+    let client = crate::run::connect_host(url, "agent-host-sessions").await?;
+    // Subscribing restores a stored session, and the echo of the change comes back on it.
+    let subscribed = client.client().subscribe(uri.to_string()).await;
+    let result = match subscribed {
+        Err(error) => Err(CliError::Host(format!(
+            "no session {uri} on this host: {error}"
+        ))),
+        Ok((_snapshot, _subscription)) => client
+            .dispatch_confirmed(uri.as_str(), action, CHANGE_WAIT)
+            .await
+            .map(|()| format!("{done}\n"))
+            .map_err(CliError::from),
+    };
+    client.close().await;
+    result
+}

@@ -29,6 +29,22 @@ pub enum ClientError {
     /// A URI given to the client is invalid.
     #[error(transparent)]
     Uri(#[from] agenthost_protocol::UriError),
+    /// The host refused a dispatched action (its `rejectionReason`).
+    #[error("the host refused {action}: {reason}")]
+    Refused {
+        /// The action's type.
+        action: String,
+        /// The host's reason.
+        reason: String,
+    },
+    /// No echo of a dispatched action came back in time.
+    #[error("the host did not confirm {action} within {seconds}s")]
+    Unconfirmed {
+        /// The action's type.
+        action: String,
+        /// How long was waited.
+        seconds: u64,
+    },
 }
 
 /// An initialized connection.
@@ -235,6 +251,57 @@ impl HostConnection {
         .map_err(|e| ClientError::Unexpected(e.to_string()))?;
         self.client.dispatch(chat.to_string(), action).await?;
         Ok(())
+    }
+
+    /// Dispatches `action` on `channel` and waits for the host's verdict, its echo of the action:
+    /// `Ok` when it applied it, [`ClientError::Refused`] with its `rejectionReason`, or
+    /// [`ClientError::Unconfirmed`] when no echo came within `wait`. This connection must be
+    /// subscribed to `channel` (an echo goes to the channel's subscribers).
+    pub async fn dispatch_confirmed(
+        &self,
+        channel: &str,
+        action: StateAction,
+        wait: std::time::Duration,
+    ) -> Result<(), ClientError> {
+        let kind = serde_json::to_value(&action)
+            .ok()
+            .and_then(|value| value["type"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| "the action".to_owned());
+        let mut events = self.client.events();
+        let handle = self.client.dispatch(channel.to_owned(), action).await?;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let event = match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => {
+                    return Err(ClientError::Unexpected(
+                        "the connection closed before the host confirmed".to_owned(),
+                    ));
+                }
+                Err(_) => {
+                    return Err(ClientError::Unconfirmed {
+                        action: kind,
+                        seconds: wait.as_secs(),
+                    });
+                }
+            };
+            let ahp::SubscriptionEvent::Action(envelope) = event.event else {
+                continue;
+            };
+            let ours = envelope.origin.as_ref().is_some_and(|origin| {
+                origin.client_id == self.client_id && origin.client_seq == handle.client_seq
+            });
+            if !ours {
+                continue;
+            }
+            return match envelope.rejection_reason {
+                Some(reason) => Err(ClientError::Refused {
+                    action: kind,
+                    reason,
+                }),
+                None => Ok(()),
+            };
+        }
     }
 
     /// Every session of the host.
