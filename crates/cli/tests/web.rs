@@ -213,7 +213,10 @@ async fn snapshot_ids(peer: &Peer, session: &str, chat: &str) -> Value {
         .cloned()
         .unwrap_or_default()
         .iter()
-        .filter(|entry| entry["kind"] == "toolConfirmation" || entry["kind"] == "chatInput")
+        .filter(|entry| {
+            ["toolConfirmation", "chatInput", "toolAuthentication"]
+                .contains(&entry["kind"].as_str().unwrap_or_default())
+        })
         .map(|entry| entry["id"].as_str().unwrap().to_owned())
         .collect();
     confirmations.sort();
@@ -359,6 +362,9 @@ fn the_page_in_a_real_browser() {
         activate(&mut browser, "#confirmations button.approve").await;
         wait(&mut browser, &format!("{} === 1", count_turns("complete"))).await;
         wait(&mut browser, "document.getElementById('confirmations').children.length === 0").await;
+        // The keyboard's focus went on to the message box, not back to the top of the page.
+        let focused = browser.eval("document.activeElement.id").await.unwrap();
+        assert_eq!(focused, json!("message"));
         assert_eq!(std::fs::read_to_string(place.work.join("approved.log")).unwrap(), "ran\n");
         assert_same_as_snapshot(&mut browser, &peer, &session, &chat).await;
 

@@ -77,19 +77,21 @@ impl BoundServer {
     /// The connect URL, `ws://<addr>/?tkn=<token>`, token percent-encoded where needed. It
     /// contains the secret: print it for the user, never log it.
     pub fn url(&self) -> String {
-        format!(
-            "ws://{}/?{}={}",
-            self.local_addr,
-            crate::auth::TOKEN_QUERY_PARAMETER,
-            self.ctx.credentials.primary().percent_encoded()
-        )
+        self.url_with("ws")
     }
 
     /// The page's URL, `http://<addr>/?tkn=<token>` (with [`ServerConfig::web`] on): open it in
     /// a browser. It contains the secret: print it for the user, never log it.
+    ///
+    /// [`ServerConfig::web`]: crate::ServerConfig::web
     pub fn page_url(&self) -> String {
+        self.url_with("http")
+    }
+
+    /// `<scheme>://<addr>/?tkn=<token>`.
+    fn url_with(&self, scheme: &str) -> String {
         format!(
-            "http://{}/?{}={}",
+            "{scheme}://{}/?{}={}",
             self.local_addr,
             crate::auth::TOKEN_QUERY_PARAMETER,
             self.ctx.credentials.primary().percent_encoded()

@@ -41,50 +41,64 @@ struct Asset {
     needs_token: bool,
 }
 
+const HTML: &str = "text/html; charset=utf-8";
+const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
+
 const ASSETS: &[Asset] = &[
-    Asset {
-        path: "/",
-        content_type: "text/html; charset=utf-8",
-        body: include_bytes!("../web/index.html"),
-        needs_token: true,
-    },
-    Asset {
-        path: "/index.html",
-        content_type: "text/html; charset=utf-8",
-        body: include_bytes!("../web/index.html"),
-        needs_token: true,
-    },
-    Asset {
-        path: "/app.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../web/app.js"),
-        needs_token: false,
-    },
-    Asset {
-        path: "/dom.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../web/dom.js"),
-        needs_token: false,
-    },
-    Asset {
-        path: "/reducers.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../web/reducers.js"),
-        needs_token: false,
-    },
-    Asset {
-        path: "/app.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_bytes!("../web/app.css"),
-        needs_token: false,
-    },
-    Asset {
-        path: "/icon.svg",
-        content_type: "image/svg+xml",
-        body: include_bytes!("../web/icon.svg"),
-        needs_token: false,
-    },
+    Asset::new("/", HTML, include_bytes!("../web/index.html"), true),
+    Asset::new(
+        "/index.html",
+        HTML,
+        include_bytes!("../web/index.html"),
+        true,
+    ),
+    Asset::new(
+        "/app.js",
+        JAVASCRIPT,
+        include_bytes!("../web/app.js"),
+        false,
+    ),
+    Asset::new(
+        "/dom.js",
+        JAVASCRIPT,
+        include_bytes!("../web/dom.js"),
+        false,
+    ),
+    Asset::new(
+        "/reducers.js",
+        JAVASCRIPT,
+        include_bytes!("../web/reducers.js"),
+        false,
+    ),
+    Asset::new(
+        "/app.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../web/app.css"),
+        false,
+    ),
+    Asset::new(
+        "/icon.svg",
+        "image/svg+xml",
+        include_bytes!("../web/icon.svg"),
+        false,
+    ),
 ];
+
+impl Asset {
+    const fn new(
+        path: &'static str,
+        content_type: &'static str,
+        body: &'static [u8],
+        needs_token: bool,
+    ) -> Self {
+        Self {
+            path,
+            content_type,
+            body,
+            needs_token,
+        }
+    }
+}
 
 /// A request head, as far as the page needs it.
 struct PageRequest<'a> {

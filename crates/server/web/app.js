@@ -548,14 +548,19 @@ function renderView() {
 
 function renderConfirmations(view) {
   const entries = (view.session.inputNeeded || []).filter(
-    (entry) => entry.kind === "toolConfirmation" || entry.kind === "chatInput",
+    (entry) => entry.kind === "toolConfirmation" || entry.kind === "chatInput" || entry.kind === "toolAuthentication",
   );
   const node = document.getElementById("confirmations");
+  // A keyboard user who just answered a card goes on to the next one, or to the message box.
+  const hadFocus = node.contains(document.activeElement);
   // Keep a card (and the focus or the text in it) while its entry is still there.
   const keep = new Map([...node.children].map((card) => [card.dataset.version, card]));
   const cards = entries.map((entry) => keep.get(version(entry)) || confirmationCard(view, entry));
   const fresh = cards.filter((card) => !keep.has(card.dataset.version));
   node.replaceChildren(...cards);
+  if (hadFocus && !node.contains(document.activeElement)) {
+    (node.querySelector("button, input") || document.getElementById("message")).focus();
+  }
   // One short announcement per new question, not the whole card on every render.
   if (fresh.length) document.getElementById("announce").textContent = fresh[0].querySelector(".what").textContent;
 }
@@ -587,6 +592,19 @@ function confirmationCard(view, entry) {
         answerable ? h("button", { type: "button", onclick: () => answerInput(entry, "accept", fields) }, "Answer") : null,
         h("button", { type: "button", class: "deny", onclick: () => answerInput(entry, "decline", []) }, "Decline"),
       ),
+    );
+  }
+  if (entry.kind === "toolAuthentication") {
+    return h(
+      "div",
+      { class: "confirmation", dataset: { entry: entry.id, version: version(entry) } },
+      h(
+        "div",
+        { class: "what" },
+        `${entry.toolCall.displayName || entry.toolCall.toolName}${where} needs you to sign in to `,
+        entry.toolCall.auth?.resource?.resource || "its server",
+      ),
+      h("p", { class: "muted" }, "Sign in from VS Code: this page cannot pass a token on."),
     );
   }
   const tool = entry.toolCall;

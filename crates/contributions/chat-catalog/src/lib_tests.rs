@@ -3,6 +3,7 @@ use std::sync::{Arc, Mutex};
 use agenthost_dispatcher::Dispatcher;
 use agenthost_protocol::ahp_types::state::{ChatState, RootState, SessionState};
 use agenthost_services::{StateHostState, StateServerDispatch};
+use agenthost_side_effects::DispatchObserver;
 use agenthost_state::{EnvelopeObserver, ObservedEnvelope, StateConfig, StateManager};
 use serde_json::{Value, json};
 
@@ -21,30 +22,16 @@ fn chat_state(uri: &str) -> ChatState {
     from(json!({ "resource": uri, "title": "Chat", "status": 1, "modifiedAt": T0, "turns": [] }))
 }
 
-/// Forwards every envelope to the dispatcher, as the orchestrator does, and records the
-/// session channel's actions.
-struct Bridge {
-    dispatcher: Dispatcher,
-    session_actions: Mutex<Vec<Value>>,
-}
+/// Records the session channel's actions.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Value>>);
 
-impl EnvelopeObserver for Bridge {
+impl EnvelopeObserver for Recorder {
     fn on_envelope(&self, observed: &ObservedEnvelope<'_>) {
-        let envelope = observed.envelope;
-        if envelope.channel == SESSION {
-            self.session_actions
-                .lock()
-                .unwrap()
-                .push(serde_json::to_value(&envelope.action).unwrap());
+        if observed.envelope.channel == SESSION {
+            let action = serde_json::to_value(&observed.envelope.action).unwrap();
+            self.0.lock().unwrap().push(action);
         }
-        self.dispatcher.did_dispatch_action(&DispatchedAction {
-            channel: &envelope.channel,
-            session: observed.session,
-            chat: observed.chat,
-            action: &envelope.action,
-            origin: envelope.origin.as_ref(),
-            rejection_reason: envelope.rejection_reason.as_deref(),
-        });
     }
 }
 
@@ -52,7 +39,7 @@ impl EnvelopeObserver for Bridge {
 /// it, and the contribution registered through the dispatcher.
 struct World {
     state: Arc<StateManager>,
-    bridge: Arc<Bridge>,
+    recorder: Arc<Recorder>,
     _registration: agenthost_dispatcher::Registration,
 }
 
@@ -93,14 +80,13 @@ impl World {
             .insert::<dyn ServerDispatch>(Arc::new(StateServerDispatch::new(state.clone())));
         let dispatcher = Dispatcher::new(services);
         let registration = dispatcher.register::<ChatCatalog>().unwrap();
-        let bridge = Arc::new(Bridge {
-            dispatcher,
-            session_actions: Mutex::new(Vec::new()),
-        });
-        state.add_observer(bridge.clone());
+        let recorder = Arc::new(Recorder::default());
+        state.add_observer(recorder.clone());
+        // As the host: every envelope reaches the contributions' onDidDispatchAction.
+        state.add_observer(Arc::new(DispatchObserver::new(dispatcher)));
         Self {
             state,
-            bridge,
+            recorder,
             _registration: registration,
         }
     }
@@ -111,7 +97,7 @@ impl World {
 
     /// The session's actions since the last call.
     fn take(&self) -> Vec<Value> {
-        std::mem::take(&mut *self.bridge.session_actions.lock().unwrap())
+        std::mem::take(&mut *self.recorder.0.lock().unwrap())
     }
 
     /// The catalog entry of `CHAT`: status and modifiedAt.
