@@ -44,6 +44,85 @@ pub(crate) struct RunArgs {
     host: LocalHostArgs,
 }
 
+/// `agent-host chat`'s flags: `run`'s, without a prompt or `--json`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ChatArgs {
+    /// The agent of a new session (claude, codex, copilot, scripted, or acp.NAME; default:
+    /// claude). With --session or --continue, the session's own agent.
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// The model, when not the agent's default (`/model` changes it).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The folder a new session works in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Use a running host (the URL `agent-host serve` printed, token included): other
+    /// clients' turns in the session appear here as they happen.
+    #[arg(long, value_name = "URL")]
+    connect: Option<String>,
+    /// Talk in this existing session (restored when stored; its agent resumes its own
+    /// conversation).
+    #[arg(long, value_name = "URI", conflicts_with = "resume_latest")]
+    session: Option<String>,
+    /// Talk in the most recently active session in this folder (--cwd).
+    #[arg(long = "continue", id = "resume_latest")]
+    resume_latest: bool,
+    /// With --session or --continue: the chat of the session to talk in.
+    #[arg(long, value_name = "URI")]
+    chat: Option<String>,
+    /// Approve every confirmation without asking.
+    #[arg(long, conflicts_with = "no")]
+    yes: bool,
+    /// Deny every confirmation without asking.
+    #[arg(long)]
+    no: bool,
+    #[command(flatten)]
+    host: LocalHostArgs,
+}
+
+impl ChatArgs {
+    /// The options and where the host is (as `run` finds them).
+    pub(crate) fn resolve(
+        self,
+    ) -> Result<(agenthost::run::Target, agenthost::chat::ChatOptions), CliError> {
+        let answers = match (self.yes, self.no) {
+            (true, _) => agenthost::run::Answers::ApproveAll,
+            (_, true) => agenthost::run::Answers::DenyAll,
+            // Without a terminal the next line of the pipe answers, as a typed one does.
+            _ => agenthost::run::Answers::Ask,
+        };
+        let run = RunArgs {
+            prompt: String::new(),
+            provider: self.provider,
+            session: self.session,
+            resume_latest: self.resume_latest,
+            chat: self.chat,
+            model: self.model,
+            cwd: self.cwd,
+            connect: self.connect,
+            answers: AnswerArgs {
+                json: false,
+                yes: self.yes,
+                no: self.no,
+            },
+            host: self.host,
+        };
+        let (target, options) = run.resolve()?;
+        Ok((
+            target,
+            agenthost::chat::ChatOptions {
+                provider: options.provider,
+                model: options.model,
+                cwd: options.cwd,
+                resume: options.resume,
+                chat: options.chat,
+                answers,
+            },
+        ))
+    }
+}
+
 /// How a terminal client (`run`, `attach`) shows the conversation and answers confirmations.
 #[derive(Debug, clap::Args)]
 pub(crate) struct AnswerArgs {

@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod acp;
+pub mod chat;
 pub mod checkpoints;
 pub mod demo;
 pub mod discovery;

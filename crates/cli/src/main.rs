@@ -10,7 +10,7 @@ mod agent_args;
 mod host_args;
 
 use agent_args::AgentFlags;
-use host_args::{AnswerArgs, EditorArgs, RunArgs, data_dir};
+use host_args::{AnswerArgs, ChatArgs, EditorArgs, RunArgs, data_dir};
 
 use agenthost::CliError;
 
@@ -31,6 +31,10 @@ enum Command {
     /// Run one turn with an agent in a folder and stream it here: confirmations are asked
     /// (`y`/`n`), Ctrl-C cancels the turn, the changed files are listed at the end.
     Run(Box<RunArgs>),
+    /// Talk with an agent, turn after turn: a new session, or an existing one (--session URI,
+    /// --continue). Lines typed while a turn runs are queued; confirmations are asked inline;
+    /// Ctrl-C cancels the turn (twice at the prompt leaves); /help lists the slash commands.
+    Chat(Box<ChatArgs>),
     /// Be an Agent Client Protocol agent on stdin and stdout, for editors that start their
     /// agent as a child process (Zed, JetBrains IDEs): its sessions are host sessions. Logs go
     /// to stderr.
@@ -667,6 +671,12 @@ fn main() -> ExitCode {
             // agent speaks ACP and answers its session requests with it.
             let target = args.resolve();
             runtime.block_on(agenthost::editor::command(target, provider))
+        }
+        Command::Chat(args) => {
+            init_logging("warn");
+            args.resolve().and_then(|(target, options)| {
+                runtime.block_on(agenthost::chat::command(target, options))
+            })
         }
         Command::Attach(args) => {
             init_logging("warn");

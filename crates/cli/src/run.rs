@@ -29,7 +29,8 @@ use crate::term::Renderer;
 
 mod follow;
 
-use follow::{Follow, Pending, summarize_changeset};
+pub(crate) use follow::Follow;
+use follow::{Pending, summarize_changeset};
 
 use crate::CliError;
 
@@ -118,6 +119,107 @@ pub enum Resume {
     Latest,
 }
 
+/// A session opened for a conversation: new, or an existing one restored, with its chat
+/// subscribed and mirrored.
+pub(crate) struct Conversation {
+    /// The session.
+    pub(crate) session: agenthost_protocol::SessionUri,
+    /// The chat the conversation goes to.
+    pub(crate) chat: ChatUri,
+    /// The session's title when it was opened.
+    pub(crate) title: String,
+    /// The template of the session's per-turn changeset, when it has one.
+    pub(crate) turn_template: Option<String>,
+    /// The folder the session works in.
+    pub(crate) cwd: PathBuf,
+    /// The session's `_meta` when it was opened (its cost so far).
+    pub(crate) meta: Option<agenthost_protocol::ahp_types::common::JsonObject>,
+    /// The chat, mirrored.
+    pub(crate) view: agenthost_client::ChatView,
+    /// The session's and the chat's subscriptions, held while the conversation lasts.
+    pub(crate) subscriptions: Vec<agenthost_client::ahp::SessionSubscription>,
+}
+
+/// Creates the session `options` asks for — or, with `options.resume`, finds the existing one
+/// — subscribes to it (which restores a stored session, whose agent resumes its own
+/// conversation) and to its chat.
+pub(crate) async fn open_conversation(
+    client: &HostConnection,
+    options: &RunOptions,
+) -> Result<Conversation, CliError> {
+    let cwd = options.cwd.canonicalize().map_err(|e| {
+        CliError::Host(format!(
+            "the working directory {} is not usable: {e}",
+            options.cwd.display()
+        ))
+    })?;
+    let directory = path_to_file_uri(&cwd)?;
+    let (session, chat) = match &options.resume {
+        None => client
+            .create_session(&options.provider, &new_session_id(), Some(directory))
+            .await
+            .map_err(|e| CliError::Host(format!("cannot create a session: {e}")))?,
+        Some(resume) => {
+            let session = match resume {
+                Resume::Session(uri) => {
+                    agenthost_protocol::SessionUri::parse(uri).map_err(|e| {
+                        CliError::Usage(format!("--session {uri}: not a session URI: {e}"))
+                    })?
+                }
+                Resume::Latest => latest_session(client, &cwd, &directory).await?,
+            };
+            let chat = match &options.chat {
+                Some(chat) => ChatUri::parse(chat)
+                    .map_err(|e| CliError::Usage(format!("--chat {chat}: not a chat URI: {e}")))?,
+                None => ChatUri::default_for(&session),
+            };
+            (session, chat)
+        }
+    };
+    // Subscribing restores a stored session (its agent resumes its own conversation).
+    let (snapshot, session_subscription) = client
+        .client()
+        .subscribe(session.to_string())
+        .await
+        .map_err(|e| CliError::Host(format!("no session {session} on this host: {e}")))?;
+    let state = match snapshot.snapshot.map(|s| s.state) {
+        Some(SnapshotState::Session(state)) => state,
+        _ => {
+            return Err(CliError::Host(format!(
+                "{session} is not a session this host knows"
+            )));
+        }
+    };
+    if options.resume.is_some() && !state.chats.iter().any(|c| c.resource == chat.as_str()) {
+        return Err(CliError::Usage(format!("{session} has no chat {chat}")));
+    }
+    let turn_template = state
+        .changesets
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.change_kind == "turn")
+        .map(|c| c.uri_template);
+    // The folder the session works in: where its changed files are.
+    let cwd = state
+        .working_directories
+        .as_ref()
+        .and_then(|dirs| dirs.first())
+        .and_then(|d| agenthost_protocol::uri::file_uri_to_path(d).ok())
+        .unwrap_or(cwd);
+    let (view, chat_subscription) = client.open_chat(&chat).await?;
+    Ok(Conversation {
+        session,
+        chat,
+        title: state.title.clone(),
+        turn_template,
+        cwd,
+        meta: state.meta.clone(),
+        view,
+        subscriptions: vec![session_subscription, chat_subscription],
+    })
+}
+
 /// The stored session `resume` names, for a host this process starts: `--session`'s URI, or
 /// for `--continue` the most recently modified session (not archived) working in `folder`. A
 /// clear error when there is none.
@@ -191,7 +293,7 @@ async fn latest_session(
 }
 
 /// A turn id the chat has not used: `turn-<n>` after its `n - 1` turns.
-fn next_turn_id(chat: &agenthost_protocol::ahp_types::state::ChatState) -> String {
+pub(crate) fn next_turn_id(chat: &agenthost_protocol::ahp_types::state::ChatState) -> String {
     let used: std::collections::HashSet<&str> = chat
         .turns
         .iter()
@@ -230,10 +332,15 @@ pub struct Input {
 
 /// A session id for a new run: time-based, unique enough per machine.
 fn new_session_id() -> String {
+    format!("run-{}", unique_suffix())
+}
+
+/// `<seconds>-<nanoseconds>` of now, in hex: unique enough per machine for ids a client picks.
+pub(crate) fn unique_suffix() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    format!("run-{:x}-{:x}", now.as_secs(), now.subsec_nanos())
+    format!("{:x}-{:x}", now.as_secs(), now.subsec_nanos())
 }
 
 /// Runs one turn against the host at `url`, rendering into `out`. Returns how the turn ended.
@@ -244,68 +351,17 @@ pub async fn run<W: Write>(
     out: &mut Renderer<W>,
 ) -> Result<Outcome, CliError> {
     let client = connect_host(url, "agent-host-run").await?;
-    let cwd = options.cwd.canonicalize().map_err(|e| {
-        CliError::Host(format!(
-            "the working directory {} is not usable: {e}",
-            options.cwd.display()
-        ))
-    })?;
-    let directory = path_to_file_uri(&cwd)?;
     let mut events = client.client().events();
-    let (session, chat) = match &options.resume {
-        None => client
-            .create_session(&options.provider, &new_session_id(), Some(directory))
-            .await
-            .map_err(|e| CliError::Host(format!("cannot create a session: {e}")))?,
-        Some(resume) => {
-            let session = match resume {
-                Resume::Session(uri) => {
-                    agenthost_protocol::SessionUri::parse(uri).map_err(|e| {
-                        CliError::Usage(format!("--session {uri}: not a session URI: {e}"))
-                    })?
-                }
-                Resume::Latest => latest_session(&client, &cwd, &directory).await?,
-            };
-            let chat = match &options.chat {
-                Some(chat) => ChatUri::parse(chat)
-                    .map_err(|e| CliError::Usage(format!("--chat {chat}: not a chat URI: {e}")))?,
-                None => ChatUri::default_for(&session),
-            };
-            (session, chat)
-        }
-    };
-    // Subscribing restores a stored session (its agent resumes its own conversation).
-    let (snapshot, _session_subscription) = client
-        .client()
-        .subscribe(session.to_string())
-        .await
-        .map_err(|e| CliError::Host(format!("no session {session} on this host: {e}")))?;
-    let state = match snapshot.snapshot.map(|s| s.state) {
-        Some(SnapshotState::Session(state)) => state,
-        _ => {
-            return Err(CliError::Host(format!(
-                "{session} is not a session this host knows"
-            )));
-        }
-    };
-    if options.resume.is_some() && !state.chats.iter().any(|c| c.resource == chat.as_str()) {
-        return Err(CliError::Usage(format!("{session} has no chat {chat}")));
-    }
-    let turn_template = state
-        .changesets
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.change_kind == "turn")
-        .map(|c| c.uri_template);
-    // The folder the session works in: where its changed files are.
-    let cwd = state
-        .working_directories
-        .as_ref()
-        .and_then(|dirs| dirs.first())
-        .and_then(|d| agenthost_protocol::uri::file_uri_to_path(d).ok())
-        .unwrap_or(cwd);
-    let (view, _chat_subscription) = client.open_chat(&chat).await?;
+    let Conversation {
+        session,
+        chat,
+        title,
+        turn_template,
+        cwd,
+        view,
+        subscriptions: _subscriptions,
+        ..
+    } = open_conversation(&client, options).await?;
     if let Some(running) = &view.state().active_turn {
         return Err(CliError::Host(format!(
             "{session} is busy with a turn ({}): follow it with `agent-host attach {session}`, \
@@ -328,7 +384,7 @@ pub async fn run<W: Write>(
     let checkpointed = in_git_repository(&cwd);
     if !options.json {
         if options.resume.is_some() {
-            out.line(&format!("continuing {} ({session})", state.title))
+            out.line(&format!("continuing {title} ({session})"))
                 .map_err(io_error)?;
         }
         out.line(&format!("> {}", options.prompt))
@@ -708,7 +764,7 @@ pub async fn connect_host(url: &str, kind: &str) -> Result<HostConnection, CliEr
     })
 }
 
-fn io_error(error: std::io::Error) -> CliError {
+pub(crate) fn io_error(error: std::io::Error) -> CliError {
     CliError::io("cannot write the output", error)
 }
 

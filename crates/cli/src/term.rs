@@ -69,6 +69,8 @@ pub struct Renderer<W: Write> {
     heading: bool,
     /// A transient status line is on screen (colour mode only).
     status: bool,
+    /// Questions end their line (a line editor shows the answer being typed at its prompt).
+    questions_on_their_own_line: bool,
 }
 
 impl<W: Write> Renderer<W> {
@@ -81,7 +83,14 @@ impl<W: Write> Renderer<W> {
             at_line_start: true,
             heading: false,
             status: false,
+            questions_on_their_own_line: false,
         }
+    }
+
+    /// Questions end their line: for a line editor, where the answer is typed at its prompt.
+    pub fn with_questions_on_their_own_line(mut self) -> Self {
+        self.questions_on_their_own_line = true;
+        self
     }
 
     /// Shows a transient status (`⠋ waiting for claude… 3s`) on its own line, replaced by the
@@ -152,7 +161,11 @@ impl<W: Write> Renderer<W> {
     pub fn ask(&mut self, text: &str) -> io::Result<()> {
         self.close()?;
         let question = self.paint(YELLOW, text);
-        write!(self.out, "{question}")?;
+        if self.questions_on_their_own_line {
+            writeln!(self.out, "{}", question.trim_end())?;
+        } else {
+            write!(self.out, "{question}")?;
+        }
         self.out.flush()
     }
 

@@ -296,3 +296,59 @@ fn logs_are_coloured_at_a_terminal_unless_no_color_is_set() {
     assert!(screen.contains(" INFO "), "{screen}");
     assert!(!screen.contains("␛[32m"), "{screen}");
 }
+
+/// `agent-host chat` in a terminal: a typo mended with backspace before Enter, a confirmation
+/// answered with the next line, Ctrl-C cancelling the running turn, and `/quit` leaving.
+#[test]
+fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    repository(&work);
+    let script_path = tmp.path().join("script.json");
+    let script = json!({ "turns": [
+        { "steps": [
+            { "kind": "say", "text": "reply one" },
+            { "kind": "tool", "name": "write_file", "displayName": "Write file", "confirm": true,
+              "effect": { "kind": "writeFile", "path": "readme.txt", "content": "hello\nagain\n" } },
+            { "kind": "say", "text": "after the tool" }
+        ] },
+        { "steps": [ { "kind": "say", "text": "a long one\n" }, { "kind": "pause", "ms": 60000 } ] },
+        { "steps": [ { "kind": "echo" } ] }
+    ]});
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let data = tmp.path().join("data");
+    let mut terminal = Terminal::command(&[
+        "chat".into(),
+        "--provider".into(),
+        "scripted".into(),
+        "--script".into(),
+        script_path.display().to_string(),
+        "--cwd".into(),
+        work.display().to_string(),
+        "--data-dir".into(),
+        data.display().to_string(),
+    ]);
+    terminal.wait_for("/help lists the commands");
+    terminal.press(b"first\r");
+    terminal.wait_for("reply one");
+    terminal.wait_for("approve");
+    terminal.press(b"y\r");
+    terminal.wait_for("after the tool");
+    assert_eq!(
+        std::fs::read_to_string(work.join("readme.txt")).unwrap(),
+        "hello\nagain\n"
+    );
+    terminal.press(b"second\r");
+    terminal.wait_for("a long one");
+    terminal.press(b"\x03");
+    terminal.wait_for("cancelled");
+    // A typo mended before Enter: the agent gets the mended line.
+    terminal.press(b"thirf\x7fd\r");
+    terminal.wait_for("third");
+    terminal.press(b"/quit\r");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("session: scripted:/run-"), "{screen}");
+    // The agent got the mended line: its echo.
+    assert!(screen.contains("\nthird\n"), "{screen}");
+}

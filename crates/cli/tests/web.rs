@@ -310,16 +310,86 @@ fn count_turns(state: &str) -> String {
     format!("document.querySelectorAll('#transcript > article.turn[data-state={state}]').length")
 }
 
-#[test]
-fn the_page_in_a_real_browser() {
+/// Whether the browser tests run: `AGENTHOST_BROWSER=1`, and then Chromium must be there.
+fn browser_wanted() -> bool {
     if std::env::var_os("AGENTHOST_BROWSER").is_none() {
         eprintln!("skipped: set AGENTHOST_BROWSER=1 to drive a headless Chromium (.ci/run does)");
-        return;
+        return false;
     }
     assert!(
         chromium_available(),
         "AGENTHOST_BROWSER=1 but no Chromium: install Debian's `chromium` or set AGENTHOST_CHROMIUM"
     );
+    true
+}
+
+#[test]
+fn a_long_session_is_drawn_a_window_of_turns_at_a_time() {
+    if !browser_wanted() {
+        return;
+    }
+    let place = Place::new();
+    let script = place.script(&json!({ "default": { "steps": [ { "kind": "echo" } ] } }));
+    let (mut server, url, page) = serve_web(&place, Some(&script), &["--web"]);
+    runtime().block_on(async {
+        let mut peer = Peer::connect(&url, "long-session-peer").await;
+        let (_session, chat) = peer.create_session("long").await;
+        let mut view = peer.open_chat(&chat).await;
+        for n in 1..=35 {
+            peer.run_turn(&mut view, &format!("t{n}"), &format!("message {n}"))
+                .await;
+        }
+        let mut browser = Browser::launch(1280, 860, false).await.unwrap();
+        browser.navigate(&page).await.unwrap();
+        wait(
+            &mut browser,
+            "document.querySelectorAll('#sessions li').length === 1",
+        )
+        .await;
+        activate(&mut browser, "#sessions a").await;
+        wait(
+            &mut browser,
+            "document.querySelectorAll('#transcript > article.turn').length === 30",
+        )
+        .await;
+        let first = browser
+            .eval("document.querySelector('#transcript > article.turn').dataset.turnId")
+            .await
+            .unwrap();
+        assert_eq!(first, json!("t6"), "the latest 30 turns come first");
+        let label = browser
+            .eval("document.querySelector('#transcript button.earlier').textContent")
+            .await
+            .unwrap();
+        assert_eq!(label, json!("Show 5 earlier turns (5 not shown)"));
+        activate(&mut browser, "#transcript button.earlier").await;
+        wait(
+            &mut browser,
+            "document.querySelectorAll('#transcript > article.turn').length === 35",
+        )
+        .await;
+        wait(
+            &mut browser,
+            "document.querySelector('#transcript button.earlier') === null",
+        )
+        .await;
+        assert_eq!(browser.console_errors(), &[] as &[String], "console errors");
+        peer.close().await;
+    });
+    server.terminate();
+    let (exit, _, stderr) = server.wait();
+    assert!(exit.success(), "{stderr}");
+    assert!(
+        !stderr.contains("ERROR") && !stderr.contains(" WARN "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_page_in_a_real_browser() {
+    if !browser_wanted() {
+        return;
+    }
     let place = Place::new();
     git(&place.work, &["init", "-q"]);
     std::fs::write(place.work.join("README"), "a repository\n").unwrap();

@@ -238,6 +238,23 @@ impl HostConnection {
         Ok(())
     }
 
+    /// Queues a user message `text` under `id` in the chat's queue (`chat/pendingMessageSet`,
+    /// kind `queued`): the host starts it as a turn once the chat is free.
+    pub async fn queue_message(
+        &self,
+        chat: &ChatUri,
+        id: &str,
+        text: &str,
+    ) -> Result<(), ClientError> {
+        let action: StateAction = serde_json::from_value(json!({
+            "type": "chat/pendingMessageSet", "kind": "queued", "id": id,
+            "message": { "text": text, "origin": { "kind": "user" } }
+        }))
+        .map_err(|e| ClientError::Unexpected(e.to_string()))?;
+        self.client.dispatch(chat.to_string(), action).await?;
+        Ok(())
+    }
+
     /// Cancels a running turn (`chat/turnCancelled`, with the time since `started`).
     pub async fn cancel_turn(
         &self,

@@ -24,6 +24,8 @@ import { STATUS_ARCHIVED, reduceChat, reduceSession } from "./reducers.js";
 
 const ROOT = "ahp-root://";
 const ANSWERED = { accept: "answered", decline: "declined", cancel: "cancelled" };
+/** How many of a chat's finished turns are drawn at first, and how many more each time. */
+const TURN_WINDOW = 30;
 
 // ---------------------------------------------------------------------------------------------
 // The token: read once, kept here, removed from the address bar and history.
@@ -194,6 +196,7 @@ async function openSession(uri) {
     changes: new Map(), // turn id → { channel, state, diff, files, error }
     open: new Set(), // keys of <details> the user opened
     turnSeen: new Map(), // running turn id → performance.now() when the page first saw it
+    shown: TURN_WINDOW, // how many of the default chat's finished turns are drawn
   };
   app.view = view;
   renderView();
@@ -641,8 +644,25 @@ function renderTranscript(view) {
     return;
   }
   if (chat.activeTurn && !view.turnSeen.has(chat.activeTurn.id)) view.turnSeen.set(chat.activeTurn.id, performance.now());
-  const turns = [...(chat.turns || [])];
-  const children = turns.map((turn) => renderTurn(view, chat, turn, false));
+  // A long session shows its latest turns; older ones come a window at a time, so that a
+  // streaming answer re-renders a bounded page (on a phone too).
+  const turns = chat.turns || [];
+  const hidden = Math.max(0, turns.length - view.shown);
+  const children = [];
+  if (hidden > 0) {
+    const more = () => {
+      view.shown += TURN_WINDOW;
+      scheduleRender();
+    };
+    children.push(
+      h(
+        "button",
+        { type: "button", class: "secondary earlier", dataset: { key: "earlier" }, onclick: more },
+        `Show ${Math.min(hidden, TURN_WINDOW)} earlier turns (${hidden} not shown)`,
+      ),
+    );
+  }
+  children.push(...turns.slice(hidden).map((turn) => renderTurn(view, chat, turn, false)));
   if (chat.activeTurn) children.push(renderTurn(view, chat, chat.activeTurn, true));
   if (!children.length) children.push(h("p", { class: "muted" }, "No turns yet: send a message."));
   replaceKeepingFocus(node, children);

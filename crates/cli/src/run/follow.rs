@@ -15,30 +15,30 @@ use crate::CliError;
 
 /// A confirmation waiting for the user.
 #[derive(Debug, Clone)]
-pub(super) struct Pending {
-    pub(super) chat: String,
-    pub(super) turn_id: String,
-    pub(super) tool_call_id: String,
-    pub(super) invocation: String,
-    pub(super) tool_name: String,
-    pub(super) input: Option<String>,
-    pub(super) asked: bool,
+pub(crate) struct Pending {
+    pub(crate) chat: String,
+    pub(crate) turn_id: String,
+    pub(crate) tool_call_id: String,
+    pub(crate) invocation: String,
+    pub(crate) tool_name: String,
+    pub(crate) input: Option<String>,
+    pub(crate) asked: bool,
 }
 
 /// The chats being followed (the main one and its subagents).
-pub(super) struct Follow<'a> {
-    pub(super) client: &'a HostConnection,
-    pub(super) chat: ChatUri,
-    pub(super) views: HashMap<String, ChatView>,
-    pub(super) subscriptions: Vec<agenthost_client::ahp::SessionSubscription>,
-    pub(super) pending: Vec<Pending>,
+pub(crate) struct Follow<'a> {
+    pub(crate) client: &'a HostConnection,
+    pub(crate) chat: ChatUri,
+    pub(crate) views: HashMap<String, ChatView>,
+    pub(crate) subscriptions: Vec<agenthost_client::ahp::SessionSubscription>,
+    pub(crate) pending: Vec<Pending>,
     /// Tools the user approved for the rest of the run (`a`).
-    pub(super) always: std::collections::HashSet<String>,
+    pub(crate) always: std::collections::HashSet<String>,
 }
 
 impl Follow<'_> {
     /// Handles one event; `Some` when the main chat's turn ended.
-    pub(super) async fn handle<W: Write>(
+    pub(crate) async fn handle<W: Write>(
         &mut self,
         event: ClientEvent,
         turn: &str,
@@ -87,7 +87,7 @@ impl Follow<'_> {
 
     /// One event of chat `channel`: shown (indented for a subagent's chat), a confirmation
     /// kept to be answered, and the run's outcome when it ends the main chat's turn `turn`.
-    fn take<W: Write>(
+    pub(crate) fn take<W: Write>(
         &mut self,
         channel: &str,
         event: Event,
@@ -138,13 +138,13 @@ impl Follow<'_> {
     }
 
     /// Whether a question is on the screen, waiting for a typed answer.
-    pub(super) fn asking(&self) -> bool {
+    pub(crate) fn asking(&self) -> bool {
         self.pending.first().is_some_and(|p| p.asked)
     }
 
     /// Answers what the policy (or an `a` given earlier) answers, then asks about the oldest
     /// confirmation still open.
-    pub(super) async fn answer_or_ask<W: Write>(
+    pub(crate) async fn answer_or_ask<W: Write>(
         &mut self,
         options: &RunOptions,
         out: &mut Renderer<W>,
@@ -166,7 +166,7 @@ impl Follow<'_> {
     }
 
     /// Shows the oldest confirmation — its command or diff too — and asks.
-    pub(super) fn ask<W: Write>(
+    pub(crate) fn ask<W: Write>(
         &mut self,
         options: &RunOptions,
         out: &mut Renderer<W>,
@@ -199,7 +199,7 @@ impl Follow<'_> {
     }
 
     /// Answers the question on the screen with the typed `line` (`None`: stdin closed, a no).
-    pub(super) async fn typed<W: Write>(
+    pub(crate) async fn typed<W: Write>(
         &mut self,
         line: Option<String>,
         options: &RunOptions,
@@ -225,7 +225,7 @@ impl Follow<'_> {
     }
 
     /// Answers the oldest confirmation and says how.
-    pub(super) async fn answer<W: Write>(
+    pub(crate) async fn answer<W: Write>(
         &mut self,
         approved: bool,
         why: &str,
@@ -254,7 +254,7 @@ impl Follow<'_> {
 }
 
 /// Prints the files the turn changed, from its changeset channel, once it is ready.
-pub(super) async fn summarize_changeset<W: Write>(
+pub(crate) async fn summarize_changeset<W: Write>(
     client: &HostConnection,
     events: &mut ClientEventStream,
     uri: &str,

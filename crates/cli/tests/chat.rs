@@ -1,0 +1,358 @@
+//! `agent-host chat` driven through a pipe, as a script drives it: a three-turn conversation
+//! with a confirmation answered by the next line, a turn cancelled with Ctrl-C (SIGINT) and the
+//! slash commands; a line typed during a turn joins the host's queue and runs after it, and the
+//! end of the input waits for it; two chats on one session over `--connect`, each seeing the
+//! other's turns; `--continue` after a host restart, the agent resuming its conversation.
+
+// Test helpers outside `#[test]` functions: a panic here is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Place, Server, agent_host, git};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A running `agent-host chat` with its stdin and stdout piped.
+struct Chat {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Chat {
+    fn start(dir: &Path, args: &[&str]) -> Self {
+        let mut child = agent_host()
+            .arg("chat")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = err.read_to_string(&mut text);
+            sink.lock().unwrap().push_str(&text);
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            seen: Vec::new(),
+            stderr,
+        }
+    }
+
+    fn type_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Reads lines until one contains `needle`; returns the lines read on the way.
+    fn expect(&mut self, needle: &str) -> Vec<String> {
+        let deadline = Instant::now() + DEADLINE;
+        let mut read = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    let found = line.contains(needle);
+                    read.push(line);
+                    if found {
+                        return read;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {needle:?}; output so far:\n{}\nstderr:\n{}",
+                    self.seen.join("\n"),
+                    self.stderr.lock().unwrap()
+                ),
+            }
+        }
+    }
+
+    fn interrupt(&self) {
+        let sent = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Closes stdin and waits for the exit; returns the status and the rest of the output.
+    fn finish(mut self) -> (std::process::ExitStatus, Vec<String>, String) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + DEADLINE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chat did not exit; output:\n{}",
+                self.seen.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let rest: Vec<String> = self.lines.try_iter().collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let stderr = self.stderr.lock().unwrap().clone();
+        (status, rest, stderr)
+    }
+}
+
+impl Drop for Chat {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn place_with_repository() -> Place {
+    let place = Place::new();
+    git(&place.work, &["init", "-q"]);
+    std::fs::write(place.work.join("README"), "a repository\n").unwrap();
+    git(&place.work, &["add", "README"]);
+    git(&place.work, &["commit", "-q", "-m", "start"]);
+    place
+}
+
+fn conversation_script() -> Value {
+    json!({
+        "turns": [
+            { "steps": [
+                { "kind": "say", "text": "reply one" },
+                { "kind": "tool", "name": "shell", "displayName": "Run command", "confirm": true,
+                  "input": "echo ran >> ran.log",
+                  "effect": { "kind": "appendFile", "path": "ran.log", "content": "ran\n" } },
+                { "kind": "usage", "input": 1000, "output": 100, "model": "claude-sonnet-4-5" },
+                { "kind": "say", "text": "after the tool" }
+            ] },
+            { "steps": [ { "kind": "say", "text": "starting a long one\n" }, { "kind": "pause", "ms": 60000 } ] },
+            { "steps": [ { "kind": "say", "text": "reply three" } ] }
+        ],
+        "default": { "steps": [ { "kind": "echo" } ] }
+    })
+}
+
+#[test]
+fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
+    let place = place_with_repository();
+    let script = place.script(&conversation_script());
+    let (script, data, work) = (
+        script.to_string_lossy().into_owned(),
+        place.data.to_string_lossy().into_owned(),
+        place.work.to_string_lossy().into_owned(),
+    );
+    let mut chat = Chat::start(
+        &place.work,
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--data-dir",
+            &data,
+            "--cwd",
+            &work,
+        ],
+    );
+    let opening = chat.expect("chat with scripted in");
+    assert!(
+        opening.last().unwrap().contains("(scripted:/run-"),
+        "{opening:?}"
+    );
+    chat.type_line("first");
+    chat.expect("> first");
+    chat.expect("reply one");
+    chat.expect("approve");
+    chat.type_line("y");
+    chat.expect("after the tool");
+    chat.expect("cost: $0.0045");
+    assert_eq!(
+        std::fs::read_to_string(place.work.join("ran.log")).unwrap(),
+        "ran\n"
+    );
+    chat.type_line("/diff");
+    chat.expect("+ran");
+    chat.type_line("/rollback turn-1");
+    chat.expect("removed: ran.log");
+    assert!(!place.work.join("ran.log").exists());
+
+    chat.type_line("second");
+    chat.expect("starting a long one");
+    chat.interrupt();
+    chat.expect("cancelling the turn");
+    chat.expect("cancelled");
+
+    chat.type_line("third");
+    chat.expect("reply three");
+    chat.type_line("/usage");
+    chat.expect("last turn: no usage reported");
+    chat.expect("session so far: $0.0045");
+    chat.type_line("/diff");
+    chat.expect("no changes");
+    chat.type_line("/model");
+    chat.expect("model: the agent's default");
+    chat.type_line("/model claude-sonnet-4-5");
+    chat.expect("model: claude-sonnet-4-5 (from the next turn on)");
+    chat.type_line("/rollback");
+    chat.expect("usage: /rollback TURN (this chat's turns: turn-1, turn-2, turn-3)");
+    chat.type_line("/help");
+    chat.expect("/quit");
+    chat.type_line("/quit");
+    let (status, rest, stderr) = chat.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        rest.iter()
+            .any(|l| l.starts_with("session: scripted:/run-")),
+        "{rest:?}"
+    );
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_line_typed_during_a_turn_is_queued_and_the_end_of_input_waits_for_it() {
+    let place = place_with_repository();
+    let script = place.script(&json!({
+        "turns": [
+            { "steps": [ { "kind": "say", "text": "one" }, { "kind": "pause", "ms": 1500 },
+                         { "kind": "say", "text": "one done" } ] },
+            { "steps": [ { "kind": "say", "text": "two done" } ] }
+        ]
+    }));
+    let (script, data) = (
+        script.to_string_lossy().into_owned(),
+        place.data.to_string_lossy().into_owned(),
+    );
+    let mut chat = Chat::start(
+        &place.work,
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--data-dir",
+            &data,
+        ],
+    );
+    chat.type_line("first");
+    chat.expect("> first");
+    chat.type_line("second, typed while the first runs");
+    chat.expect("queued: second, typed while the first runs");
+    let (status, rest, stderr) = chat.finish();
+    assert!(status.success(), "{stderr}");
+    let text = rest.join("\n");
+    let order: Vec<usize> = [
+        "one done",
+        "> second, typed while the first runs",
+        "two done",
+    ]
+    .iter()
+    .map(|needle| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in:\n{text}"))
+    })
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+}
+
+#[test]
+fn two_chats_over_connect_see_each_other_and_continue_after_a_restart() {
+    let place = place_with_repository();
+    let script = place.script(&json!({
+        "turns": [
+            { "steps": [ { "kind": "say", "text": "reply one" } ] },
+            { "steps": [ { "kind": "say", "text": "reply two" } ] },
+            { "steps": [ { "kind": "say", "text": "reply three" } ] }
+        ]
+    }));
+    let server = Server::start(&place, Some(&script));
+    let url = server.url.clone();
+    let mut first = Chat::start(&place.work, &["--connect", &url, "--provider", "scripted"]);
+    let opening = first.expect("chat with scripted in").pop().unwrap();
+    let session = opening
+        .rsplit_once('(')
+        .unwrap()
+        .1
+        .trim_end_matches(')')
+        .to_owned();
+    first.type_line("hello from the first");
+    first.expect("reply one");
+    let mut second = Chat::start(&place.work, &["--connect", &url, "--session", &session]);
+    second.expect(&format!("continuing hello from the first ({session})"));
+    // One types, the other sees the turn and its answer.
+    first.type_line("again from the first");
+    first.expect("reply two");
+    second.expect("> again from the first");
+    second.expect("reply two");
+    second.type_line("now from the second");
+    second.expect("reply three");
+    first.expect("> now from the second");
+    first.expect("reply three");
+    first.type_line("/quit");
+    second.type_line("/quit");
+    for chat in [first, second] {
+        let (status, _, stderr) = chat.finish();
+        assert!(status.success(), "{stderr}");
+    }
+
+    // The host restarts; --continue finds the session, and its agent resumes its conversation.
+    let mut process = server.process;
+    process.terminate();
+    let (exit, _, stderr) = process.wait();
+    assert!(exit.success(), "{stderr}");
+    assert!(
+        !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+    let server = Server::start(&place, Some(&script));
+    let mut again = Chat::start(&place.work, &["--connect", &server.url, "--continue"]);
+    again.expect(&format!("({session})"));
+    again.type_line("and after the restart");
+    // The scripted agent goes on with its script: its three turns were run, so the fourth
+    // echoes (a fresh one would say "reply one").
+    again.expect("> and after the restart");
+    let answer = again.expect("and after the restart");
+    assert!(
+        answer
+            .last()
+            .unwrap()
+            .contains("You said: and after the restart"),
+        "{answer:?}"
+    );
+    again.type_line("/quit");
+    let (status, rest, stderr) = again.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(rest.iter().any(|l| l.contains(&session)), "{rest:?}");
+    server.kill();
+}
