@@ -9,61 +9,32 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::ChildStdin;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Place, Server, agent_host, git};
+use support::{Place, Server, Spawned, agent_host};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// A running `agent-host chat` with its stdin and stdout piped.
 struct Chat {
-    child: Child,
+    process: Spawned,
     stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
     seen: Vec<String>,
-    stderr: Arc<Mutex<String>>,
 }
 
 impl Chat {
     fn start(dir: &Path, args: &[&str]) -> Self {
-        let mut child = agent_host()
-            .arg("chat")
-            .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (tx, lines) = mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text);
-            sink.lock().unwrap().push_str(&text);
-        });
+        let mut command = agent_host();
+        command.arg("chat").args(args).current_dir(dir);
+        let (process, stdin) = Spawned::spawn_with_stdin(command);
         Self {
-            stdin: child.stdin.take(),
-            child,
-            lines,
+            process,
+            stdin: Some(stdin),
             seen: Vec::new(),
-            stderr,
         }
     }
 
@@ -79,68 +50,37 @@ impl Chat {
         let mut read = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    let found = line.contains(needle);
-                    read.push(line);
-                    if found {
-                        return read;
-                    }
-                }
-                Err(_) => panic!(
+            let Some(line) = self.process.line_within(left) else {
+                panic!(
                     "no line with {needle:?}; output so far:\n{}\nstderr:\n{}",
                     self.seen.join("\n"),
-                    self.stderr.lock().unwrap()
-                ),
+                    self.process.stderr()
+                );
+            };
+            self.seen.push(line.clone());
+            let found = line.contains(needle);
+            read.push(line);
+            if found {
+                return read;
             }
         }
     }
 
     fn interrupt(&self) {
-        let sent = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &self.process.pid().to_string()])
             .status()
             .unwrap();
         assert!(sent.success());
     }
 
-    /// Closes stdin and waits for the exit; returns the status and the rest of the output.
+    /// Closes stdin and waits for the exit; returns the status, the rest of the output and
+    /// stderr.
     fn finish(mut self) -> (std::process::ExitStatus, Vec<String>, String) {
         drop(self.stdin.take());
-        let deadline = Instant::now() + DEADLINE;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "chat did not exit; output:\n{}",
-                self.seen.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let rest: Vec<String> = self.lines.try_iter().collect();
-        std::thread::sleep(Duration::from_millis(50));
-        let stderr = self.stderr.lock().unwrap().clone();
-        (status, rest, stderr)
+        let (status, rest, stderr) = self.process.wait();
+        (status, rest.lines().map(str::to_owned).collect(), stderr)
     }
-}
-
-impl Drop for Chat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn place_with_repository() -> Place {
-    let place = Place::new();
-    git(&place.work, &["init", "-q"]);
-    std::fs::write(place.work.join("README"), "a repository\n").unwrap();
-    git(&place.work, &["add", "README"]);
-    git(&place.work, &["commit", "-q", "-m", "start"]);
-    place
 }
 
 fn conversation_script() -> Value {
@@ -163,7 +103,7 @@ fn conversation_script() -> Value {
 
 #[test]
 fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
-    let place = place_with_repository();
+    let place = Place::with_repository();
     let script = place.script(&conversation_script());
     let (script, data, work) = (
         script.to_string_lossy().into_owned(),
@@ -242,7 +182,7 @@ fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
 
 #[test]
 fn a_line_typed_during_a_turn_is_queued_and_the_end_of_input_waits_for_it() {
-    let place = place_with_repository();
+    let place = Place::with_repository();
     let script = place.script(&json!({
         "turns": [
             { "steps": [ { "kind": "say", "text": "one" }, { "kind": "pause", "ms": 1500 },
@@ -288,7 +228,7 @@ fn a_line_typed_during_a_turn_is_queued_and_the_end_of_input_waits_for_it() {
 
 #[test]
 fn two_chats_over_connect_see_each_other_and_continue_after_a_restart() {
-    let place = place_with_repository();
+    let place = Place::with_repository();
     let script = place.script(&json!({
         "turns": [
             { "steps": [ { "kind": "say", "text": "reply one" } ] },

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use support::{Place, Server, Spawned, agent_host, git};
+use support::{Place, Server, Spawned, agent_host};
 
 /// Each turn says which one it is: a restored session that resumes its conversation says the
 /// next number.
@@ -37,15 +37,6 @@ fn agent_host_in(dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String
     Spawned::spawn(command).wait()
 }
 
-fn place_with_repository() -> Place {
-    let place = Place::new();
-    git(&place.work, &["init", "-q"]);
-    std::fs::write(place.work.join("README"), "a repository\n").unwrap();
-    git(&place.work, &["add", "README"]);
-    git(&place.work, &["commit", "-q", "-m", "start"]);
-    place
-}
-
 /// The session URI `run` printed in `sessions --json`'s first entry.
 fn sessions_json(dir: &Path, args: &[&str]) -> Vec<Value> {
     let mut all = vec!["sessions", "--json"];
@@ -61,7 +52,7 @@ fn sessions_json(dir: &Path, args: &[&str]) -> Vec<Value> {
 
 #[test]
 fn run_continue_and_session_follow_up_in_a_host_of_their_own() {
-    let place = place_with_repository();
+    let place = Place::with_repository();
     let script = place.script(&script());
     let (script, data, work) = (
         script.to_string_lossy().into_owned(),
@@ -157,7 +148,7 @@ fn run_continue_and_session_follow_up_in_a_host_of_their_own() {
 
 #[test]
 fn over_connect_a_session_is_continued_across_a_restart_and_kept_from_the_shell() {
-    let place = place_with_repository();
+    let place = Place::with_repository();
     let script = place.script(&script());
     let server = Server::start(&place, Some(&script));
     let url = server.url.clone();

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use browser::{Browser, chromium_available};
 use serde_json::{Value, json};
-use support::{Peer, Place, Spawned, git, runtime, serve_command};
+use support::{Peer, Place, Spawned, runtime, serve_command};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -390,11 +390,7 @@ fn the_page_in_a_real_browser() {
     if !browser_wanted() {
         return;
     }
-    let place = Place::new();
-    git(&place.work, &["init", "-q"]);
-    std::fs::write(place.work.join("README"), "a repository\n").unwrap();
-    git(&place.work, &["add", "README"]);
-    git(&place.work, &["commit", "-q", "-m", "start"]);
+    let place = Place::with_repository();
     let script = place.script(&script());
     let (server, url, page) = serve_web(&place, Some(&script), &["--web"]);
     let mut server = server;

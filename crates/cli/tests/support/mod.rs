@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,9 +43,20 @@ pub struct Spawned {
 }
 
 impl Spawned {
-    pub fn spawn(mut command: Command) -> Self {
+    pub fn spawn(command: Command) -> Self {
+        Self::start(command, Stdio::null())
+    }
+
+    /// [`spawn`](Self::spawn) with stdin piped: the writer is returned (drop it to close it).
+    pub fn spawn_with_stdin(command: Command) -> (Self, ChildStdin) {
+        let mut spawned = Self::start(command, Stdio::piped());
+        let stdin = spawned.child.stdin.take().unwrap();
+        (spawned, stdin)
+    }
+
+    fn start(mut command: Command, stdin: Stdio) -> Self {
         let mut child = command
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -87,6 +98,11 @@ impl Spawned {
 
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// The next stdout line within `timeout`, if one comes.
+    pub fn line_within(&self, timeout: Duration) -> Option<String> {
+        self.stdout.recv_timeout(timeout).ok()
     }
 
     /// The next stdout line, within [`DEADLINE`].
@@ -175,6 +191,16 @@ impl Place {
         let path = self.base.join("script.json");
         std::fs::write(&path, serde_json::to_string_pretty(script).unwrap()).unwrap();
         path
+    }
+
+    /// A place whose `work/` is a git repository with one commit (checkpoints on).
+    pub fn with_repository() -> Self {
+        let place = Self::new();
+        git(&place.work, &["init", "-q"]);
+        std::fs::write(place.work.join("README"), "a repository\n").unwrap();
+        git(&place.work, &["add", "README"]);
+        git(&place.work, &["commit", "-q", "-m", "start"]);
+        place
     }
 
     /// The session database.
