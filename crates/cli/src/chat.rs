@@ -11,9 +11,11 @@
 //! handles it as it does for every client.
 //!
 //! Lines are read as the terminal hands them over (its own line editing: backspace, Ctrl-U,
-//! Ctrl-W); through a pipe, as they come, and everything printed is a plain, word-prefixed line,
-//! so a script can drive it. When its input ends (Ctrl-D), `chat` waits for the running turn
-//! and the queue, then leaves.
+//! Ctrl-W). Through a pipe, everything printed is a plain, word-prefixed line and the lines are
+//! a script: the next one is read once the turn has ended, or as the answer when a question is
+//! asked — so `printf 'fix the test\ny\n/quit\n' | agent-host chat` sends, approves, and leaves
+//! after the answer. When its input ends (Ctrl-D), `chat` waits for the running turn and the
+//! queue, then leaves.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -23,7 +25,6 @@ use std::time::Instant;
 use agenthost_client::HostConnection;
 use agenthost_client::ahp::SubscriptionEvent;
 use agenthost_protocol::StateAction;
-use tokio::sync::mpsc;
 
 use crate::CliError;
 use crate::run::{Answers, Conversation, Follow, Resume, RunOptions, Target};
@@ -31,7 +32,7 @@ use crate::term::Renderer;
 
 mod input;
 
-pub use input::Item;
+pub use input::{Input, Item};
 
 /// What `chat` does.
 #[derive(Debug, Clone)]
@@ -94,7 +95,7 @@ fn active_turn(follow: &Follow<'_>, chat: &agenthost_protocol::ChatUri) -> Optio
 pub async fn chat<W: Write>(
     url: &str,
     options: &ChatOptions,
-    input: &mut mpsc::Receiver<Item>,
+    input: &mut Input,
     terminal: bool,
     out: &mut Renderer<W>,
 ) -> Result<(), CliError> {
@@ -221,7 +222,9 @@ pub async fn chat<W: Write>(
                     follow.typed(None, &run_like, out).await?;
                 }
             }
-            item = input.recv(), if !closing => match item.unwrap_or(Item::End) {
+            // A terminal reads on while a turn runs (a line then joins the queue); a script's
+            // next line waits for the turn to end, unless a question takes it as the answer.
+            item = input.lines.recv(), if !closing && (terminal || follow.asking() || (running.is_none() && !starting)) => match item.unwrap_or(Item::End) {
                 Item::Line(line) => {
                     interrupted_at_prompt = false;
                     if follow.asking() {
@@ -246,7 +249,17 @@ pub async fn chat<W: Write>(
                     // A second line typed before the echo queues behind this one.
                     starting |= !busy;
                 }
-                Item::Interrupt => match running {
+                Item::End => {
+                    if follow.asking() {
+                        // Nobody is left to answer: the question is denied.
+                        follow.typed(None, &run_like, out).await?;
+                    }
+                    // Leaves once the running turn (even one whose start is not echoed yet),
+                    // the queue and the questions are done.
+                    closing = true;
+                }
+            },
+            Some(()) = input.interrupts.recv() => match running {
                     Some(turn) if cancelling.as_ref() != Some(&turn) => {
                         let elapsed = seen.get(&turn).map_or(0, |at| {
                             i64::try_from(at.elapsed().as_millis()).unwrap_or(i64::MAX)
@@ -265,16 +278,6 @@ pub async fn chat<W: Write>(
                         out.line("(Ctrl-C again, or /quit, to leave)").map_err(io)?;
                     }
                 },
-                Item::End => {
-                    if follow.asking() {
-                        // Nobody is left to answer: the question is denied.
-                        follow.typed(None, &run_like, out).await?;
-                    }
-                    // Leaves once the running turn (even one whose start is not echoed yet),
-                    // the queue and the questions are done.
-                    closing = true;
-                }
-            },
         }
     }
     out.line(&format!(
@@ -458,10 +461,10 @@ pub async fn command(target: Target, options: ChatOptions) -> Result<(), CliErro
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdin())
         && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let style = crate::term::Style::detect(terminal);
-    let mut items = input::lines();
+    let mut input = input::input();
     // A question ends its line: the answer is the next line typed (or piped).
     let mut renderer = Renderer::new(std::io::stdout(), style).with_questions_on_their_own_line();
-    let result = chat(&url, &options, &mut items, terminal, &mut renderer).await;
+    let result = chat(&url, &options, &mut input, terminal, &mut renderer).await;
     if let Some(local) = local {
         local.stop().await;
     }

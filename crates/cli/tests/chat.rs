@@ -1,8 +1,9 @@
 //! `agent-host chat` driven through a pipe, as a script drives it: a three-turn conversation
 //! with a confirmation answered by the next line, a turn cancelled with Ctrl-C (SIGINT) and the
-//! slash commands; a line typed during a turn joins the host's queue and runs after it, and the
-//! end of the input waits for it; two chats on one session over `--connect`, each seeing the
-//! other's turns; `--continue` after a host restart, the agent resuming its conversation.
+//! slash commands; a whole script piped at once, played a turn at a time; two chats on one
+//! session over `--connect`, each seeing the other's turns; `--continue` after a host restart,
+//! the agent resuming its conversation. (A line typed during a turn joining the queue is a
+//! terminal's behaviour: `pty.rs`.)
 
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -181,12 +182,18 @@ fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
 }
 
 #[test]
-fn a_line_typed_during_a_turn_is_queued_and_the_end_of_input_waits_for_it() {
+fn a_script_piped_at_once_is_played_a_turn_at_a_time() {
     let place = Place::with_repository();
     let script = place.script(&json!({
         "turns": [
-            { "steps": [ { "kind": "say", "text": "one" }, { "kind": "pause", "ms": 1500 },
-                         { "kind": "say", "text": "one done" } ] },
+            { "steps": [
+                { "kind": "say", "text": "one" },
+                { "kind": "pause", "ms": 300 },
+                { "kind": "tool", "name": "shell", "displayName": "Run command", "confirm": true,
+                  "input": "echo ran >> ran.log",
+                  "effect": { "kind": "appendFile", "path": "ran.log", "content": "ran\n" } },
+                { "kind": "say", "text": "one done" }
+            ] },
             { "steps": [ { "kind": "say", "text": "two done" } ] }
         ]
     }));
@@ -205,17 +212,22 @@ fn a_line_typed_during_a_turn_is_queued_and_the_end_of_input_waits_for_it() {
             &data,
         ],
     );
-    chat.type_line("first");
-    chat.expect("> first");
-    chat.type_line("second, typed while the first runs");
-    chat.expect("queued: second, typed while the first runs");
+    // Everything at once: the `y` waits for the question, the second message for the turn's
+    // end, `/quit` for the second turn's.
+    for line in ["first", "y", "second", "/quit"] {
+        chat.type_line(line);
+    }
     let (status, rest, stderr) = chat.finish();
     assert!(status.success(), "{stderr}");
     let text = rest.join("\n");
     let order: Vec<usize> = [
+        "> first",
+        "approve",
+        "approved",
         "one done",
-        "> second, typed while the first runs",
+        "> second",
         "two done",
+        "session: ",
     ]
     .iter()
     .map(|needle| {
@@ -224,6 +236,11 @@ fn a_line_typed_during_a_turn_is_queued_and_the_end_of_input_waits_for_it() {
     })
     .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert!(!text.contains("queued:"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(place.work.join("ran.log")).unwrap(),
+        "ran\n"
+    );
 }
 
 #[test]

@@ -352,3 +352,47 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     // The agent got the mended line: its echo.
     assert!(screen.contains("\nthird\n"), "{screen}");
 }
+
+/// A line typed in a terminal while a turn runs joins the host's queue and runs after it.
+#[test]
+fn chat_queues_a_line_typed_during_a_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    repository(&work);
+    let script_path = tmp.path().join("script.json");
+    let script = json!({ "turns": [
+        { "steps": [ { "kind": "say", "text": "one\n" }, { "kind": "pause", "ms": 1500 },
+                     { "kind": "say", "text": "one done\n" } ] },
+        { "steps": [ { "kind": "say", "text": "two done\n" } ] }
+    ]});
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let mut terminal = Terminal::command(&[
+        "chat".into(),
+        "--provider".into(),
+        "scripted".into(),
+        "--script".into(),
+        script_path.display().to_string(),
+        "--cwd".into(),
+        work.display().to_string(),
+        "--data-dir".into(),
+        tmp.path().join("data").display().to_string(),
+    ]);
+    terminal.wait_for("/help lists the commands");
+    terminal.press(b"first\r");
+    terminal.wait_for("one\r\n");
+    terminal.press(b"second while it runs\r");
+    terminal.wait_for("queued: second while it runs");
+    terminal.wait_for("two done");
+    terminal.press(b"/quit\r");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    let order: Vec<usize> = ["queued: second while it runs", "one done", "two done"]
+        .iter()
+        .map(|needle| {
+            screen
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} not in:\n{screen}"))
+        })
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
+}

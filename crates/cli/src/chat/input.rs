@@ -4,41 +4,43 @@
 
 use tokio::sync::mpsc;
 
-/// One thing the user did.
+/// One line, or the end of the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
     /// A line (without its newline).
     Line(String),
-    /// Ctrl-C.
-    Interrupt,
     /// The input ended (Ctrl-D, or the pipe closed).
     End,
 }
 
+/// What the user types: lines, and Ctrl-C apart (it is heard while lines wait).
+#[derive(Debug)]
+pub struct Input {
+    /// Lines as they come, then [`Item::End`].
+    pub lines: mpsc::Receiver<Item>,
+    /// Ctrl-C (SIGINT).
+    pub interrupts: mpsc::Receiver<()>,
+}
+
 /// Lines from stdin, and Ctrl-C (SIGINT).
-pub fn lines() -> mpsc::Receiver<Item> {
-    let (items, receiver) = mpsc::channel(64);
-    let lines = items.clone();
+pub fn input() -> Input {
+    let (items, lines) = mpsc::channel(64);
     std::thread::spawn(move || {
         for line in std::io::stdin().lines() {
             let Ok(line) = line else { break };
-            if lines.blocking_send(Item::Line(line)).is_err() {
+            if items.blocking_send(Item::Line(line)).is_err() {
                 return;
             }
         }
-        let _ = lines.blocking_send(Item::End);
+        let _ = items.blocking_send(Item::End);
     });
-    forward_interrupts(items);
-    receiver
-}
-
-/// Ctrl-C arrives as SIGINT: it becomes an [`Item::Interrupt`].
-fn forward_interrupts(items: mpsc::Sender<Item>) {
+    let (interrupt, interrupts) = mpsc::channel(4);
     tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
-            if items.send(Item::Interrupt).await.is_err() {
+            if interrupt.send(()).await.is_err() {
                 break;
             }
         }
     });
+    Input { lines, interrupts }
 }
