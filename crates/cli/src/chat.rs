@@ -317,17 +317,16 @@ async fn send<W: Write>(
     out: &mut Renderer<W>,
 ) -> Result<(), CliError> {
     let io = crate::run::io_error;
-    let state = follow
-        .views
-        .get(chat.as_str())
-        .map(|view| view.state().clone())
-        .ok_or_else(|| CliError::host("the conversation's chat is not followed"))?;
     if busy {
         let id = format!("queued-{}", crate::run::unique_suffix());
         client.queue_message(chat, &id, text).await?;
         return out.line(&format!("queued: {text}")).map_err(io);
     }
-    let turn = crate::run::next_turn_id(&state);
+    let turn = follow
+        .views
+        .get(chat.as_str())
+        .map(|view| crate::run::next_turn_id(view.state()))
+        .ok_or_else(|| CliError::host("the conversation's chat is not followed"))?;
     client
         .start_turn_with_model(chat, &turn, text, options.model.as_deref())
         .await

@@ -1,4 +1,4 @@
-//! The flags of the commands that talk to a host as a client (`run`, `acp`), and of the host
+//! The flags of the commands that talk to a host as a client (`run`, `chat`, `acp`), and of the host
 //! they start in this process when not given `--connect`.
 
 use std::net::SocketAddr;
@@ -12,20 +12,42 @@ use crate::agent_args::AgentFlags;
 pub(crate) struct RunArgs {
     /// What to ask the agent.
     prompt: String,
+    #[command(flatten)]
+    conversation: ConversationArgs,
+    #[command(flatten)]
+    answers: AnswerArgs,
+}
+
+/// `agent-host chat`'s flags: `run`'s, without a prompt or `--json`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    conversation: ConversationArgs,
+    /// Approve every confirmation without asking.
+    #[arg(long, conflicts_with = "no")]
+    yes: bool,
+    /// Deny every confirmation without asking.
+    #[arg(long)]
+    no: bool,
+}
+
+/// Which session a terminal conversation (`run`, `chat`) talks in, and where its host is.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConversationArgs {
     /// The agent of a new session (claude, codex, copilot, scripted, or acp.NAME for an ACP
     /// agent given with --acp-agents or --acp-agent; default: claude). With --session or
     /// --continue, the session's own agent.
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
-    /// Send the prompt to this existing session (its default chat) instead of starting one; a
-    /// stored session is restored and its agent resumes its own conversation.
+    /// Go on with this existing session (its default chat) instead of starting one; a stored
+    /// session is restored and its agent resumes its own conversation.
     #[arg(long, value_name = "URI", conflicts_with = "resume_latest")]
     session: Option<String>,
-    /// Send the prompt to the most recently active session in this folder (--cwd).
+    /// Go on with the most recently active session in this folder (--cwd).
     #[arg(long = "continue", id = "resume_latest")]
     resume_latest: bool,
-    /// With --session or --continue: the chat of the session to send to (default: its default
-    /// chat).
+    /// With --session or --continue: the chat of the session to talk in (default: its
+    /// default chat).
     #[arg(long, value_name = "URI")]
     chat: Option<String>,
     /// The model, when not the agent's default.
@@ -35,92 +57,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
     /// Use a running host (the URL `agent-host serve` printed, token included) instead of
-    /// starting one in this process.
+    /// starting one in this process: its sessions are shared with other clients, whose turns
+    /// `chat` shows as they happen.
     #[arg(long, value_name = "URL")]
     connect: Option<String>,
     #[command(flatten)]
-    answers: AnswerArgs,
-    #[command(flatten)]
     host: LocalHostArgs,
-}
-
-/// `agent-host chat`'s flags: `run`'s, without a prompt or `--json`.
-#[derive(Debug, clap::Args)]
-pub(crate) struct ChatArgs {
-    /// The agent of a new session (claude, codex, copilot, scripted, or acp.NAME; default:
-    /// claude). With --session or --continue, the session's own agent.
-    #[arg(long, value_name = "NAME")]
-    provider: Option<String>,
-    /// The model, when not the agent's default (`/model` changes it).
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
-    /// The folder a new session works in (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    cwd: Option<PathBuf>,
-    /// Use a running host (the URL `agent-host serve` printed, token included): other
-    /// clients' turns in the session appear here as they happen.
-    #[arg(long, value_name = "URL")]
-    connect: Option<String>,
-    /// Talk in this existing session (restored when stored; its agent resumes its own
-    /// conversation).
-    #[arg(long, value_name = "URI", conflicts_with = "resume_latest")]
-    session: Option<String>,
-    /// Talk in the most recently active session in this folder (--cwd).
-    #[arg(long = "continue", id = "resume_latest")]
-    resume_latest: bool,
-    /// With --session or --continue: the chat of the session to talk in.
-    #[arg(long, value_name = "URI")]
-    chat: Option<String>,
-    /// Approve every confirmation without asking.
-    #[arg(long, conflicts_with = "no")]
-    yes: bool,
-    /// Deny every confirmation without asking.
-    #[arg(long)]
-    no: bool,
-    #[command(flatten)]
-    host: LocalHostArgs,
-}
-
-impl ChatArgs {
-    /// The options and where the host is (as `run` finds them).
-    pub(crate) fn resolve(
-        self,
-    ) -> Result<(agenthost::run::Target, agenthost::chat::ChatOptions), CliError> {
-        let answers = match (self.yes, self.no) {
-            (true, _) => agenthost::run::Answers::ApproveAll,
-            (_, true) => agenthost::run::Answers::DenyAll,
-            // Without a terminal the next line of the pipe answers, as a typed one does.
-            _ => agenthost::run::Answers::Ask,
-        };
-        let run = RunArgs {
-            prompt: String::new(),
-            provider: self.provider,
-            session: self.session,
-            resume_latest: self.resume_latest,
-            chat: self.chat,
-            model: self.model,
-            cwd: self.cwd,
-            connect: self.connect,
-            answers: AnswerArgs {
-                json: false,
-                yes: self.yes,
-                no: self.no,
-            },
-            host: self.host,
-        };
-        let (target, options) = run.resolve()?;
-        Ok((
-            target,
-            agenthost::chat::ChatOptions {
-                provider: options.provider,
-                model: options.model,
-                cwd: options.cwd,
-                resume: options.resume,
-                chat: options.chat,
-                answers,
-            },
-        ))
-    }
 }
 
 /// How a terminal client (`run`, `attach`) shows the conversation and answers confirmations.
@@ -274,6 +216,51 @@ impl RunArgs {
     pub(crate) fn resolve(
         self,
     ) -> Result<(agenthost::run::Target, agenthost::run::RunOptions), CliError> {
+        let answers = self.answers.answers();
+        self.conversation
+            .resolve(self.prompt, self.answers.json, answers, "agent-host run")
+    }
+}
+
+impl ChatArgs {
+    /// The options and where the host is (as `run` finds them).
+    pub(crate) fn resolve(
+        self,
+    ) -> Result<(agenthost::run::Target, agenthost::chat::ChatOptions), CliError> {
+        let answers = match (self.yes, self.no) {
+            (true, _) => agenthost::run::Answers::ApproveAll,
+            (_, true) => agenthost::run::Answers::DenyAll,
+            // Without a terminal the next line of the pipe answers, as a typed one does.
+            _ => agenthost::run::Answers::Ask,
+        };
+        let (target, options) =
+            self.conversation
+                .resolve(String::new(), false, answers, "agent-host chat")?;
+        Ok((
+            target,
+            agenthost::chat::ChatOptions {
+                provider: options.provider,
+                model: options.model,
+                cwd: options.cwd,
+                resume: options.resume,
+                chat: options.chat,
+                answers,
+            },
+        ))
+    }
+}
+
+impl ConversationArgs {
+    /// `run`'s options for `prompt`, and where the host is: `--connect`, or one started in this
+    /// process for `command` (with `--session` / `--continue`, for the session's agent and
+    /// folders, read from the data directory first).
+    fn resolve(
+        self,
+        prompt: String,
+        json: bool,
+        answers: agenthost::run::Answers,
+        command: &str,
+    ) -> Result<(agenthost::run::Target, agenthost::run::RunOptions), CliError> {
         let cwd = match self.cwd {
             Some(cwd) => cwd,
             None => std::env::current_dir()
@@ -293,9 +280,9 @@ impl RunArgs {
             provider: self.provider.clone().unwrap_or_else(|| "claude".to_owned()),
             model: self.model,
             cwd: cwd.clone(),
-            prompt: self.prompt,
-            json: self.answers.json,
-            answers: self.answers.answers(),
+            prompt,
+            json,
+            answers,
             stall: agenthost::run::DEFAULT_STALL,
             resume,
             chat: self.chat,
@@ -330,12 +317,9 @@ impl RunArgs {
                 }
             }
         }
-        let host = self.host.options(
-            &options.provider,
-            roots,
-            "agent-host run",
-            Default::default(),
-        )?;
+        let host = self
+            .host
+            .options(&options.provider, roots, command, Default::default())?;
         Ok((agenthost::run::Target::Start(Box::new(host)), options))
     }
 }

@@ -64,6 +64,27 @@ impl Terminal {
         ])
     }
 
+    /// `agent-host chat` with the scripted agent running `script`, in a fresh repository under
+    /// `tmp`; also returns the repository.
+    fn chat(tmp: &Path, script: &Value) -> (Self, std::path::PathBuf) {
+        let work = tmp.join("work");
+        repository(&work);
+        let script_path = tmp.join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let terminal = Self::command(&[
+            "chat".into(),
+            "--provider".into(),
+            "scripted".into(),
+            "--script".into(),
+            script_path.display().to_string(),
+            "--cwd".into(),
+            work.display().to_string(),
+            "--data-dir".into(),
+            tmp.join("data").display().to_string(),
+        ]);
+        (terminal, work)
+    }
+
     /// `agent-host ARGS` in a terminal of its own.
     fn command(args: &[String]) -> Self {
         Self::command_with(args, &[])
@@ -302,9 +323,6 @@ fn logs_are_coloured_at_a_terminal_unless_no_color_is_set() {
 #[test]
 fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     let tmp = tempfile::tempdir().unwrap();
-    let work = tmp.path().join("work");
-    repository(&work);
-    let script_path = tmp.path().join("script.json");
     let script = json!({ "turns": [
         { "steps": [
             { "kind": "say", "text": "reply one" },
@@ -315,19 +333,7 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
         { "steps": [ { "kind": "say", "text": "a long one\n" }, { "kind": "pause", "ms": 60000 } ] },
         { "steps": [ { "kind": "echo" } ] }
     ]});
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let data = tmp.path().join("data");
-    let mut terminal = Terminal::command(&[
-        "chat".into(),
-        "--provider".into(),
-        "scripted".into(),
-        "--script".into(),
-        script_path.display().to_string(),
-        "--cwd".into(),
-        work.display().to_string(),
-        "--data-dir".into(),
-        data.display().to_string(),
-    ]);
+    let (mut terminal, work) = Terminal::chat(tmp.path(), &script);
     terminal.wait_for("/help lists the commands");
     terminal.press(b"first\r");
     terminal.wait_for("reply one");
@@ -357,26 +363,12 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
 #[test]
 fn chat_queues_a_line_typed_during_a_turn() {
     let tmp = tempfile::tempdir().unwrap();
-    let work = tmp.path().join("work");
-    repository(&work);
-    let script_path = tmp.path().join("script.json");
     let script = json!({ "turns": [
         { "steps": [ { "kind": "say", "text": "one\n" }, { "kind": "pause", "ms": 1500 },
                      { "kind": "say", "text": "one done\n" } ] },
         { "steps": [ { "kind": "say", "text": "two done\n" } ] }
     ]});
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let mut terminal = Terminal::command(&[
-        "chat".into(),
-        "--provider".into(),
-        "scripted".into(),
-        "--script".into(),
-        script_path.display().to_string(),
-        "--cwd".into(),
-        work.display().to_string(),
-        "--data-dir".into(),
-        tmp.path().join("data").display().to_string(),
-    ]);
+    let (mut terminal, _work) = Terminal::chat(tmp.path(), &script);
     terminal.wait_for("/help lists the commands");
     terminal.press(b"first\r");
     terminal.wait_for("one\r\n");

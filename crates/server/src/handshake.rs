@@ -189,12 +189,8 @@ where
 /// Checks what tungstenite checks before it calls the callback, so that every request it would
 /// drop silently gets an answer instead.
 pub(crate) fn precheck(head: &[u8]) -> Result<(), Rejection> {
-    let end = head
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(head.len());
-    let text = std::str::from_utf8(&head[..end])
-        .map_err(|_| bad_request("the request head is not valid UTF-8\n"))?;
+    let text =
+        head_text(head).ok_or_else(|| bad_request("the request head is not valid UTF-8\n"))?;
     let mut lines = text.split("\r\n");
     let request_line = lines.next().unwrap_or_default();
     let parts: Vec<&str> = request_line.split(' ').collect();
@@ -270,11 +266,7 @@ const FORBIDDEN: Rejection = Rejection {
 /// The grant of the token the request head (already through [`precheck`]) presents in its
 /// target's `tkn` query parameter or an `Authorization: Bearer` header, if any is ours.
 fn head_grant(head: &[u8], credentials: &Credentials) -> Option<Grant> {
-    let end = head
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(head.len());
-    let text = std::str::from_utf8(&head[..end]).ok()?;
+    let text = head_text(head)?;
     let mut lines = text.split("\r\n");
     let target = lines
         .next()
@@ -298,17 +290,22 @@ fn head_grant(head: &[u8], credentials: &Credentials) -> Option<Grant> {
 
 /// The value of the first `name` header of the request head (already through [`precheck`]).
 fn head_header(head: &[u8], name: &str) -> Option<String> {
-    let end = head
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(head.len());
-    let text = std::str::from_utf8(&head[..end]).ok()?;
+    let text = head_text(head)?;
     text.split("\r\n").skip(1).find_map(|line| {
         let (key, value) = line.split_once(':')?;
         key.trim()
             .eq_ignore_ascii_case(name)
             .then(|| value.trim().to_owned())
     })
+}
+
+/// The request head up to its blank line, if it is UTF-8.
+pub(crate) fn head_text(head: &[u8]) -> Option<&str> {
+    let end = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(head.len());
+    std::str::from_utf8(&head[..end]).ok()
 }
 
 /// Turns a request target without a path (`GET ?tkn=… HTTP/1.1`, which tungstenite-based

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::access::Credentials;
 use crate::auth;
-use crate::handshake::{FORBIDDEN_BODY, HandshakeError};
+use crate::handshake::{FORBIDDEN_BODY, HandshakeError, head_text};
 use crate::origin::OriginPolicy;
 
 /// The page's Content-Security-Policy: nothing from anywhere but its own origin, no inline
@@ -253,15 +253,6 @@ where
     let mut sink = [0u8; 4096];
     while stream.read(&mut sink).await? > 0 {}
     Ok(())
-}
-
-/// The head up to its blank line, if it is UTF-8.
-fn head_text(head: &[u8]) -> Option<&str> {
-    let end = head
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(head.len());
-    std::str::from_utf8(&head[..end]).ok()
 }
 
 fn parse(head: &[u8]) -> Option<PageRequest<'_>> {
