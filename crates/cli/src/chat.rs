@@ -10,8 +10,9 @@
 //! other (`/rename TITLE` among them) goes to the host as a message, where its `localCommand`
 //! handles it as it does for every client.
 //!
-//! Lines are read as the terminal hands them over (its own line editing: backspace, Ctrl-U,
-//! Ctrl-W). Through a pipe, everything printed is a plain, word-prefixed line and the lines are
+//! On a terminal, lines are typed at a line editor (`rustyline-async`: editing keys, Up/Down
+//! through the history kept in `<data dir>/chat-history`) whose prompt stays on the last line
+//! while the conversation streams above it. Through a pipe, everything printed is a plain, word-prefixed line and the lines are
 //! a script: the next one is read once the turn has ended, or as the answer when a question is
 //! asked — so `printf 'fix the test\ny\n/quit\n' | agent-host chat` sends, approves, and leaves
 //! after the answer. When its input ends (Ctrl-D), `chat` waits for the running turn and the
@@ -49,6 +50,8 @@ pub struct ChatOptions {
     pub chat: Option<String>,
     /// How confirmations are answered: asked (the next line answers), or all approved / denied.
     pub answers: Answers,
+    /// The file the line editor keeps the lines typed in (on a terminal); `None`: this run only.
+    pub history: Option<PathBuf>,
 }
 
 impl ChatOptions {
@@ -448,7 +451,8 @@ async fn slash<W: Write>(
     Ok(Slash::Done)
 }
 
-/// `agent-host chat`: finds or starts the host, reads lines from stdin, renders to stdout.
+/// `agent-host chat`: finds or starts the host, reads lines (with the line editor on a
+/// terminal), renders to stdout.
 pub async fn command(target: Target, options: ChatOptions) -> Result<(), CliError> {
     let (url, local) = match target {
         Target::Connect(url) => (url, None),
@@ -460,10 +464,24 @@ pub async fn command(target: Target, options: ChatOptions) -> Result<(), CliErro
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdin())
         && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let style = crate::term::Style::detect(terminal);
-    let mut input = input::input();
-    // A question ends its line: the answer is the next line typed (or piped).
-    let mut renderer = Renderer::new(std::io::stdout(), style).with_questions_on_their_own_line();
-    let result = chat(&url, &options, &mut input, terminal, &mut renderer).await;
+    let result = if terminal {
+        let (editor, mut input, writer) = input::Editor::start(options.history.clone())?;
+        // The answer is typed at the editor's prompt, below the question; the editor keeps
+        // the prompt on the last line, so no transient status line is drawn.
+        let mut renderer = Renderer::new(writer, style)
+            .with_questions_on_their_own_line()
+            .without_status_lines();
+        let result = chat(&url, &options, &mut input, true, &mut renderer).await;
+        drop(renderer);
+        editor.close().await;
+        result
+    } else {
+        let mut input = input::piped();
+        // A question ends its line: a script reading the output sees it whole.
+        let mut renderer =
+            Renderer::new(std::io::stdout(), style).with_questions_on_their_own_line();
+        chat(&url, &options, &mut input, false, &mut renderer).await
+    };
     if let Some(local) = local {
         local.stop().await;
     }

@@ -233,6 +233,10 @@ impl ChatArgs {
             // Without a terminal the next line of the pipe answers, as a typed one does.
             _ => agenthost::run::Answers::Ask,
         };
+        // The lines typed are kept with the sessions (and over --connect, with this user's).
+        let history = data_dir(self.conversation.host.data_dir.clone())
+            .ok()
+            .map(|dir| dir.join("chat-history"));
         let (target, options) =
             self.conversation
                 .resolve(String::new(), false, answers, "agent-host chat")?;
@@ -245,6 +249,7 @@ impl ChatArgs {
                 resume: options.resume,
                 chat: options.chat,
                 answers,
+                history,
             },
         ))
     }

@@ -71,6 +71,8 @@ pub struct Renderer<W: Write> {
     status: bool,
     /// Questions end their line (a line editor shows the answer being typed at its prompt).
     questions_on_their_own_line: bool,
+    /// Transient status lines are drawn (not under a line editor, which owns the last line).
+    status_lines: bool,
 }
 
 impl<W: Write> Renderer<W> {
@@ -84,6 +86,7 @@ impl<W: Write> Renderer<W> {
             heading: false,
             status: false,
             questions_on_their_own_line: false,
+            status_lines: true,
         }
     }
 
@@ -93,11 +96,17 @@ impl<W: Write> Renderer<W> {
         self
     }
 
+    /// No transient status lines: for a line editor, whose prompt holds the last line.
+    pub fn without_status_lines(mut self) -> Self {
+        self.status_lines = false;
+        self
+    }
+
     /// Shows a transient status (`⠋ waiting for claude… 3s`) on its own line, replaced by the
     /// next one and erased before anything else is written. Only on a terminal: plain output
     /// gets no status lines.
     pub fn status(&mut self, text: &str) -> io::Result<()> {
-        if !self.style.color || !self.at_line_start {
+        if !self.style.color || !self.status_lines || !self.at_line_start {
             return Ok(());
         }
         write!(self.out, "\r\x1b[2K{DIM}{text}{RESET}")?;

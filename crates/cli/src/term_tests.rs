@@ -162,4 +162,10 @@ fn a_status_line_is_transient_and_only_on_a_terminal() {
     let mut plain = Renderer::new(Vec::new(), Style::plain());
     plain.status("waiting").unwrap();
     assert!(plain.into_inner().is_empty());
+
+    // Under a line editor, whose prompt holds the last line, there are none at all.
+    let mut edited = Renderer::new(Vec::new(), style).without_status_lines();
+    edited.status("waiting").unwrap();
+    edited.event("", &Event::Text("hi".into())).unwrap();
+    assert_eq!(String::from_utf8(edited.into_inner()).unwrap(), "hi");
 }

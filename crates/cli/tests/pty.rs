@@ -1,7 +1,9 @@
-//! `agent-host run` in a real terminal: the binary under a pseudo-terminal (util-linux
-//! `script`), so it sees a TTY and draws colour, with keys typed into the terminal — `y`, `n`,
-//! Ctrl-C — when the screen asks for them. The screen text is pinned with insta (escape
-//! sequences shown as `␛[…`, the transient progress line removed: its seconds vary).
+//! `agent-host run`, `attach` and `chat` in a real terminal: the binary under a pseudo-terminal
+//! (util-linux `script`), so it sees a TTY and draws colour, with keys typed into the terminal —
+//! `y`, `n`, Ctrl-C, arrows — when the screen asks for them. `run`'s screen text is pinned with
+//! insta (escape sequences shown as `␛[…`, the transient progress line removed: its seconds
+//! vary); `chat`'s line editor moves the cursor, so its tests read the screen as a terminal
+//! draws it (`vt100`).
 
 // Test helpers outside `#[test]` functions: a panic here is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,6 +19,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The terminal's size: tall enough that nothing a test prints scrolls away, so the screen
+/// [`Terminal::screen`] reads holds all of it.
+const ROWS: std::num::NonZeroU16 = std::num::NonZeroU16::new(500).unwrap();
+const COLUMNS: std::num::NonZeroU16 = std::num::NonZeroU16::new(100).unwrap();
 
 fn repository(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
@@ -69,20 +76,8 @@ impl Terminal {
     fn chat(tmp: &Path, script: &Value) -> (Self, std::path::PathBuf) {
         let work = tmp.join("work");
         repository(&work);
-        let script_path = tmp.join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let terminal = Self::command(&[
-            "chat".into(),
-            "--provider".into(),
-            "scripted".into(),
-            "--script".into(),
-            script_path.display().to_string(),
-            "--cwd".into(),
-            work.display().to_string(),
-            "--data-dir".into(),
-            tmp.join("data").display().to_string(),
-        ]);
-        (terminal, work)
+        std::fs::write(tmp.join("script.json"), script.to_string()).unwrap();
+        (Self::command(&chat_args(tmp)), work)
     }
 
     /// `agent-host ARGS` in a terminal of its own.
@@ -92,10 +87,11 @@ impl Terminal {
 
     /// [`command`](Self::command) with `env` set for it.
     fn command_with(args: &[String], env: &[(&str, &str)]) -> Self {
-        let inner = std::iter::once(env!("CARGO_BIN_EXE_agent-host").to_owned())
+        let command = std::iter::once(env!("CARGO_BIN_EXE_agent-host").to_owned())
             .chain(args.iter().map(|a| format!("'{a}'")))
             .collect::<Vec<_>>()
             .join(" ");
+        let inner = format!("stty rows {ROWS} cols {COLUMNS}; exec {command}");
         let mut child = Command::new("script")
             .args(["--quiet", "--flush", "--return", "--command"])
             .arg(&inner)
@@ -133,6 +129,37 @@ impl Terminal {
         String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
     }
 
+    /// What the terminal shows: the output as a terminal draws it (cursor moves, erased
+    /// lines), one string per row, trailing blanks trimmed.
+    fn screen(&self) -> String {
+        let mut parser = vt100::Parser::new(ROWS, COLUMNS, 0);
+        parser.process(&self.screen.lock().unwrap());
+        let rows: Vec<String> = parser
+            .screen()
+            .rows(0, COLUMNS.get())
+            .map(|row| row.trim_end().to_owned())
+            .collect();
+        let used = rows
+            .iter()
+            .rposition(|row| !row.is_empty())
+            .map_or(0, |i| i + 1);
+        rows[..used].join("\n")
+    }
+
+    /// Waits (polling, within [`DEADLINE`]) until the drawn screen shows `needle` (in one row,
+    /// or across rows joined by `\n`).
+    fn wait_for_screen(&self, needle: &str) {
+        let deadline = Instant::now() + DEADLINE;
+        while !self.screen().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {needle:?}:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits (polling, within [`DEADLINE`]) until the screen shows `needle`.
     fn wait_for(&self, needle: &str) {
         let deadline = Instant::now() + DEADLINE;
@@ -151,8 +178,21 @@ impl Terminal {
         self.keys.flush().unwrap();
     }
 
+    /// Waits for the exit; returns the exit code and the drawn screen ([`Self::screen`]).
+    fn finish_drawn(self) -> (Option<i32>, String) {
+        let mut terminal = self;
+        let code = terminal.exit_code();
+        (code, terminal.screen())
+    }
+
     /// Waits for the exit; returns the exit code and the normalised screen.
     fn finish(mut self) -> (Option<i32>, String) {
+        let code = self.exit_code();
+        (code, normalise(&self.text()))
+    }
+
+    /// Waits (within [`DEADLINE`]) for the exit and the last output; the exit code.
+    fn exit_code(&mut self) -> Option<i32> {
         let deadline = Instant::now() + DEADLINE;
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -165,8 +205,25 @@ impl Terminal {
             std::thread::sleep(Duration::from_millis(20));
         };
         std::thread::sleep(Duration::from_millis(50));
-        (status.code(), normalise(&self.text()))
+        status.code()
     }
+}
+
+/// `chat` with the scripted agent (`tmp/script.json`) in `tmp/work`, data in `tmp/data`.
+fn chat_args(tmp: &Path) -> Vec<String> {
+    let path = |name: &str| tmp.join(name).display().to_string();
+    [
+        "chat".to_owned(),
+        "--provider".to_owned(),
+        "scripted".to_owned(),
+        "--script".to_owned(),
+        path("script.json"),
+        "--cwd".to_owned(),
+        path("work"),
+        "--data-dir".to_owned(),
+        path("data"),
+    ]
+    .to_vec()
 }
 
 /// The screen as text: CRLF → LF, progress lines removed, escapes made visible.
@@ -318,8 +375,32 @@ fn logs_are_coloured_at_a_terminal_unless_no_color_is_set() {
     assert!(!screen.contains("␛[32m"), "{screen}");
 }
 
-/// `agent-host chat` in a terminal: a typo mended with backspace before Enter, a confirmation
-/// answered with the next line, Ctrl-C cancelling the running turn, and `/quit` leaving.
+/// The last row drawn: the line editor's prompt, with what is typed at it.
+fn prompt_row(terminal: &Terminal) -> String {
+    terminal
+        .screen()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Waits until the prompt row shows `expected` (the editor redraws it as keys arrive).
+fn wait_for_prompt(terminal: &Terminal, expected: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    while prompt_row(terminal) != expected {
+        assert!(
+            Instant::now() < deadline,
+            "the prompt never showed {expected:?}:\n{}",
+            terminal.screen()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `agent-host chat` in a terminal: the conversation streams above the line editor's prompt, a
+/// typo is mended with backspace before Enter, a confirmation is answered at the prompt, Ctrl-C
+/// cancels the running turn, Up recalls an earlier line, and `/quit` leaves.
 #[test]
 fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     let tmp = tempfile::tempdir().unwrap();
@@ -331,32 +412,65 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
             { "kind": "say", "text": "after the tool" }
         ] },
         { "steps": [ { "kind": "say", "text": "a long one\n" }, { "kind": "pause", "ms": 60000 } ] },
-        { "steps": [ { "kind": "echo" } ] }
+        { "steps": [ { "kind": "echo", "prefix": "You said: " } ] },
+        { "steps": [ { "kind": "echo", "prefix": "You said: " } ] }
     ]});
     let (mut terminal, work) = Terminal::chat(tmp.path(), &script);
-    terminal.wait_for("/help lists the commands");
+    terminal.wait_for_screen("/help lists the commands");
+    wait_for_prompt(&terminal, "›");
     terminal.press(b"first\r");
-    terminal.wait_for("reply one");
-    terminal.wait_for("approve");
+    terminal.wait_for_screen("reply one");
+    terminal.wait_for_screen("approve");
+    // What streams is drawn above the prompt, which stays on the last row.
+    wait_for_prompt(&terminal, "›");
     terminal.press(b"y\r");
-    terminal.wait_for("after the tool");
+    terminal.wait_for_screen("after the tool");
     assert_eq!(
         std::fs::read_to_string(work.join("readme.txt")).unwrap(),
         "hello\nagain\n"
     );
     terminal.press(b"second\r");
-    terminal.wait_for("a long one");
+    terminal.wait_for_screen("a long one");
     terminal.press(b"\x03");
-    terminal.wait_for("cancelled");
+    terminal.wait_for_screen("cancelled");
     // A typo mended before Enter: the agent gets the mended line.
-    terminal.press(b"thirf\x7fd\r");
-    terminal.wait_for("third");
+    terminal.press(b"thirf\x7fd");
+    wait_for_prompt(&terminal, "› third");
+    terminal.press(b"\r");
+    terminal.wait_for_screen("You said: third");
+    // Up goes back through the lines typed: twice is `second`, sent again.
+    terminal.press(b"\x1b[A\x1b[A");
+    wait_for_prompt(&terminal, "› second");
+    terminal.press(b"\r");
+    terminal.wait_for_screen("You said: second");
     terminal.press(b"/quit\r");
-    let (code, screen) = terminal.finish();
+    let (code, screen) = terminal.finish_drawn();
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains("session: scripted:/run-"), "{screen}");
-    // The agent got the mended line: its echo.
-    assert!(screen.contains("\nthird\n"), "{screen}");
+    // Each line typed stays on the screen after its prompt, in order, before its answer.
+    let order: Vec<usize> = [
+        "› first",
+        "reply one",
+        "› y",
+        "after the tool",
+        "› second",
+        "cancelled",
+        "› third",
+        "You said: third",
+        "You said: second",
+    ]
+    .iter()
+    .map(|needle| {
+        screen
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in:\n{screen}"))
+    })
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
+    // The editor gave the terminal back: nothing is drawn after the last line.
+    assert!(!screen.ends_with('›'), "{screen}");
+    let history = std::fs::read_to_string(tmp.path().join("data/chat-history")).unwrap();
+    assert_eq!(history, "first\ny\nsecond\nthird\nsecond\n/quit\n");
 }
 
 /// A line typed in a terminal while a turn runs joins the host's queue and runs after it.
@@ -369,14 +483,14 @@ fn chat_queues_a_line_typed_during_a_turn() {
         { "steps": [ { "kind": "say", "text": "two done\n" } ] }
     ]});
     let (mut terminal, _work) = Terminal::chat(tmp.path(), &script);
-    terminal.wait_for("/help lists the commands");
+    terminal.wait_for_screen("/help lists the commands");
     terminal.press(b"first\r");
-    terminal.wait_for("one\r\n");
+    terminal.wait_for_screen("\none\n");
     terminal.press(b"second while it runs\r");
-    terminal.wait_for("queued: second while it runs");
-    terminal.wait_for("two done");
+    terminal.wait_for_screen("queued: second while it runs");
+    terminal.wait_for_screen("two done");
     terminal.press(b"/quit\r");
-    let (code, screen) = terminal.finish();
+    let (code, screen) = terminal.finish_drawn();
     assert_eq!(code, Some(0), "{screen}");
     let order: Vec<usize> = ["queued: second while it runs", "one done", "two done"]
         .iter()
@@ -387,4 +501,90 @@ fn chat_queues_a_line_typed_during_a_turn() {
         })
         .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
+}
+
+/// The lines typed are kept in the data directory: the next `chat` offers them with Up.
+#[test]
+fn chat_history_is_there_the_next_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script =
+        json!({ "turns": [ { "steps": [ { "kind": "echo", "prefix": "You said: " } ] } ] });
+    let (mut terminal, _work) = Terminal::chat(tmp.path(), &script);
+    terminal.wait_for_screen("/help lists the commands");
+    terminal.press(b"remember this line\r");
+    terminal.wait_for_screen("You said: remember this line");
+    terminal.press(b"/quit\r");
+    let (code, screen) = terminal.finish_drawn();
+    assert_eq!(code, Some(0), "{screen}");
+
+    let mut again = Terminal::command(&chat_args(tmp.path()));
+    again.wait_for_screen("/help lists the commands");
+    again.press(b"\x1b[A");
+    wait_for_prompt(&again, "› /quit");
+    again.press(b"\x1b[A");
+    wait_for_prompt(&again, "› remember this line");
+    again.press(b"\r");
+    // A new session: its agent starts its script again.
+    again.wait_for_screen("You said: remember this line");
+    again.press(b"\x04");
+    let (code, screen) = again.finish_drawn();
+    assert_eq!(code, Some(0), "Ctrl-D leaves: {screen}");
+}
+
+/// Two terminals on one session over `--connect`: what one types, the other sees as it happens,
+/// with the answer; then the other types and the first sees that.
+#[test]
+fn two_terminals_on_one_session_see_each_other() {
+    let place = support::Place::with_repository();
+    let script = place.script(&json!({ "turns": [
+        { "steps": [ { "kind": "say", "text": "reply one" } ] },
+        { "steps": [ { "kind": "say", "text": "reply two" } ] }
+    ]}));
+    let server = support::Server::start(&place, Some(&script));
+    let work = place.work.display().to_string();
+    let connect = |more: &[&str]| -> Vec<String> {
+        ["chat", "--connect", &server.url, "--cwd", &work]
+            .iter()
+            .chain(more)
+            .map(|a| (*a).to_owned())
+            .collect()
+    };
+    let mut first = Terminal::command(&connect(&["--provider", "scripted"]));
+    first.wait_for_screen("/help lists the commands");
+    let screen = first.screen();
+    let opening = screen
+        .lines()
+        .find(|line| line.starts_with("chat with scripted in"))
+        .unwrap();
+    let session = opening
+        .rsplit_once('(')
+        .unwrap()
+        .1
+        .trim_end_matches(')')
+        .to_owned();
+    let mut second = Terminal::command(&connect(&["--session", &session]));
+    second.wait_for_screen("/help lists the commands");
+    first.press(b"hello from the first\r");
+    first.wait_for_screen("reply one");
+    second.wait_for_screen("> hello from the first\nreply one");
+    second.press(b"now from the second\r");
+    second.wait_for_screen("reply two");
+    first.wait_for_screen("> now from the second\nreply two");
+    // Neither terminal's prompt was disturbed by the other's turn.
+    wait_for_prompt(&first, "›");
+    wait_for_prompt(&second, "›");
+    first.press(b"/quit\r");
+    second.press(b"/quit\r");
+    for terminal in [first, second] {
+        let (code, screen) = terminal.finish_drawn();
+        assert_eq!(code, Some(0), "{screen}");
+    }
+    let mut process = server.process;
+    process.terminate();
+    let (exit, _, stderr) = process.wait();
+    assert!(exit.success(), "{stderr}");
+    assert!(
+        !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
 }
