@@ -1,7 +1,8 @@
 //! Conversations from the shell, through the real binary: `run --continue` and `run --session`
 //! send follow-ups to an existing session — in a host of their own over the data directory, and
 //! over `--connect` across a host restart — whose agent resumes its own conversation (the
-//! scripted agent continues its script where the session left it); `sessions --json`;
+//! scripted agent continues its script where the session left it; Claude Code against the
+//! loopback mock model, whose request log shows the next turn carrying the first); `sessions --json`;
 //! `sessions archive|unarchive|rename` through the protocol; `completions`; and the clear
 //! refusals of a session or chat that is not there.
 
@@ -284,4 +285,126 @@ fn completions_are_generated_for_each_shell() {
     let (status, _, stderr) = agent_host_in(&place.work, &["completions", "tcsh"]);
     assert!(!status.success());
     assert!(stderr.contains("invalid value 'tcsh'"), "{stderr}");
+}
+
+/// Claude Code (`AGENTHOST_CLAUDE_BIN`, else `node_modules/.bin/claude` in `$AGENTHOST_CLI_CACHE`,
+/// default `~/.cache/agenthost/clis`, where `.ci/run` installs it); `None` (the test prints why
+/// and passes) when it is not there, unless `AGENTHOST_REQUIRE_CLIS` is set.
+fn claude_binary() -> Option<std::path::PathBuf> {
+    let cache = std::env::var_os("AGENTHOST_CLI_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| std::path::PathBuf::from(home).join(".cache/agenthost/clis"))
+        });
+    let found = std::env::var_os("AGENTHOST_CLAUDE_BIN")
+        .map(std::path::PathBuf::from)
+        .or_else(|| cache.map(|dir| dir.join("node_modules/.bin/claude")))
+        .filter(|path| path.exists());
+    if found.is_none() {
+        let why = "@anthropic-ai/claude-code@2.1.328 was not found (set AGENTHOST_CLAUDE_BIN, or \
+                   install it as `.ci/run` does)";
+        assert!(
+            std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
+            "AGENTHOST_REQUIRE_CLIS is set but {why}"
+        );
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
+/// Claude Code against the loopback mock model, through the binary: `run` makes a file (the
+/// tool approved with `--yes`) and stops its host; `chat --continue`, a new host over the same
+/// data directory, goes on with that session, and the model's next request carries turn 1's
+/// text — Claude resumed its own conversation (the same Claude session id) instead of starting
+/// a new one.
+#[test]
+fn chat_continue_resumes_claudes_own_conversation_after_a_restart() {
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    let runtime = support::runtime();
+    let mock = runtime
+        .block_on(agenthost_testkit::MockModel::start(
+            agenthost_testkit::MockModelConfig::default(),
+        ))
+        .unwrap();
+    let place = Place::with_repository();
+    let home = place.base.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let claude_host = |args: &[&str]| {
+        let mut command = agent_host();
+        command
+            .args(args)
+            .arg("--claude-bin")
+            .arg(&claude)
+            .arg("--cwd")
+            .arg(&place.work)
+            .arg("--data-dir")
+            .arg(&place.data)
+            .env("ANTHROPIC_BASE_URL", mock.base_url())
+            .env("ANTHROPIC_API_KEY", "dummy")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("HOME", &home)
+            .env_remove("ANTHROPIC_AUTH_TOKEN")
+            .env_remove("CLAUDE_CONFIG_DIR");
+        command
+    };
+    let turn_one = "Create out.txt containing hi";
+    let mut first = claude_host(&["run", "--provider", "claude", "--yes"]);
+    first.arg(turn_one).stdin(Stdio::null());
+    let (status, stdout, stderr) = Spawned::spawn(first).wait();
+    assert!(status.success(), "{stdout}\n{stderr}");
+    assert!(
+        !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(place.work.join("out.txt")).unwrap(),
+        "hi\n"
+    );
+    // The model calls of the conversation (not Claude's side requests, which carry no tools).
+    let conversation = || {
+        mock.requests()
+            .into_iter()
+            .filter(|record| {
+                record.decision != "side_text"
+                    && record.summary["tools"]
+                        .as_array()
+                        .is_some_and(|tools| !tools.is_empty())
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = conversation().len();
+    assert!(before >= 2, "the tool call and the final answer");
+
+    let (chat, mut stdin) = Spawned::spawn_with_stdin(claude_host(&["chat", "--continue"]));
+    std::io::Write::write_all(&mut stdin, b"Is it there?\n/quit\n").unwrap();
+    drop(stdin);
+    let mut chat = chat;
+    let (status, stdout, stderr) = chat.wait();
+    assert!(status.success(), "{stdout}\n{stderr}");
+    assert!(
+        !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("continuing "), "{stdout}");
+    assert!(stdout.contains("> Is it there?"), "{stdout}");
+    let requests = conversation();
+    let resumed = &requests[before..];
+    assert!(!resumed.is_empty(), "turn 2 called the model");
+    for record in resumed {
+        let seen = record.summary.to_string();
+        assert!(
+            seen.contains(turn_one) && seen.contains("Is it there?"),
+            "the request of turn 2 carries turn 1: {seen}"
+        );
+        assert_eq!(
+            record.headers.get("x-claude-code-session-id"),
+            requests[0].headers.get("x-claude-code-session-id"),
+            "the same Claude session"
+        );
+    }
+    drop(mock);
 }
