@@ -503,32 +503,48 @@ fn chat_queues_a_line_typed_during_a_turn() {
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
 }
 
-/// The lines typed are kept in the data directory: the next `chat` offers them with Up.
+/// The lines typed are kept in the data directory: the next `chat` offers them with Up. That
+/// one is `chat --continue`, a new host over the same data directory: it goes on with the
+/// session, whose agent resumes its conversation. Ctrl-D leaves the first, Ctrl-C twice at the
+/// prompt the second.
 #[test]
-fn chat_history_is_there_the_next_time() {
+fn chat_continue_after_a_restart_with_the_history_of_the_last_chat() {
     let tmp = tempfile::tempdir().unwrap();
-    let script =
-        json!({ "turns": [ { "steps": [ { "kind": "echo", "prefix": "You said: " } ] } ] });
+    // A fresh session's agent says "first reply"; one that resumed its conversation echoes.
+    let script = json!({
+        "turns": [ { "steps": [ { "kind": "say", "text": "first reply" } ] } ],
+        "default": { "steps": [ { "kind": "echo", "prefix": "You said: " } ] }
+    });
     let (mut terminal, _work) = Terminal::chat(tmp.path(), &script);
     terminal.wait_for_screen("/help lists the commands");
     terminal.press(b"remember this line\r");
-    terminal.wait_for_screen("You said: remember this line");
-    terminal.press(b"/quit\r");
+    terminal.wait_for_screen("first reply");
+    wait_for_prompt(&terminal, "›");
+    terminal.press(b"\x04");
     let (code, screen) = terminal.finish_drawn();
-    assert_eq!(code, Some(0), "{screen}");
+    assert_eq!(code, Some(0), "Ctrl-D leaves: {screen}");
+    let session = screen
+        .lines()
+        .find_map(|line| line.strip_prefix("session: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
 
-    let mut again = Terminal::command(&chat_args(tmp.path()));
-    again.wait_for_screen("/help lists the commands");
-    again.press(b"\x1b[A");
-    wait_for_prompt(&again, "› /quit");
+    let mut args = chat_args(tmp.path());
+    args.push("--continue".to_owned());
+    let mut again = Terminal::command(&args);
+    again.wait_for_screen(&format!("continuing remember this line ({session})"));
     again.press(b"\x1b[A");
     wait_for_prompt(&again, "› remember this line");
     again.press(b"\r");
-    // A new session: its agent starts its script again.
     again.wait_for_screen("You said: remember this line");
-    again.press(b"\x04");
+    wait_for_prompt(&again, "›");
+    again.press(b"\x03");
+    again.wait_for_screen("(Ctrl-C again, or /quit, to leave)");
+    again.press(b"\x03");
     let (code, screen) = again.finish_drawn();
-    assert_eq!(code, Some(0), "Ctrl-D leaves: {screen}");
+    assert_eq!(code, Some(0), "Ctrl-C twice leaves: {screen}");
+    assert!(screen.contains(&format!("session: {session}")), "{screen}");
 }
 
 /// Two terminals on one session over `--connect`: what one types, the other sees as it happens,
