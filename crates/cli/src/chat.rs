@@ -12,11 +12,12 @@
 //!
 //! On a terminal, lines are typed at a line editor (`rustyline-async`: editing keys, Up/Down
 //! through the history kept in `<data dir>/chat-history`) whose prompt stays on the last line
-//! while the conversation streams above it. Through a pipe, everything printed is a plain, word-prefixed line and the lines are
-//! a script: the next one is read once the turn has ended, or as the answer when a question is
-//! asked — so `printf 'fix the test\ny\n/quit\n' | agent-host chat` sends, approves, and leaves
-//! after the answer. When its input ends (Ctrl-D), `chat` waits for the running turn and the
-//! queue, then leaves.
+//! while the conversation streams above it (so no transient status line is drawn). Through a
+//! pipe, everything printed is a plain, word-prefixed line and the lines are a script: the next
+//! one is read once the turn has ended, or as the answer when a question is asked — so
+//! `printf 'fix the test\ny\n/quit\n' | agent-host chat` sends, approves, and leaves after the
+//! answer. When its input ends (Ctrl-D), `chat` waits for the running turn and the queue, then
+//! leaves.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -34,6 +35,10 @@ use crate::term::Renderer;
 mod input;
 
 pub use input::{Input, Item};
+
+/// Said when the input ends (Ctrl-D) while there is still something to wait for.
+pub(crate) const INPUT_ENDED: &str =
+    "(the input has ended: chat leaves once the running turn and the queue are done)";
 
 /// What `chat` does.
 #[derive(Debug, Clone)]
@@ -257,6 +262,9 @@ pub async fn chat<W: Write>(
                         // Nobody is left to answer: the question is denied.
                         follow.typed(None, &run_like, out).await?;
                     }
+                    if terminal && (running.is_some() || starting || !queue_empty) {
+                        out.line(INPUT_ENDED).map_err(io)?;
+                    }
                     // Leaves once the running turn (even one whose start is not echoed yet),
                     // the queue and the questions are done.
                     closing = true;
@@ -464,17 +472,18 @@ pub async fn command(target: Target, options: ChatOptions) -> Result<(), CliErro
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdin())
         && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let style = crate::term::Style::detect(terminal);
+    // Once the editor gives the terminal back, Ctrl-C is SIGINT again: while the host in this
+    // process stops (its history written), it is heard here instead of ending the process (a
+    // pipe's input listens for it all along).
+    let _interrupts = terminal
+        .then(|| tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()))
+        .and_then(|listening| {
+            listening
+                .inspect_err(|error| tracing::debug!(%error, "Ctrl-C is not listened for"))
+                .ok()
+        });
     let result = if terminal {
-        let (editor, mut input, writer) = input::Editor::start(options.history.clone())?;
-        // The answer is typed at the editor's prompt, below the question; the editor keeps
-        // the prompt on the last line, so no transient status line is drawn.
-        let mut renderer = Renderer::new(writer, style)
-            .with_questions_on_their_own_line()
-            .without_status_lines();
-        let result = chat(&url, &options, &mut input, true, &mut renderer).await;
-        drop(renderer);
-        editor.close().await;
-        result
+        on_a_terminal(&url, &options, style).await
     } else {
         let mut input = input::piped();
         // A question ends its line: a script reading the output sees it whole.
@@ -485,5 +494,24 @@ pub async fn command(target: Target, options: ChatOptions) -> Result<(), CliErro
     if let Some(local) = local {
         local.stop().await;
     }
+    result
+}
+
+/// The conversation at the line editor; the terminal is given back before this returns.
+async fn on_a_terminal(
+    url: &str,
+    options: &ChatOptions,
+    style: crate::term::Style,
+) -> Result<(), CliError> {
+    let (editor, mut input, writer) = input::Editor::start(options.history.clone())?;
+    // The answer is typed at the editor's prompt, below the question; the editor keeps the
+    // prompt on the last line, so no transient status line is drawn.
+    let mut renderer = Renderer::new(writer, style)
+        .with_questions_on_their_own_line()
+        .without_status_lines();
+    let result = chat(url, options, &mut input, true, &mut renderer).await;
+    drop(renderer);
+    drop(input);
+    editor.close().await;
     result
 }

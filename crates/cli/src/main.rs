@@ -469,7 +469,7 @@ fn init_logging(default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colour)
-        .with_writer(std::io::stderr)
+        .with_writer(agenthost::term::LogOutput)
         .try_init();
 }
 

@@ -295,6 +295,71 @@ impl<W: Write> Renderer<W> {
     }
 }
 
+/// Where the command's log lines go ([`tracing_subscriber::fmt::MakeWriter`]): stderr, or,
+/// while a line editor holds the terminal in raw mode, above its prompt in the order of the
+/// conversation (a raw terminal would neither start a line where stderr's newline leaves it nor
+/// keep the prompt on the last row). One log event is one write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogOutput;
+
+/// The line editor's printer while one runs ([`print_logs_above_the_prompt`]).
+static ABOVE_THE_PROMPT: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>> =
+    std::sync::Mutex::new(None);
+
+/// Sends log lines to a line editor's printer (`Some`) or back to stderr (`None`).
+pub(crate) fn print_logs_above_the_prompt(
+    printer: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
+) {
+    *ABOVE_THE_PROMPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = printer;
+}
+
+/// One log event, written where [`LogOutput`] sends logs when it is dropped.
+#[derive(Debug, Default)]
+pub struct LogLine(Vec<u8>);
+
+impl Write for LogLine {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let line = std::mem::take(&mut self.0);
+        let printer = ABOVE_THE_PROMPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        // An editor that has stopped takes nothing: the line goes to stderr after all.
+        let line = match printer {
+            Some(printer) => match printer.send(line) {
+                Ok(()) => return,
+                Err(unsent) => unsent.0,
+            },
+            None => line,
+        };
+        let _ = io::stderr().write_all(&line);
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogOutput {
+    type Writer = LogLine;
+
+    fn make_writer(&'a self) -> LogLine {
+        LogLine::default()
+    }
+}
+
 #[cfg(test)]
 #[path = "term_tests.rs"]
 mod tests;

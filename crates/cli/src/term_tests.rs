@@ -169,3 +169,23 @@ fn a_status_line_is_transient_and_only_on_a_terminal() {
     edited.event("", &Event::Text("hi".into())).unwrap();
     assert_eq!(String::from_utf8(edited.into_inner()).unwrap(), "hi");
 }
+
+#[test]
+fn log_lines_go_above_the_prompt_while_an_editor_runs() {
+    use tracing_subscriber::fmt::MakeWriter;
+    let (printer, mut printed) = tokio::sync::mpsc::unbounded_channel();
+    print_logs_above_the_prompt(Some(printer));
+    let mut line = LogOutput.make_writer();
+    line.write_all(b" WARN agenthost: one event\n").unwrap();
+    assert!(
+        printed.try_recv().is_err(),
+        "an event goes whole, when written"
+    );
+    drop(line);
+    assert_eq!(printed.try_recv().unwrap(), b" WARN agenthost: one event\n");
+    print_logs_above_the_prompt(None);
+    let mut line = LogOutput.make_writer();
+    line.write_all(b"to stderr\n").unwrap();
+    drop(line);
+    assert!(printed.try_recv().is_err(), "without an editor, stderr");
+}

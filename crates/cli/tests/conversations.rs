@@ -394,6 +394,8 @@ fn chat_continue_resumes_claudes_own_conversation_after_a_restart() {
     let requests = conversation();
     let resumed = &requests[before..];
     assert!(!resumed.is_empty(), "turn 2 called the model");
+    let claude_session = requests[0].headers.get("x-claude-code-session-id");
+    assert!(claude_session.is_some(), "{:?}", requests[0].headers);
     for record in resumed {
         let seen = record.summary.to_string();
         assert!(
@@ -402,7 +404,7 @@ fn chat_continue_resumes_claudes_own_conversation_after_a_restart() {
         );
         assert_eq!(
             record.headers.get("x-claude-code-session-id"),
-            requests[0].headers.get("x-claude-code-session-id"),
+            claude_session,
             "the same Claude session"
         );
     }

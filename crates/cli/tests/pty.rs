@@ -77,7 +77,7 @@ impl Terminal {
         let work = tmp.join("work");
         repository(&work);
         std::fs::write(tmp.join("script.json"), script.to_string()).unwrap();
-        (Self::command(&chat_args(tmp)), work)
+        (Self::chat_command(&chat_args(tmp), &[]), work)
     }
 
     /// `agent-host ARGS` in a terminal of its own.
@@ -91,7 +91,23 @@ impl Terminal {
             .chain(args.iter().map(|a| format!("'{a}'")))
             .collect::<Vec<_>>()
             .join(" ");
-        let inner = format!("stty rows {ROWS} cols {COLUMNS}; exec {command}");
+        Self::shell(&format!("exec {command}"), env)
+    }
+
+    /// `agent-host chat ARGS` (with `env`) in a terminal of its own; once it exits, the
+    /// terminal's settings are printed (`stty -a`): the line editor must have given it back.
+    fn chat_command(args: &[String], env: &[(&str, &str)]) -> Self {
+        let command = std::iter::once(env!("CARGO_BIN_EXE_agent-host").to_owned())
+            .chain(std::iter::once("chat".to_owned()))
+            .chain(args.iter().map(|a| format!("'{a}'")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Self::shell(&format!("{command}; code=$?; stty -a; exit $code"), env)
+    }
+
+    /// A shell running `line` in a terminal of [`ROWS`] × [`COLUMNS`].
+    fn shell(line: &str, env: &[(&str, &str)]) -> Self {
+        let inner = format!("stty rows {ROWS} cols {COLUMNS}; {line}");
         let mut child = Command::new("script")
             .args(["--quiet", "--flush", "--return", "--command"])
             .arg(&inner)
@@ -209,11 +225,11 @@ impl Terminal {
     }
 }
 
-/// `chat` with the scripted agent (`tmp/script.json`) in `tmp/work`, data in `tmp/data`.
+/// `chat`'s arguments: the scripted agent (`tmp/script.json`) in `tmp/work`, data in
+/// `tmp/data`.
 fn chat_args(tmp: &Path) -> Vec<String> {
     let path = |name: &str| tmp.join(name).display().to_string();
     [
-        "chat".to_owned(),
         "--provider".to_owned(),
         "scripted".to_owned(),
         "--script".to_owned(),
@@ -375,6 +391,27 @@ fn logs_are_coloured_at_a_terminal_unless_no_color_is_set() {
     assert!(!screen.contains("␛[32m"), "{screen}");
 }
 
+/// The settings `stty -a` printed after `chat` exited ([`Terminal::chat_command`]) are the
+/// terminal's own again: lines are read whole and echoed, Ctrl-C is a signal — and the prompt
+/// is gone from the screen.
+fn assert_terminal_given_back(screen: &str) {
+    let settings = &screen[screen
+        .rfind("speed ")
+        .expect("stty -a printed its settings")..];
+    let flags: Vec<&str> = settings.split_whitespace().collect();
+    for flag in ["icanon", "echo", "isig"] {
+        assert!(
+            flags.contains(&flag) && !flags.contains(&format!("-{flag}").as_str()),
+            "{flag} is not on again:\n{settings}"
+        );
+    }
+    let before = &screen[..screen.rfind("speed ").unwrap_or_default()];
+    assert!(
+        !before.trim_end().ends_with('›'),
+        "the prompt is left:\n{screen}"
+    );
+}
+
 /// The last row drawn: the line editor's prompt, with what is typed at it.
 fn prompt_row(terminal: &Terminal) -> String {
     terminal
@@ -467,8 +504,7 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     })
     .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
-    // The editor gave the terminal back: nothing is drawn after the last line.
-    assert!(!screen.ends_with('›'), "{screen}");
+    assert_terminal_given_back(&screen);
     let history = std::fs::read_to_string(tmp.path().join("data/chat-history")).unwrap();
     assert_eq!(history, "first\ny\nsecond\nthird\nsecond\n/quit\n");
 }
@@ -523,6 +559,7 @@ fn chat_continue_after_a_restart_with_the_history_of_the_last_chat() {
     terminal.press(b"\x04");
     let (code, screen) = terminal.finish_drawn();
     assert_eq!(code, Some(0), "Ctrl-D leaves: {screen}");
+    assert_terminal_given_back(&screen);
     let session = screen
         .lines()
         .find_map(|line| line.strip_prefix("session: "))
@@ -532,7 +569,7 @@ fn chat_continue_after_a_restart_with_the_history_of_the_last_chat() {
 
     let mut args = chat_args(tmp.path());
     args.push("--continue".to_owned());
-    let mut again = Terminal::command(&args);
+    let mut again = Terminal::chat_command(&args, &[]);
     again.wait_for_screen(&format!("continuing remember this line ({session})"));
     again.press(b"\x1b[A");
     wait_for_prompt(&again, "› remember this line");
@@ -544,6 +581,7 @@ fn chat_continue_after_a_restart_with_the_history_of_the_last_chat() {
     again.press(b"\x03");
     let (code, screen) = again.finish_drawn();
     assert_eq!(code, Some(0), "Ctrl-C twice leaves: {screen}");
+    assert_terminal_given_back(&screen);
     assert!(screen.contains(&format!("session: {session}")), "{screen}");
 }
 
@@ -559,13 +597,16 @@ fn two_terminals_on_one_session_see_each_other() {
     let server = support::Server::start(&place, Some(&script));
     let work = place.work.display().to_string();
     let connect = |more: &[&str]| -> Vec<String> {
-        ["chat", "--connect", &server.url, "--cwd", &work]
+        ["--connect", &server.url, "--cwd", &work]
             .iter()
             .chain(more)
             .map(|a| (*a).to_owned())
             .collect()
     };
-    let mut first = Terminal::command(&connect(&["--provider", "scripted"]));
+    // The chats keep their history in a data directory of their own.
+    let client = place.base.join("client").display().to_string();
+    let env = [("AGENT_HOST_DATA_DIR", client.as_str())];
+    let mut first = Terminal::chat_command(&connect(&["--provider", "scripted"]), &env);
     first.wait_for_screen("/help lists the commands");
     let screen = first.screen();
     let opening = screen
@@ -578,7 +619,7 @@ fn two_terminals_on_one_session_see_each_other() {
         .1
         .trim_end_matches(')')
         .to_owned();
-    let mut second = Terminal::command(&connect(&["--session", &session]));
+    let mut second = Terminal::chat_command(&connect(&["--session", &session]), &env);
     second.wait_for_screen("/help lists the commands");
     first.press(b"hello from the first\r");
     first.wait_for_screen("reply one");
@@ -594,7 +635,10 @@ fn two_terminals_on_one_session_see_each_other() {
     for terminal in [first, second] {
         let (code, screen) = terminal.finish_drawn();
         assert_eq!(code, Some(0), "{screen}");
+        assert_terminal_given_back(&screen);
     }
+    let history = std::fs::read_to_string(place.base.join("client/chat-history")).unwrap();
+    assert!(history.contains("hello from the first\n"), "{history}");
     let mut process = server.process;
     process.terminate();
     let (exit, _, stderr) = process.wait();
@@ -603,4 +647,38 @@ fn two_terminals_on_one_session_see_each_other() {
         !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
         "{stderr}"
     );
+}
+
+/// Log lines of the host in `chat`'s process are printed above the prompt while the editor
+/// holds the terminal: each starts its own row (a raw terminal would not return the carriage
+/// for a newline written straight to stderr) and the prompt stays on the last row.
+#[test]
+fn chat_prints_log_lines_above_its_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    repository(&work);
+    let script = json!({ "turns": [ { "steps": [ { "kind": "say", "text": "reply one" } ] } ] });
+    std::fs::write(tmp.path().join("script.json"), script.to_string()).unwrap();
+    let mut terminal =
+        Terminal::chat_command(&chat_args(tmp.path()), &[("RUST_LOG", "agenthost=info")]);
+    terminal.wait_for_screen("/help lists the commands");
+    terminal.press(b"hello\r");
+    terminal.wait_for_screen("reply one");
+    wait_for_prompt(&terminal, "›");
+    let screen = terminal.screen();
+    let logs: Vec<&str> = screen
+        .lines()
+        .filter(|row| row.contains(" INFO "))
+        .collect();
+    assert!(!logs.is_empty(), "no log line:\n{screen}");
+    for row in &logs {
+        assert!(
+            row.starts_with("20"),
+            "a log row starts with its time: {row:?}\n{screen}"
+        );
+    }
+    terminal.press(b"/quit\r");
+    let (code, screen) = terminal.finish_drawn();
+    assert_eq!(code, Some(0), "{screen}");
+    assert_terminal_given_back(&screen);
 }

@@ -65,12 +65,15 @@ pub fn piped() -> Input {
     Input { lines, interrupts }
 }
 
-/// The line editor on the terminal: its reading task, and the task printing above its prompt.
+/// The line editor on the terminal: the one task that reads what is typed and prints the
+/// conversation above the prompt.
 #[derive(Debug)]
 pub struct Editor {
     stop: oneshot::Sender<()>,
-    reader: JoinHandle<()>,
-    printer: JoinHandle<()>,
+    task: JoinHandle<()>,
+    /// The terminal's settings before the editor took it, put back by [`Self::close`] whatever
+    /// happened to the editor.
+    saved: Option<rustix::termios::Termios>,
 }
 
 impl Editor {
@@ -78,83 +81,48 @@ impl Editor {
     /// are kept in (loaded now, appended to after each line; `None` keeps them for this run).
     /// Returns the editor, what the user types, and where the conversation is written.
     pub fn start(history: Option<PathBuf>) -> Result<(Self, Input, EditorWriter), CliError> {
-        let (mut readline, shared) = Readline::new(PROMPT.to_owned())
-            .map_err(|e| CliError::Host(format!("the line editor did not start: {e}")))?;
-        readline.should_print_line_on(true, false);
+        let saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
+        let (mut readline, shared) = Readline::new(PROMPT.to_owned()).map_err(|e| {
+            // It may have switched to raw mode before it failed.
+            restore_terminal(saved.as_ref());
+            CliError::Host(format!("the line editor did not start: {e}"))
+        })?;
+        // The line typed is printed by the task itself: after a line still streaming, it
+        // starts a line of its own.
+        readline.should_print_line_on(false, false);
         readline.set_max_history(HISTORY_LINES);
         if let Some(path) = &history {
             readline.set_history_entries(load_history(path));
         }
         let (items, lines) = mpsc::channel(64);
         let (interrupt, interrupts) = mpsc::channel(4);
-        let (stop, mut stopped) = oneshot::channel();
-        let (chunks, mut pending) = mpsc::unbounded_channel::<Vec<u8>>();
-        let printer = tokio::spawn(async move {
-            let mut shared: SharedWriter = shared;
-            while let Some(chunk) = pending.recv().await {
-                // A whole line goes at once; a part of one (streamed text) is flushed to show
-                // now, and the editor goes on with it on the same line.
-                let written = AsyncWriteExt::write_all(&mut shared, &chunk).await;
-                let flushed = if chunk.ends_with(b"\n") {
-                    Ok(())
-                } else {
-                    AsyncWriteExt::flush(&mut shared).await
-                };
-                if written.and(flushed).is_err() {
-                    break;
-                }
-            }
-        });
-        let reader = tokio::spawn(async move {
-            let mut ended = false;
-            loop {
-                let event = tokio::select! {
-                    _ = &mut stopped => break,
-                    event = readline.readline() => event,
-                };
-                match event {
-                    Ok(ReadlineEvent::Line(line)) if !ended => {
-                        if !line.trim().is_empty() {
-                            readline.add_history_entry(line.clone());
-                            if let Some(path) = &history {
-                                keep_in_history(path, &line);
-                            }
-                        }
-                        if items.send(Item::Line(line)).await.is_err() {
-                            ended = true;
-                        }
-                    }
-                    Ok(ReadlineEvent::Interrupted) => {
-                        let _ = interrupt.send(()).await;
-                    }
-                    Ok(ReadlineEvent::Eof) if !ended => {
-                        ended = true;
-                        let _ = items.send(Item::End).await;
-                    }
-                    // After the end, keys are not lines; the editor still prints what comes.
-                    Ok(_) => {}
-                    Err(error) => {
-                        tracing::debug!(%error, "the line editor stopped");
-                        if !ended {
-                            let _ = items.send(Item::End).await;
-                        }
-                        break;
-                    }
-                }
-            }
-            // Everything printed shows, the prompt goes; dropping the editor ends raw mode.
-            if let Err(error) = readline.flush() {
-                tracing::debug!(%error, "the line editor's last lines were not printed");
-            }
-        });
-        let editor = Self {
-            stop,
-            reader,
-            printer,
-        };
+        let (stop, stopped) = oneshot::channel();
+        let (chunks, pending) = mpsc::unbounded_channel::<Vec<u8>>();
+        // Log lines are printed above the prompt too while the editor runs, when they would
+        // go to this terminal (a redirected stderr keeps them).
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            crate::term::print_logs_above_the_prompt(Some(chunks.clone()));
+        }
+        let task = tokio::spawn(edit(
+            Screen {
+                readline,
+                shared,
+                partial: false,
+            },
+            Typed {
+                items,
+                interrupt,
+                history,
+                ended: false,
+            },
+            pending,
+            stopped,
+        ));
+        let editor = Self { stop, task, saved };
         let writer = EditorWriter {
             pending: Vec::new(),
             chunks,
+            colour: None,
         };
         Ok((editor, Input { lines, interrupts }, writer))
     }
@@ -162,13 +130,157 @@ impl Editor {
     /// Prints what is left, removes the prompt and gives the terminal back. `writer` must be
     /// dropped first (what it held is printed then).
     pub async fn close(self) {
-        if let Err(error) = self.printer.await {
-            tracing::debug!(%error, "the printer task failed");
-        }
         let _ = self.stop.send(());
-        if let Err(error) = self.reader.await {
+        if let Err(error) = self.task.await {
             tracing::debug!(%error, "the line editor's task failed");
         }
+        restore_terminal(self.saved.as_ref());
+        crate::term::print_logs_above_the_prompt(None);
+    }
+}
+
+/// Puts the terminal's settings back (cooked mode, echo).
+fn restore_terminal(saved: Option<&rustix::termios::Termios>) {
+    if let Some(saved) = saved
+        && let Err(error) = rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            saved,
+        )
+    {
+        tracing::debug!(%error, "the terminal's settings were not put back");
+    }
+}
+
+/// The editor's side of the screen.
+struct Screen {
+    readline: Readline,
+    shared: SharedWriter,
+    /// The last thing printed ended inside a line (streamed text).
+    partial: bool,
+}
+
+impl Screen {
+    /// Prints `chunk` above the prompt: whole lines, or the start of one (which is shown now,
+    /// and the next chunk goes on with). The editor's queue is empty whenever this runs (the
+    /// loop lets the editor print before it takes the next chunk), so the writes never wait.
+    async fn print(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        self.partial = !chunk.ends_with(b"\n");
+        AsyncWriteExt::write_all(&mut self.shared, chunk).await?;
+        if self.partial {
+            AsyncWriteExt::flush(&mut self.shared).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What the user typed, on its way to `chat`.
+struct Typed {
+    items: mpsc::Sender<Item>,
+    interrupt: mpsc::Sender<()>,
+    history: Option<PathBuf>,
+    /// The input has ended (Ctrl-D): later lines are not read.
+    ended: bool,
+}
+
+/// The editor's task: reads keys, prints the conversation's chunks as they come, and at `stop`
+/// prints what is left and gives the terminal back (dropping the editor ends raw mode).
+async fn edit(
+    mut screen: Screen,
+    mut typed: Typed,
+    mut pending: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            // The editor first: polling it prints what was queued for it.
+            biased;
+            event = screen.readline.readline() => {
+                if !typed.take(event, &mut screen).await {
+                    break;
+                }
+            }
+            Some(chunk) = pending.recv() => {
+                if let Err(error) = screen.print(&chunk).await {
+                    tracing::debug!(%error, "the line editor cannot print");
+                    break;
+                }
+            }
+            _ = &mut stopped => break,
+        }
+    }
+    // What `chat` wrote before it stopped the editor is all queued by now.
+    while let Ok(chunk) = pending.try_recv() {
+        if screen.print(&chunk).await.is_err() {
+            break;
+        }
+        // Printed at once: nothing is left waiting in the editor's own queue.
+        if screen.readline.flush().is_err() {
+            break;
+        }
+    }
+    if let Err(error) = screen.readline.flush() {
+        tracing::debug!(%error, "the line editor's last lines were not printed");
+    }
+    // Raw mode ends before anything (a log line the editor no longer takes) goes to stderr.
+    drop(screen);
+    drop(pending);
+}
+
+impl Typed {
+    /// Passes on what the editor read; `false` once the editor has failed.
+    async fn take(
+        &mut self,
+        event: Result<ReadlineEvent, rustyline_async::ReadlineError>,
+        screen: &mut Screen,
+    ) -> bool {
+        match event {
+            Ok(ReadlineEvent::Line(line)) if !self.ended => {
+                // The line stays on the screen after the prompt it was typed at.
+                let echo = format!("{}{PROMPT}{line}\n", if screen.partial { "\n" } else { "" });
+                if screen.print(echo.as_bytes()).await.is_err() {
+                    return false;
+                }
+                if !line.trim().is_empty() {
+                    screen.readline.add_history_entry(line.clone());
+                    if let Some(path) = &self.history {
+                        keep_in_history(path, &line);
+                    }
+                }
+                // `chat` reads every line it is sent; a full queue (64 lines it has not taken
+                // yet) says so rather than holding up the screen.
+                if let Err(mpsc::error::TrySendError::Full(_)) =
+                    self.items.try_send(Item::Line(line))
+                {
+                    let _ = screen
+                        .print(b"(too many lines are waiting: this one was not sent)\n")
+                        .await;
+                }
+            }
+            Ok(ReadlineEvent::Line(_)) => {
+                let said = format!("{}\n", super::INPUT_ENDED);
+                let _ = screen.print(said.as_bytes()).await;
+            }
+            Ok(ReadlineEvent::Interrupted) => {
+                // Ctrl-C is heard however many wait; more than a few unread say nothing new.
+                let _ = self.interrupt.try_send(());
+            }
+            Ok(ReadlineEvent::Eof) => {
+                if !self.ended {
+                    self.ended = true;
+                    let _ = self.items.try_send(Item::End);
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, "the line editor stopped");
+                if !self.ended {
+                    self.ended = true;
+                    let _ = self.items.try_send(Item::End);
+                }
+                return false;
+            }
+        }
+        true
     }
 }
 
@@ -186,23 +298,49 @@ fn load_history(path: &Path) -> Vec<String> {
     lines.into_iter().skip(skip).collect()
 }
 
-/// Appends `line` to the history file, keeping its last [`HISTORY_LINES`] lines.
+/// Appends `line` to the history file (created readable by its owner alone: it holds what was
+/// typed). Appends are whole lines, so chats that run at once keep each other's lines; once the
+/// file holds twice [`HISTORY_LINES`], it is cut to the last ones (written beside and renamed,
+/// so a crash leaves the old file or the new).
 fn keep_in_history(path: &Path, line: &str) {
-    let mut lines = load_history(path);
-    lines.push(line.replace(['\n', '\r'], " "));
-    let skip = lines.len().saturating_sub(HISTORY_LINES);
-    let mut text = lines[skip..].join("\n");
-    text.push('\n');
-    // Written beside and renamed: a crash leaves the old history or the new, never half.
-    let temporary = path.with_extension("tmp");
-    let written = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::write(&temporary, text))
-        .and_then(|()| std::fs::rename(&temporary, path));
-    if let Err(error) = written {
+    let kept = append_to_history(path, line).and_then(|count| {
+        if count < 2 * HISTORY_LINES {
+            return Ok(());
+        }
+        let lines = load_history(path);
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
+        private_file(&temporary, false)?.write_all(text.as_bytes())?;
+        std::fs::rename(&temporary, path)
+    });
+    if let Err(error) = kept {
         tracing::debug!(%error, path = %path.display(), "the chat history was not saved");
     }
+}
+
+/// Appends `line` as one write; the number of lines the file holds then.
+fn append_to_history(path: &Path, line: &str) -> std::io::Result<usize> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut entry = line.replace(['\n', '\r'], " ");
+    entry.push('\n');
+    private_file(path, true)?.write_all(entry.as_bytes())?;
+    Ok(std::fs::read_to_string(path)?.lines().count())
+}
+
+/// Opens `path` for writing (appending, or from empty), created with mode 0600.
+fn private_file(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).mode(0o600);
+    if append {
+        options.append(true);
+    } else {
+        options.write(true).truncate(true);
+    }
+    options.open(path)
 }
 
 /// Where the conversation is written while the editor runs: printed above its prompt. Whole
@@ -211,12 +349,27 @@ fn keep_in_history(path: &Path, line: &str) {
 pub struct EditorWriter {
     pending: Vec<u8>,
     chunks: mpsc::UnboundedSender<Vec<u8>>,
+    /// The colour or emphasis a chunk left on (a heading, reasoning): it is reset at the end of
+    /// that chunk, so the prompt is drawn plain, and set again at the start of the next.
+    colour: Option<Vec<u8>>,
 }
 
 impl EditorWriter {
-    fn send(&self, chunk: Vec<u8>) -> std::io::Result<()> {
+    fn send(&mut self, chunk: Vec<u8>) -> std::io::Result<()> {
+        let before = self.colour.take();
+        let left_on = match last_colour(&chunk) {
+            Some(code) if code == RESET => None,
+            Some(code) => Some(code.to_vec()),
+            None => before.clone(),
+        };
+        let mut out = before.unwrap_or_default();
+        out.extend_from_slice(&chunk);
+        if left_on.is_some() {
+            out.extend_from_slice(RESET);
+        }
+        self.colour = left_on;
         self.chunks
-            .send(chunk)
+            .send(out)
             .map_err(|_| std::io::Error::other("the line editor has stopped"))
     }
 }
@@ -251,6 +404,19 @@ impl Drop for EditorWriter {
     }
 }
 
+/// Ends every colour and emphasis (SGR 0).
+const RESET: &[u8] = b"\x1b[0m";
+
+/// The last colour or emphasis code (`ESC [ … m`) in `bytes`.
+fn last_colour(bytes: &[u8]) -> Option<&[u8]> {
+    let start = bytes.windows(2).rposition(|pair| pair == b"\x1b[")?;
+    let rest = &bytes[start + 2..];
+    let end = rest
+        .iter()
+        .position(|b| !(b.is_ascii_digit() || *b == b';'))?;
+    (rest[end] == b'm').then(|| &bytes[start..start + 2 + end + 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +427,7 @@ mod tests {
             EditorWriter {
                 pending: Vec::new(),
                 chunks,
+                colour: None,
             },
             received,
         )
@@ -290,6 +457,24 @@ mod tests {
     }
 
     #[test]
+    fn a_colour_left_on_is_reset_for_the_prompt_and_set_again_after_it() {
+        let (mut writer, mut received) = writer();
+        // A heading streams in two parts; the prompt is drawn between them.
+        writer.write_all(b"\x1b[1m# Pla").unwrap_or_default();
+        writer.flush().unwrap_or_default();
+        writer.write_all(b"n\x1b[0m\nplain\n").unwrap_or_default();
+        writer.flush().unwrap_or_default();
+        writer.write_all(b"more\n").unwrap_or_default();
+        writer.flush().unwrap_or_default();
+        assert_eq!(
+            drain(&mut received),
+            ["\x1b[1m# Pla\x1b[0m", "\x1b[1mn\x1b[0m\nplain\n", "more\n"]
+        );
+        assert_eq!(last_colour(b"a\x1b[2mb\x1b[33mc"), Some(&b"\x1b[33m"[..]));
+        assert_eq!(last_colour(b"no code \x1b[2K"), None);
+    }
+
+    #[test]
     fn the_history_file_keeps_the_last_lines_in_order() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("chat-history");
@@ -312,5 +497,19 @@ mod tests {
             load_history(&path).last().map(String::as_str),
             Some("two lines")
         );
+        // What was typed is the owner's alone; the file never grows past twice what is kept.
+        let metadata = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o777,
+            0o600
+        );
+        for index in 0..2 * HISTORY_LINES {
+            keep_in_history(&path, &format!("more {index}"));
+        }
+        let lines = std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .count();
+        assert!(lines < 2 * HISTORY_LINES, "{lines} lines");
     }
 }
