@@ -509,13 +509,14 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     assert_eq!(history, "first\ny\nsecond\nthird\nsecond\n/quit\n");
 }
 
-/// A line typed in a terminal while a turn runs joins the host's queue and runs after it.
+/// A line typed in a terminal while a turn runs joins the host's queue and runs after it;
+/// typed while the answer is in the middle of a line, it stays on a row of its own.
 #[test]
 fn chat_queues_a_line_typed_during_a_turn() {
     let tmp = tempfile::tempdir().unwrap();
     let script = json!({ "turns": [
-        { "steps": [ { "kind": "say", "text": "one\n" }, { "kind": "pause", "ms": 1500 },
-                     { "kind": "say", "text": "one done\n" } ] },
+        { "steps": [ { "kind": "say", "text": "one" }, { "kind": "pause", "ms": 1500 },
+                     { "kind": "say", "text": " and done\n" } ] },
         { "steps": [ { "kind": "say", "text": "two done\n" } ] }
     ]});
     let (mut terminal, _work) = Terminal::chat(tmp.path(), &script);
@@ -528,21 +529,49 @@ fn chat_queues_a_line_typed_during_a_turn() {
     terminal.press(b"/quit\r");
     let (code, screen) = terminal.finish_drawn();
     assert_eq!(code, Some(0), "{screen}");
-    let order: Vec<usize> = ["queued: second while it runs", "one done", "two done"]
-        .iter()
-        .map(|needle| {
-            screen
-                .find(needle)
-                .unwrap_or_else(|| panic!("{needle:?} not in:\n{screen}"))
-        })
-        .collect();
+    let rows: Vec<&str> = screen.lines().collect();
+    assert!(rows.contains(&"› second while it runs"), "{screen}");
+    let order: Vec<usize> = [
+        "› second while it runs",
+        "queued: second while it runs",
+        "and done",
+        "two done",
+    ]
+    .iter()
+    .map(|needle| {
+        screen
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in:\n{screen}"))
+    })
+    .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
 }
 
-/// The lines typed are kept in the data directory: the next `chat` offers them with Up. That
-/// one is `chat --continue`, a new host over the same data directory: it goes on with the
-/// session, whose agent resumes its conversation. Ctrl-D leaves the first, Ctrl-C twice at the
-/// prompt the second.
+/// Output far longer than the editor's own queue (a diff of 20,000 lines, one line per write)
+/// is all printed, and the prompt comes back.
+#[test]
+fn chat_prints_a_long_diff_and_gives_the_prompt_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let content: String = (0..20000).map(|i| format!("line {i}\n")).collect();
+    let script = json!({ "turns": [ { "steps": [
+        { "kind": "tool", "name": "write_file", "displayName": "Write file",
+          "effect": { "kind": "writeFile", "path": "long.txt", "content": content } },
+        { "kind": "say", "text": "written\n" }
+    ] } ] });
+    let (mut terminal, _work) = Terminal::chat(tmp.path(), &script);
+    terminal.wait_for_screen("/help lists the commands");
+    terminal.press(b"write it\r");
+    terminal.wait_for_screen("written");
+    wait_for_prompt(&terminal, "›");
+    terminal.press(b"/diff\r");
+    terminal.wait_for_screen("+line 19999\n");
+    wait_for_prompt(&terminal, "›");
+    terminal.press(b"/quit\r");
+    let (code, screen) = terminal.finish_drawn();
+    assert_eq!(code, Some(0), "{screen}");
+    assert_terminal_given_back(&screen);
+}
+
 #[test]
 fn chat_continue_after_a_restart_with_the_history_of_the_last_chat() {
     let tmp = tempfile::tempdir().unwrap();
