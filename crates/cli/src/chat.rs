@@ -4,11 +4,12 @@
 //! Each line typed is a message: it starts a turn, or, while one runs, joins the host's queue
 //! (`chat/pendingMessageSet`, so VS Code and the web page see it too) and runs after it. The
 //! answer streams as `run` renders it, subagents indented; a confirmation is asked inline and the
-//! next line typed answers it (`y`, `n`, `a`). Ctrl-C cancels the running turn; at the prompt, a
-//! second one leaves. Turns other clients start in the session appear as they happen. Slash
-//! commands: `/diff [TURN|all]`, `/rollback TURN`, `/model [ID]`, `/usage`, `/help`, `/quit`; any
-//! other (`/rename TITLE` among them) goes to the host as a message, where its `localCommand`
-//! handles it as it does for every client.
+//! next line typed answers it (`y`, `n`, `a`; a slash command runs instead, and the question is
+//! asked again). Ctrl-C cancels the running turn; at the prompt, a second one leaves. Turns
+//! other clients start in the session appear as they happen. Slash commands: `/diff
+//! [TURN|all]`, `/rollback TURN`, `/model [ID]`, `/usage`, `/help`, `/quit`; any other
+//! (`/rename TITLE` among them) goes to the host as a message, where its `localCommand` handles
+//! it as it does for every client.
 //!
 //! On a terminal, lines are typed at a line editor (`rustyline-async`: editing keys, Up/Down
 //! through the history kept in `<data dir>/chat-history`) whose prompt stays on the last line
@@ -235,27 +236,35 @@ pub async fn chat<W: Write>(
             item = input.lines.recv(), if !closing && (terminal || follow.asking() || (running.is_none() && !starting)) => match item.unwrap_or(Item::End) {
                 Item::Line(line) => {
                     interrupted_at_prompt = false;
-                    if follow.asking() {
+                    let text = line.trim();
+                    let command = text.strip_prefix('/');
+                    // A question takes the next line as its answer — unless it is a command
+                    // (`/diff` before answering, say): that runs, and the question is asked again.
+                    if follow.asking() && command.is_none() {
                         follow.typed(Some(line), &run_like, out).await?;
                         follow.answer_or_ask(&run_like, out).await?;
                         continue;
                     }
-                    let text = line.trim();
                     if text.is_empty() {
                         continue;
                     }
-                    if let Some(command) = text.strip_prefix('/') {
-                        let done = slash(command, url, &session, &follow, &chat, &mut run_like, &meta, out).await?;
-                        match done {
-                            Slash::Quit => break,
-                            Slash::Done => continue,
-                            Slash::Message => {}
+                    let done = match command {
+                        Some(command) => slash(command, url, &session, &follow, &chat, &mut run_like, &meta, out).await?,
+                        None => Slash::Message,
+                    };
+                    match done {
+                        Slash::Quit => break,
+                        Slash::Done => {}
+                        Slash::Message => {
+                            let busy = running.is_some() || starting;
+                            send(&client, &follow, &chat, text, busy, &run_like, out).await?;
+                            // A second line typed before the echo queues behind this one.
+                            starting |= !busy;
                         }
                     }
-                    let busy = running.is_some() || starting;
-                    send(&client, &follow, &chat, text, busy, &run_like, out).await?;
-                    // A second line typed before the echo queues behind this one.
-                    starting |= !busy;
+                    if follow.asking() {
+                        follow.ask(&run_like, out)?;
+                    }
                 }
                 Item::End => {
                     if follow.asking() {

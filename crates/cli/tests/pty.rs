@@ -460,6 +460,11 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     terminal.wait_for_screen("approve");
     // What streams is drawn above the prompt, which stays on the last row.
     wait_for_prompt(&terminal, "›");
+    // A command typed at the question runs, and the question is asked again.
+    terminal.press(b"/model\r");
+    terminal.wait_for_screen("model: the agent's default\n    {\"content\"");
+    terminal.wait_for_screen("\"readme.txt\"}\napprove Write `readme.txt`?");
+    wait_for_prompt(&terminal, "›");
     terminal.press(b"y\r");
     terminal.wait_for_screen("after the tool");
     assert_eq!(
@@ -506,7 +511,7 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
     assert_terminal_given_back(&screen);
     let history = std::fs::read_to_string(tmp.path().join("data/chat-history")).unwrap();
-    assert_eq!(history, "first\ny\nsecond\nthird\nsecond\n/quit\n");
+    assert_eq!(history, "first\n/model\ny\nsecond\nthird\nsecond\n/quit\n");
 }
 
 /// A line typed in a terminal while a turn runs joins the host's queue and runs after it;
@@ -680,13 +685,18 @@ fn two_terminals_on_one_session_see_each_other() {
 
 /// Log lines of the host in `chat`'s process are printed above the prompt while the editor
 /// holds the terminal: each starts its own row (a raw terminal would not return the carriage
-/// for a newline written straight to stderr) and the prompt stays on the last row.
+/// for a newline written straight to stderr, and a streamed line may be half written) and the
+/// prompt stays on the last row. A line streamed in parts, longer than the terminal is wide,
+/// is broken before it wraps, so each part goes on where the last one ended.
 #[test]
-fn chat_prints_log_lines_above_its_prompt() {
+fn chat_prints_log_lines_above_its_prompt_and_breaks_long_streamed_lines() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("work");
     repository(&work);
-    let script = json!({ "turns": [ { "steps": [ { "kind": "say", "text": "reply one" } ] } ] });
+    let long: String = (0..40).map(|i| format!("word{i:02} ")).collect();
+    let script = json!({ "turns": [ { "steps": [
+        { "kind": "say", "text": format!("{}\nreply one", long.trim_end()), "chunk": 7 }
+    ] } ] });
     std::fs::write(tmp.path().join("script.json"), script.to_string()).unwrap();
     let mut terminal =
         Terminal::chat_command(&chat_args(tmp.path()), &[("RUST_LOG", "agenthost=info")]);
@@ -706,6 +716,13 @@ fn chat_prints_log_lines_above_its_prompt() {
             "a log row starts with its time: {row:?}\n{screen}"
         );
     }
+    // The long line's rows: each within the terminal, together the line.
+    let start = screen.find("word00").unwrap();
+    let end = start + screen[start..].find("\nreply one").unwrap();
+    let rows: Vec<&str> = screen[start..end].lines().collect();
+    assert!(rows.len() >= 3, "{screen}");
+    assert!(rows.iter().all(|row| row.chars().count() < 100), "{screen}");
+    assert_eq!(rows.concat(), long.trim_end(), "{screen}");
     terminal.press(b"/quit\r");
     let (code, screen) = terminal.finish_drawn();
     assert_eq!(code, Some(0), "{screen}");

@@ -82,13 +82,24 @@ impl Editor {
     /// Returns the editor, what the user types, and where the conversation is written.
     pub fn start(history: Option<PathBuf>) -> Result<(Self, Input, EditorWriter), CliError> {
         let saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
+        // Log lines are printed above the prompt too while the editor runs, when they would go
+        // to this terminal (a redirected stderr keeps them) — from before the prompt is drawn,
+        // so that none is written into it.
+        let (logs, log_rows) = mpsc::unbounded_channel::<Vec<u8>>();
+        let routed = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        if routed {
+            crate::term::print_logs_above_the_prompt(Some(logs));
+        }
         let (mut readline, shared) = Readline::new(PROMPT.to_owned()).map_err(|e| {
+            if routed {
+                crate::term::print_logs_above_the_prompt(None);
+            }
             // It may have switched to raw mode before it failed.
             restore_terminal(saved.as_ref());
             CliError::Host(format!("the line editor did not start: {e}"))
         })?;
         // The line typed is printed by the task itself: after a line still streaming, it
-        // starts a line of its own.
+        // starts a row of its own.
         readline.should_print_line_on(false, false);
         readline.set_max_history(HISTORY_LINES);
         if let Some(path) = &history {
@@ -98,11 +109,6 @@ impl Editor {
         let (interrupt, interrupts) = mpsc::channel(4);
         let (stop, stopped) = oneshot::channel();
         let (chunks, pending) = mpsc::unbounded_channel::<Vec<u8>>();
-        // Log lines are printed above the prompt too while the editor runs, when they would
-        // go to this terminal (a redirected stderr keeps them).
-        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            crate::term::print_logs_above_the_prompt(Some(chunks.clone()));
-        }
         let task = tokio::spawn(edit(
             Screen {
                 readline,
@@ -115,14 +121,18 @@ impl Editor {
                 history,
                 ended: false,
             },
-            pending,
-            stopped,
+            Queues {
+                pending,
+                log_rows,
+                stopped,
+            },
         ));
         let editor = Self { stop, task, saved };
         let writer = EditorWriter {
             pending: Vec::new(),
             chunks,
             colour: None,
+            column: 0,
         };
         Ok((editor, Input { lines, interrupts }, writer))
     }
@@ -172,6 +182,27 @@ impl Screen {
         }
         Ok(())
     }
+
+    /// Prints `row` (ending in a newline) on a row of its own: after a line still streaming,
+    /// it starts a new one.
+    async fn print_row(&mut self, row: &[u8]) -> std::io::Result<()> {
+        if self.partial {
+            let mut own = b"\n".to_vec();
+            own.extend_from_slice(row);
+            return self.print(&own).await;
+        }
+        self.print(row).await
+    }
+}
+
+/// What the editor's task takes in besides keys.
+struct Queues {
+    /// The conversation, as `chat` writes it ([`EditorWriter`]).
+    pending: mpsc::UnboundedReceiver<Vec<u8>>,
+    /// Log lines, each a row of its own.
+    log_rows: mpsc::UnboundedReceiver<Vec<u8>>,
+    /// `chat` is done.
+    stopped: oneshot::Receiver<()>,
 }
 
 /// What the user typed, on its way to `chat`.
@@ -185,37 +216,40 @@ struct Typed {
 
 /// The editor's task: reads keys, prints the conversation's chunks as they come, and at `stop`
 /// prints what is left and gives the terminal back (dropping the editor ends raw mode).
-async fn edit(
-    mut screen: Screen,
-    mut typed: Typed,
-    mut pending: mpsc::UnboundedReceiver<Vec<u8>>,
-    mut stopped: oneshot::Receiver<()>,
-) {
+async fn edit(mut screen: Screen, mut typed: Typed, queues: Queues) {
+    let Queues {
+        mut pending,
+        mut log_rows,
+        mut stopped,
+    } = queues;
     loop {
-        tokio::select! {
+        let printed = tokio::select! {
             // The editor first: polling it prints what was queued for it.
             biased;
             event = screen.readline.readline() => {
                 if !typed.take(event, &mut screen).await {
                     break;
                 }
+                Ok(())
             }
-            Some(chunk) = pending.recv() => {
-                if let Err(error) = screen.print(&chunk).await {
-                    tracing::debug!(%error, "the line editor cannot print");
-                    break;
-                }
-            }
+            Some(chunk) = pending.recv() => screen.print(&chunk).await,
+            Some(row) = log_rows.recv() => screen.print_row(&row).await,
             _ = &mut stopped => break,
-        }
-    }
-    // What `chat` wrote before it stopped the editor is all queued by now.
-    while let Ok(chunk) = pending.try_recv() {
-        if screen.print(&chunk).await.is_err() {
+        };
+        if let Err(error) = printed {
+            tracing::debug!(%error, "the line editor cannot print");
             break;
         }
-        // Printed at once: nothing is left waiting in the editor's own queue.
-        if screen.readline.flush().is_err() {
+    }
+    // What `chat` wrote before it stopped the editor is all queued by now; each is printed at
+    // once, so nothing is left waiting in the editor's own queue.
+    while let Ok(chunk) = pending.try_recv() {
+        if screen.print(&chunk).await.is_err() || screen.readline.flush().is_err() {
+            break;
+        }
+    }
+    while let Ok(row) = log_rows.try_recv() {
+        if screen.print_row(&row).await.is_err() || screen.readline.flush().is_err() {
             break;
         }
     }
@@ -224,7 +258,7 @@ async fn edit(
     }
     // Raw mode ends before anything (a log line the editor no longer takes) goes to stderr.
     drop(screen);
-    drop(pending);
+    drop(log_rows);
 }
 
 impl Typed {
@@ -237,8 +271,8 @@ impl Typed {
         match event {
             Ok(ReadlineEvent::Line(line)) if !self.ended => {
                 // The line stays on the screen after the prompt it was typed at.
-                let echo = format!("{}{PROMPT}{line}\n", if screen.partial { "\n" } else { "" });
-                if screen.print(echo.as_bytes()).await.is_err() {
+                let echo = format!("{PROMPT}{line}\n");
+                if screen.print_row(echo.as_bytes()).await.is_err() {
                     return false;
                 }
                 if !line.trim().is_empty() {
@@ -352,6 +386,8 @@ pub struct EditorWriter {
     /// The colour or emphasis a chunk left on (a heading, reasoning): it is reset at the end of
     /// that chunk, so the prompt is drawn plain, and set again at the start of the next.
     colour: Option<Vec<u8>>,
+    /// The columns the line being written takes so far.
+    column: usize,
 }
 
 impl EditorWriter {
@@ -374,6 +410,58 @@ impl EditorWriter {
     }
 }
 
+impl EditorWriter {
+    /// `bytes` with a line break wherever a line would grow past `width` columns (escape
+    /// sequences take none; the column is carried from one call to the next).
+    fn wrap(&mut self, bytes: &[u8], width: usize) -> Vec<u8> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut out = String::with_capacity(text.len() + 8);
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\x1b' => {
+                    out.push(c);
+                    // A control sequence (`ESC [ … final`) is copied whole.
+                    if let Some(next) = chars.next() {
+                        out.push(next);
+                        if next == '[' {
+                            for part in chars.by_ref() {
+                                out.push(part);
+                                if ('@'..='~').contains(&part) {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+                '\n' | '\r' => {
+                    out.push(c);
+                    self.column = 0;
+                }
+                _ => {
+                    let cells = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                    if self.column > 0 && self.column + cells > width {
+                        out.push('\n');
+                        self.column = 0;
+                    }
+                    out.push(c);
+                    self.column += cells;
+                }
+            }
+        }
+        out.into_bytes()
+    }
+}
+
+/// The columns lines may use on this terminal: one less than it has, so that a full line never
+/// leaves the cursor waiting to wrap. `None` when stdout is not a terminal.
+fn terminal_width() -> Option<usize> {
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    usize::from(size.ws_col)
+        .checked_sub(1)
+        .filter(|&width| width > 0)
+}
+
 impl Write for EditorWriter {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         self.pending.extend_from_slice(bytes);
@@ -384,9 +472,15 @@ impl Write for EditorWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let pending = std::mem::take(&mut self.pending);
+        // The editor finds the end of a part of a line again only if it did not wrap: lines
+        // are broken before the terminal would.
+        let mut pending = match terminal_width() {
+            Some(width) => self.wrap(&pending, width),
+            None => pending,
+        };
         // Whole lines and the start of the next one go apart: the editor continues a part of a
         // line where it ended, and only one that holds no line break.
-        let mut pending = std::mem::take(&mut self.pending);
         match pending.iter().rposition(|&b| b == b'\n') {
             Some(end) if end + 1 < pending.len() => {
                 let rest = pending.split_off(end + 1);
@@ -428,6 +522,7 @@ mod tests {
                 pending: Vec::new(),
                 chunks,
                 colour: None,
+                column: 0,
             },
             received,
         )
@@ -472,6 +567,21 @@ mod tests {
         );
         assert_eq!(last_colour(b"a\x1b[2mb\x1b[33mc"), Some(&b"\x1b[33m"[..]));
         assert_eq!(last_colour(b"no code \x1b[2K"), None);
+    }
+
+    #[test]
+    fn long_lines_are_broken_before_the_terminal_would_wrap_them() {
+        let (mut writer, _received) = writer();
+        let wrapped = |writer: &mut EditorWriter, text: &str| {
+            String::from_utf8(writer.wrap(text.as_bytes(), 10)).unwrap_or_default()
+        };
+        assert_eq!(wrapped(&mut writer, "0123456789abc\n"), "0123456789\nabc\n");
+        // The column carries over from one part of a line to the next; escapes take none.
+        assert_eq!(wrapped(&mut writer, "\x1b[1m01234"), "\x1b[1m01234");
+        assert_eq!(wrapped(&mut writer, "56789\x1b[0mx"), "56789\x1b[0m\nx");
+        // Wide characters take two columns.
+        assert_eq!(wrapped(&mut writer, "\n日本語日本"), "\n日本語日本");
+        assert_eq!(wrapped(&mut writer, "語"), "\n語");
     }
 
     #[test]
