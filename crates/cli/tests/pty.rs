@@ -694,7 +694,9 @@ fn chat_prints_log_lines_above_its_prompt_and_breaks_long_streamed_lines() {
     let work = tmp.path().join("work");
     repository(&work);
     let long: String = (0..40).map(|i| format!("word{i:02} ")).collect();
+    let thought: String = (0..30).map(|i| format!("thought{i:02} ")).collect();
     let script = json!({ "turns": [ { "steps": [
+        { "kind": "think", "text": thought.trim_end(), "chunk": 7 },
         { "kind": "say", "text": format!("{}\nreply one", long.trim_end()), "chunk": 7 }
     ] } ] });
     std::fs::write(tmp.path().join("script.json"), script.to_string()).unwrap();
@@ -716,13 +718,19 @@ fn chat_prints_log_lines_above_its_prompt_and_breaks_long_streamed_lines() {
             "a log row starts with its time: {row:?}\n{screen}"
         );
     }
-    // The long line's rows: each within the terminal, together the line.
-    let start = screen.find("word00").unwrap();
-    let end = start + screen[start..].find("\nreply one").unwrap();
-    let rows: Vec<&str> = screen[start..end].lines().collect();
-    assert!(rows.len() >= 3, "{screen}");
-    assert!(rows.iter().all(|row| row.chars().count() < 100), "{screen}");
-    assert_eq!(rows.concat(), long.trim_end(), "{screen}");
+    // The long lines' rows (the reasoning shown dimmed, then the answer): each within the
+    // terminal, together the line.
+    for (text, from, to) in [
+        (&thought, "thought00", "\nword00"),
+        (&long, "word00", "\nreply one"),
+    ] {
+        let start = screen.find(from).unwrap();
+        let end = start + screen[start..].find(to).unwrap();
+        let rows: Vec<&str> = screen[start..end].lines().collect();
+        assert!(rows.len() >= 3, "{screen}");
+        assert!(rows.iter().all(|row| row.chars().count() < 100), "{screen}");
+        assert_eq!(rows.concat().trim_end(), text.trim_end(), "{screen}");
+    }
     terminal.press(b"/quit\r");
     let (code, screen) = terminal.finish_drawn();
     assert_eq!(code, Some(0), "{screen}");

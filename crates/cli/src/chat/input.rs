@@ -401,7 +401,9 @@ impl EditorWriter {
         let mut out = before.unwrap_or_default();
         out.extend_from_slice(&chunk);
         if left_on.is_some() {
-            out.extend_from_slice(RESET);
+            // Before a last line break: a chunk of whole lines must still end with one.
+            let at = out.len() - usize::from(out.ends_with(b"\n"));
+            out.splice(at..at, RESET.iter().copied());
         }
         self.colour = left_on;
         self.chunks
@@ -561,9 +563,20 @@ mod tests {
         writer.flush().unwrap_or_default();
         writer.write_all(b"more\n").unwrap_or_default();
         writer.flush().unwrap_or_default();
+        // Reasoning left dim across whole lines: reset before the last line break.
+        writer.write_all(b"\x1b[2mthinking\n").unwrap_or_default();
+        writer.flush().unwrap_or_default();
+        writer.write_all(b"on\x1b[0m\n").unwrap_or_default();
+        writer.flush().unwrap_or_default();
         assert_eq!(
             drain(&mut received),
-            ["\x1b[1m# Pla\x1b[0m", "\x1b[1mn\x1b[0m\nplain\n", "more\n"]
+            [
+                "\x1b[1m# Pla\x1b[0m",
+                "\x1b[1mn\x1b[0m\nplain\n",
+                "more\n",
+                "\x1b[2mthinking\x1b[0m\n",
+                "\x1b[2mon\x1b[0m\n"
+            ]
         );
         assert_eq!(last_colour(b"a\x1b[2mb\x1b[33mc"), Some(&b"\x1b[33m"[..]));
         assert_eq!(last_colour(b"no code \x1b[2K"), None);
