@@ -604,7 +604,8 @@ fn machine_facts() -> agenthost_protocol::machine::MachineFacts {
 pub fn local_options(data_dir: PathBuf, command: &str) -> Result<HostOptions, CliError> {
     if !data_dir.join(DATABASE_FILE).exists() {
         return Err(CliError::Host(format!(
-            "no session database in {} (expected {DATABASE_FILE}); pass --data-dir, or              --connect to a running host",
+            "no session database in {} (expected {DATABASE_FILE}); pass --data-dir, or \
+             --connect to a running host",
             data_dir.display()
         )));
     }

@@ -369,11 +369,28 @@ fn sessions_list_without_a_database_says_so_and_creates_nothing() {
         let said = format!("{stdout}{stderr}");
         assert!(said.contains("no session database"), "{said}");
         assert!(said.contains(&dir.display().to_string()), "{said}");
+
         let (ok, _, stderr) = sessions(dir, &["delete", "scripted:/s1"]);
         assert!(!ok);
         assert!(stderr.contains("no session database"), "{stderr}");
     }
     assert!(!missing.exists(), "listing created the data directory");
+    // Without --data-dir, the default one is named, with what to pass instead.
+    let mut command = agent_host();
+    command
+        .arg("sessions")
+        .env("XDG_DATA_HOME", place.base.join("xdg"));
+    let (status, _, stderr) = Spawned::spawn(command).wait();
+    assert!(!status.success());
+    let default = place.base.join("xdg/agenthost");
+    assert!(
+        stderr.contains(&format!(
+            "no session database in {} (expected agenthost.db); pass --data-dir, or --connect \
+             to a running host",
+            default.display()
+        )),
+        "{stderr}"
+    );
     assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
 }
 
