@@ -743,36 +743,9 @@ fn an_input_request_is_a_form_for_an_editor_that_takes_forms_and_declined_for_on
     });
 }
 
-/// The real `claude` CLI (`AGENTHOST_CLAUDE_BIN`, else the CLI cache `.ci/run` fills), or `None`
-/// after saying why — a failure when `AGENTHOST_REQUIRE_CLIS` is set.
-fn real_claude() -> Option<std::path::PathBuf> {
-    let found = std::env::var_os("AGENTHOST_CLAUDE_BIN")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("AGENTHOST_CLI_CACHE")
-                .map(std::path::PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME")
-                        .map(|home| Path::new(&home).join(".cache/agenthost/clis"))
-                })
-                .map(|cache| cache.join("node_modules/.bin/claude"))
-                .filter(|path| path.exists())
-        });
-    if found.is_none() {
-        let why = "@anthropic-ai/claude-code@2.1.328 was not found (set AGENTHOST_CLAUDE_BIN, \
-                   or install it into ~/.cache/agenthost/clis as `.ci/run` does)";
-        assert!(
-            std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
-            "AGENTHOST_REQUIRE_CLIS is set but {why}"
-        );
-        eprintln!("skipped: {why}");
-    }
-    found
-}
-
 #[test]
 fn an_editor_runs_real_claude_code_against_the_mock_model() {
-    let Some(claude) = real_claude() else {
+    let Some(claude) = support::real_claude() else {
         return;
     };
     let place = Place::new();
@@ -783,16 +756,9 @@ fn an_editor_runs_real_claude_code_against_the_mock_model() {
             agenthost_testkit::MockModel::start(agenthost_testkit::MockModelConfig::default())
                 .await
                 .unwrap();
-        let mut command = tokio::process::Command::from(agent_host());
-        // What Claude Code needs to talk to the loopback mock only (the child inherits it).
-        command
-            .env("ANTHROPIC_BASE_URL", mock.base_url())
-            .env("ANTHROPIC_API_KEY", "dummy")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("HOME", &home)
-            .env_remove("ANTHROPIC_AUTH_TOKEN")
-            .env_remove("CLAUDE_CONFIG_DIR");
+        let mut command = agent_host();
+        support::claude_against_the_mock(&mut command, &mock.base_url(), &home);
+        let command = tokio::process::Command::from(command);
         let (editor, transport) = Editor::spawn_command(
             command,
             &[

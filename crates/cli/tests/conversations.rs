@@ -287,32 +287,6 @@ fn completions_are_generated_for_each_shell() {
     assert!(stderr.contains("invalid value 'tcsh'"), "{stderr}");
 }
 
-/// Claude Code (`AGENTHOST_CLAUDE_BIN`, else `node_modules/.bin/claude` in `$AGENTHOST_CLI_CACHE`,
-/// default `~/.cache/agenthost/clis`, where `.ci/run` installs it); `None` (the test prints why
-/// and passes) when it is not there, unless `AGENTHOST_REQUIRE_CLIS` is set.
-fn claude_binary() -> Option<std::path::PathBuf> {
-    let cache = std::env::var_os("AGENTHOST_CLI_CACHE")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| std::path::PathBuf::from(home).join(".cache/agenthost/clis"))
-        });
-    let found = std::env::var_os("AGENTHOST_CLAUDE_BIN")
-        .map(std::path::PathBuf::from)
-        .or_else(|| cache.map(|dir| dir.join("node_modules/.bin/claude")))
-        .filter(|path| path.exists());
-    if found.is_none() {
-        let why = "@anthropic-ai/claude-code@2.1.328 was not found (set AGENTHOST_CLAUDE_BIN, or \
-                   install it as `.ci/run` does)";
-        assert!(
-            std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
-            "AGENTHOST_REQUIRE_CLIS is set but {why}"
-        );
-        eprintln!("skipped: {why}");
-    }
-    found
-}
-
 /// Claude Code against the loopback mock model, through the binary: `run` makes a file (the
 /// tool approved with `--yes`) and stops its host; `chat --continue`, a new host over the same
 /// data directory, goes on with that session, and the model's next request carries turn 1's
@@ -320,7 +294,7 @@ fn claude_binary() -> Option<std::path::PathBuf> {
 /// a new one.
 #[test]
 fn chat_continue_resumes_claudes_own_conversation_after_a_restart() {
-    let Some(claude) = claude_binary() else {
+    let Some(claude) = support::real_claude() else {
         return;
     };
     let runtime = support::runtime();
@@ -341,14 +315,8 @@ fn chat_continue_resumes_claudes_own_conversation_after_a_restart() {
             .arg("--cwd")
             .arg(&place.work)
             .arg("--data-dir")
-            .arg(&place.data)
-            .env("ANTHROPIC_BASE_URL", mock.base_url())
-            .env("ANTHROPIC_API_KEY", "dummy")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("HOME", &home)
-            .env_remove("ANTHROPIC_AUTH_TOKEN")
-            .env_remove("CLAUDE_CONFIG_DIR");
+            .arg(&place.data);
+        support::claude_against_the_mock(&mut command, &mock.base_url(), &home);
         command
     };
     let turn_one = "Create out.txt containing hi";

@@ -412,6 +412,22 @@ fn assert_terminal_given_back(screen: &str) {
     );
 }
 
+/// `needles` are all on `screen`, each first seen after the one before.
+fn assert_in_order(screen: &str, needles: &[&str]) {
+    let at: Vec<usize> = needles
+        .iter()
+        .map(|needle| {
+            screen
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} not in:\n{screen}"))
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "not in order {needles:?}:\n{screen}"
+    );
+}
+
 /// The last row drawn: the line editor's prompt, with what is typed at it.
 fn prompt_row(terminal: &Terminal) -> String {
     terminal
@@ -490,25 +506,20 @@ fn chat_in_a_terminal_edits_lines_answers_inline_and_cancels_with_ctrl_c() {
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains("session: scripted:/run-"), "{screen}");
     // Each line typed stays on the screen after its prompt, in order, before its answer.
-    let order: Vec<usize> = [
-        "› first",
-        "reply one",
-        "› y",
-        "after the tool",
-        "› second",
-        "cancelled",
-        "› third",
-        "You said: third",
-        "You said: second",
-    ]
-    .iter()
-    .map(|needle| {
-        screen
-            .find(needle)
-            .unwrap_or_else(|| panic!("{needle:?} not in:\n{screen}"))
-    })
-    .collect();
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
+    assert_in_order(
+        &screen,
+        &[
+            "› first",
+            "reply one",
+            "› y",
+            "after the tool",
+            "› second",
+            "cancelled",
+            "› third",
+            "You said: third",
+            "You said: second",
+        ],
+    );
     assert_terminal_given_back(&screen);
     let history = std::fs::read_to_string(tmp.path().join("data/chat-history")).unwrap();
     assert_eq!(history, "first\n/model\ny\nsecond\nthird\nsecond\n/quit\n");
@@ -536,20 +547,15 @@ fn chat_queues_a_line_typed_during_a_turn() {
     assert_eq!(code, Some(0), "{screen}");
     let rows: Vec<&str> = screen.lines().collect();
     assert!(rows.contains(&"› second while it runs"), "{screen}");
-    let order: Vec<usize> = [
-        "› second while it runs",
-        "queued: second while it runs",
-        "and done",
-        "two done",
-    ]
-    .iter()
-    .map(|needle| {
-        screen
-            .find(needle)
-            .unwrap_or_else(|| panic!("{needle:?} not in:\n{screen}"))
-    })
-    .collect();
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "{screen}");
+    assert_in_order(
+        &screen,
+        &[
+            "› second while it runs",
+            "queued: second while it runs",
+            "and done",
+            "two done",
+        ],
+    );
 }
 
 /// Output far longer than the editor's own queue (a diff of 20,000 lines, one line per write)
@@ -685,41 +691,57 @@ fn two_terminals_on_one_session_see_each_other() {
 
 /// Log lines of the host in `chat`'s process are printed above the prompt while the editor
 /// holds the terminal: each starts its own row (a raw terminal would not return the carriage
-/// for a newline written straight to stderr, and a streamed line may be half written) and the
-/// prompt stays on the last row. A line streamed in parts, longer than the terminal is wide,
-/// is broken before it wraps, so each part goes on where the last one ended.
+/// for a newline written straight to stderr) and the prompt stays on the last row.
 #[test]
-fn chat_prints_log_lines_above_its_prompt_and_breaks_long_streamed_lines() {
+fn chat_prints_log_lines_above_its_prompt() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("work");
     repository(&work);
-    let long: String = (0..40).map(|i| format!("word{i:02} ")).collect();
-    let thought: String = (0..30).map(|i| format!("thought{i:02} ")).collect();
-    let script = json!({ "turns": [ { "steps": [
-        { "kind": "think", "text": thought.trim_end(), "chunk": 7 },
-        { "kind": "say", "text": format!("{}\nreply one", long.trim_end()), "chunk": 7 }
-    ] } ] });
+    let script = json!({ "turns": [ { "steps": [ { "kind": "say", "text": "reply one" } ] } ] });
     std::fs::write(tmp.path().join("script.json"), script.to_string()).unwrap();
     let mut terminal =
         Terminal::chat_command(&chat_args(tmp.path()), &[("RUST_LOG", "agenthost=info")]);
     terminal.wait_for_screen("/help lists the commands");
     terminal.press(b"hello\r");
     terminal.wait_for_screen("reply one");
+    terminal.wait_for_screen("turn completed");
     wait_for_prompt(&terminal, "›");
     let screen = terminal.screen();
     let logs: Vec<&str> = screen
         .lines()
         .filter(|row| row.contains(" INFO "))
         .collect();
-    assert!(!logs.is_empty(), "no log line:\n{screen}");
+    assert!(logs.len() >= 2, "{screen}");
     for row in &logs {
         assert!(
             row.starts_with("20"),
             "a log row starts with its time: {row:?}\n{screen}"
         );
     }
-    // The long lines' rows (the reasoning shown dimmed, then the answer): each within the
-    // terminal, together the line.
+    terminal.press(b"/quit\r");
+    let (code, screen) = terminal.finish_drawn();
+    assert_eq!(code, Some(0), "{screen}");
+    assert_terminal_given_back(&screen);
+}
+
+/// A line streamed in parts, longer than the terminal is wide — dimmed reasoning, then the
+/// answer — is broken before the terminal would wrap it, so each part goes on where the last
+/// one ended and every row holds what it should.
+#[test]
+fn chat_breaks_long_streamed_lines_at_the_terminals_width() {
+    let tmp = tempfile::tempdir().unwrap();
+    let long: String = (0..40).map(|i| format!("word{i:02} ")).collect();
+    let thought: String = (0..30).map(|i| format!("thought{i:02} ")).collect();
+    let script = json!({ "turns": [ { "steps": [
+        { "kind": "think", "text": thought.trim_end(), "chunk": 7 },
+        { "kind": "say", "text": format!("{}\nreply one", long.trim_end()), "chunk": 7 }
+    ] } ] });
+    let (mut terminal, _work) = Terminal::chat(tmp.path(), &script);
+    terminal.wait_for_screen("/help lists the commands");
+    terminal.press(b"hello\r");
+    terminal.wait_for_screen("reply one");
+    wait_for_prompt(&terminal, "›");
+    let screen = terminal.screen();
     for (text, from, to) in [
         (&thought, "thought00", "\nword00"),
         (&long, "word00", "\nreply one"),
@@ -734,5 +756,4 @@ fn chat_prints_log_lines_above_its_prompt_and_breaks_long_streamed_lines() {
     terminal.press(b"/quit\r");
     let (code, screen) = terminal.finish_drawn();
     assert_eq!(code, Some(0), "{screen}");
-    assert_terminal_given_back(&screen);
 }

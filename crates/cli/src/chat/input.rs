@@ -113,6 +113,7 @@ impl Editor {
             Screen {
                 readline,
                 shared,
+                layout: Layout::default(),
                 partial: false,
             },
             Typed {
@@ -131,8 +132,6 @@ impl Editor {
         let writer = EditorWriter {
             pending: Vec::new(),
             chunks,
-            colour: None,
-            column: 0,
         };
         Ok((editor, Input { lines, interrupts }, writer))
     }
@@ -166,19 +165,26 @@ fn restore_terminal(saved: Option<&rustix::termios::Termios>) {
 struct Screen {
     readline: Readline,
     shared: SharedWriter,
+    /// What lines are laid out as on the screen: one more line break where a line would wrap,
+    /// colour reset before the prompt.
+    layout: Layout,
     /// The last thing printed ended inside a line (streamed text).
     partial: bool,
 }
 
 impl Screen {
-    /// Prints `chunk` above the prompt: whole lines, or the start of one (which is shown now,
-    /// and the next chunk goes on with). The editor's queue is empty whenever this runs (the
-    /// loop lets the editor print before it takes the next chunk), so the writes never wait.
+    /// Prints `chunk` above the prompt. The editor continues a part of a line where it ended,
+    /// but only one that holds no line break and did not wrap: so lines are broken before the
+    /// terminal would wrap them, then whole lines and the start of the next go apart. The
+    /// editor's queue is empty whenever this runs (the loop lets the editor print before it
+    /// takes the next chunk), so the writes never wait.
     async fn print(&mut self, chunk: &[u8]) -> std::io::Result<()> {
-        self.partial = !chunk.ends_with(b"\n");
-        AsyncWriteExt::write_all(&mut self.shared, chunk).await?;
-        if self.partial {
-            AsyncWriteExt::flush(&mut self.shared).await?;
+        for piece in self.layout.pieces(chunk, terminal_width()) {
+            self.partial = !piece.ends_with(b"\n");
+            AsyncWriteExt::write_all(&mut self.shared, &piece).await?;
+            if self.partial {
+                AsyncWriteExt::flush(&mut self.shared).await?;
+            }
         }
         Ok(())
     }
@@ -192,6 +198,96 @@ impl Screen {
             return self.print(&own).await;
         }
         self.print(row).await
+    }
+}
+
+/// How what is printed is laid out in pieces the editor shows right.
+#[derive(Debug, Default)]
+struct Layout {
+    /// The columns the line being printed takes so far.
+    column: usize,
+    /// The colour or emphasis the last piece left on (a heading, reasoning): it is reset at
+    /// the end of that piece, so the prompt is drawn plain, and set again at the next.
+    colour: Option<Vec<u8>>,
+}
+
+impl Layout {
+    /// `chunk` in pieces to print one after the other: its whole lines, then the start of the
+    /// next line (if any), each line at most `width` columns (when known).
+    fn pieces(&mut self, chunk: &[u8], width: Option<usize>) -> Vec<Vec<u8>> {
+        let mut text = match width {
+            Some(width) => self.wrap(chunk, width),
+            None => chunk.to_vec(),
+        };
+        let rest = match text.iter().rposition(|&b| b == b'\n') {
+            Some(end) if end + 1 < text.len() => Some(text.split_off(end + 1)),
+            _ => None,
+        };
+        std::iter::once(text)
+            .chain(rest)
+            .filter(|piece| !piece.is_empty())
+            .map(|piece| self.coloured(piece))
+            .collect()
+    }
+
+    /// `piece` with the colour left on before it set again at its start, and reset at its end
+    /// (before a last line break: a piece of whole lines must still end with one).
+    fn coloured(&mut self, piece: Vec<u8>) -> Vec<u8> {
+        let before = self.colour.take();
+        let left_on = match last_colour(&piece) {
+            Some(code) if code == RESET => None,
+            Some(code) => Some(code.to_vec()),
+            None => before.clone(),
+        };
+        let mut out = before.unwrap_or_default();
+        out.extend_from_slice(&piece);
+        if left_on.is_some() {
+            let at = out.len() - usize::from(out.ends_with(b"\n"));
+            out.splice(at..at, RESET.iter().copied());
+        }
+        self.colour = left_on;
+        out
+    }
+
+    /// `bytes` with a line break wherever a line would grow past `width` columns (escape
+    /// sequences take none; the column is carried from one call to the next).
+    fn wrap(&mut self, bytes: &[u8], width: usize) -> Vec<u8> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut out = String::with_capacity(text.len() + 8);
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\x1b' => {
+                    out.push(c);
+                    // A control sequence (`ESC [ … final`) is copied whole.
+                    if let Some(next) = chars.next() {
+                        out.push(next);
+                        if next == '[' {
+                            for part in chars.by_ref() {
+                                out.push(part);
+                                if ('@'..='~').contains(&part) {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+                '\n' | '\r' => {
+                    out.push(c);
+                    self.column = 0;
+                }
+                _ => {
+                    let cells = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                    if self.column > 0 && self.column + cells > width {
+                        out.push('\n');
+                        self.column = 0;
+                    }
+                    out.push(c);
+                    self.column += cells;
+                }
+            }
+        }
+        out.into_bytes()
     }
 }
 
@@ -377,82 +473,12 @@ fn private_file(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
-/// Where the conversation is written while the editor runs: printed above its prompt. Whole
-/// lines go as they are; on `flush`, the start of a line still streaming goes too.
+/// Where the conversation is written while the editor runs: printed above its prompt, each
+/// `flush` at once (a line still streaming included).
 #[derive(Debug)]
 pub struct EditorWriter {
     pending: Vec<u8>,
     chunks: mpsc::UnboundedSender<Vec<u8>>,
-    /// The colour or emphasis a chunk left on (a heading, reasoning): it is reset at the end of
-    /// that chunk, so the prompt is drawn plain, and set again at the start of the next.
-    colour: Option<Vec<u8>>,
-    /// The columns the line being written takes so far.
-    column: usize,
-}
-
-impl EditorWriter {
-    fn send(&mut self, chunk: Vec<u8>) -> std::io::Result<()> {
-        let before = self.colour.take();
-        let left_on = match last_colour(&chunk) {
-            Some(code) if code == RESET => None,
-            Some(code) => Some(code.to_vec()),
-            None => before.clone(),
-        };
-        let mut out = before.unwrap_or_default();
-        out.extend_from_slice(&chunk);
-        if left_on.is_some() {
-            // Before a last line break: a chunk of whole lines must still end with one.
-            let at = out.len() - usize::from(out.ends_with(b"\n"));
-            out.splice(at..at, RESET.iter().copied());
-        }
-        self.colour = left_on;
-        self.chunks
-            .send(out)
-            .map_err(|_| std::io::Error::other("the line editor has stopped"))
-    }
-}
-
-impl EditorWriter {
-    /// `bytes` with a line break wherever a line would grow past `width` columns (escape
-    /// sequences take none; the column is carried from one call to the next).
-    fn wrap(&mut self, bytes: &[u8], width: usize) -> Vec<u8> {
-        let text = String::from_utf8_lossy(bytes);
-        let mut out = String::with_capacity(text.len() + 8);
-        let mut chars = text.chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '\x1b' => {
-                    out.push(c);
-                    // A control sequence (`ESC [ … final`) is copied whole.
-                    if let Some(next) = chars.next() {
-                        out.push(next);
-                        if next == '[' {
-                            for part in chars.by_ref() {
-                                out.push(part);
-                                if ('@'..='~').contains(&part) {
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                }
-                '\n' | '\r' => {
-                    out.push(c);
-                    self.column = 0;
-                }
-                _ => {
-                    let cells = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-                    if self.column > 0 && self.column + cells > width {
-                        out.push('\n');
-                        self.column = 0;
-                    }
-                    out.push(c);
-                    self.column += cells;
-                }
-            }
-        }
-        out.into_bytes()
-    }
 }
 
 /// The columns lines may use on this terminal: one less than it has, so that a full line never
@@ -474,23 +500,9 @@ impl Write for EditorWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let pending = std::mem::take(&mut self.pending);
-        // The editor finds the end of a part of a line again only if it did not wrap: lines
-        // are broken before the terminal would.
-        let mut pending = match terminal_width() {
-            Some(width) => self.wrap(&pending, width),
-            None => pending,
-        };
-        // Whole lines and the start of the next one go apart: the editor continues a part of a
-        // line where it ended, and only one that holds no line break.
-        match pending.iter().rposition(|&b| b == b'\n') {
-            Some(end) if end + 1 < pending.len() => {
-                let rest = pending.split_off(end + 1);
-                self.send(pending)?;
-                self.send(rest)
-            }
-            _ => self.send(pending),
-        }
+        self.chunks
+            .send(std::mem::take(&mut self.pending))
+            .map_err(|_| std::io::Error::other("the line editor has stopped"))
     }
 }
 
@@ -517,59 +529,57 @@ fn last_colour(bytes: &[u8]) -> Option<&[u8]> {
 mod tests {
     use super::*;
 
-    fn writer() -> (EditorWriter, mpsc::UnboundedReceiver<Vec<u8>>) {
-        let (chunks, received) = mpsc::unbounded_channel();
-        (
-            EditorWriter {
-                pending: Vec::new(),
-                chunks,
-                colour: None,
-                column: 0,
-            },
-            received,
-        )
-    }
-
-    fn drain(received: &mut mpsc::UnboundedReceiver<Vec<u8>>) -> Vec<String> {
-        let mut out = Vec::new();
-        while let Ok(chunk) = received.try_recv() {
-            out.push(String::from_utf8_lossy(&chunk).into_owned());
-        }
-        out
+    fn pieces(layout: &mut Layout, chunk: &[u8], width: Option<usize>) -> Vec<String> {
+        layout
+            .pieces(chunk, width)
+            .into_iter()
+            .map(|piece| String::from_utf8_lossy(&piece).into_owned())
+            .collect()
     }
 
     #[test]
     fn whole_lines_and_the_start_of_the_next_go_apart() {
-        let (mut writer, mut received) = writer();
-        writer.write_all(b"one\ntwo\nthr").unwrap_or_default();
-        assert!(drain(&mut received).is_empty(), "nothing goes before flush");
+        let mut layout = Layout::default();
+        assert_eq!(
+            pieces(&mut layout, b"one\ntwo\nthr", None),
+            ["one\ntwo\n", "thr"]
+        );
+        assert_eq!(pieces(&mut layout, b"ee\n", None), ["ee\n"]);
+        assert_eq!(pieces(&mut layout, b"tail", None), ["tail"]);
+    }
+
+    #[test]
+    fn the_writer_sends_what_it_holds_at_each_flush_and_when_dropped() {
+        let (chunks, mut received) = mpsc::unbounded_channel();
+        let mut writer = EditorWriter {
+            pending: Vec::new(),
+            chunks,
+        };
+        writer.write_all(b"one\ntw").unwrap_or_default();
+        assert!(received.try_recv().is_err(), "nothing goes before flush");
         writer.flush().unwrap_or_default();
-        assert_eq!(drain(&mut received), ["one\ntwo\n", "thr"]);
-        writer.write_all(b"ee\n").unwrap_or_default();
-        writer.flush().unwrap_or_default();
-        assert_eq!(drain(&mut received), ["ee\n"]);
-        writer.write_all(b"tail").unwrap_or_default();
+        assert_eq!(received.try_recv().ok(), Some(b"one\ntw".to_vec()));
+        writer.write_all(b"o").unwrap_or_default();
         drop(writer);
-        assert_eq!(drain(&mut received), ["tail"], "dropping flushes");
+        assert_eq!(
+            received.try_recv().ok(),
+            Some(b"o".to_vec()),
+            "dropping flushes"
+        );
     }
 
     #[test]
     fn a_colour_left_on_is_reset_for_the_prompt_and_set_again_after_it() {
-        let (mut writer, mut received) = writer();
+        let mut layout = Layout::default();
         // A heading streams in two parts; the prompt is drawn between them.
-        writer.write_all(b"\x1b[1m# Pla").unwrap_or_default();
-        writer.flush().unwrap_or_default();
-        writer.write_all(b"n\x1b[0m\nplain\n").unwrap_or_default();
-        writer.flush().unwrap_or_default();
-        writer.write_all(b"more\n").unwrap_or_default();
-        writer.flush().unwrap_or_default();
+        let mut all = pieces(&mut layout, b"\x1b[1m# Pla", None);
+        all.extend(pieces(&mut layout, b"n\x1b[0m\nplain\n", None));
+        all.extend(pieces(&mut layout, b"more\n", None));
         // Reasoning left dim across whole lines: reset before the last line break.
-        writer.write_all(b"\x1b[2mthinking\n").unwrap_or_default();
-        writer.flush().unwrap_or_default();
-        writer.write_all(b"on\x1b[0m\n").unwrap_or_default();
-        writer.flush().unwrap_or_default();
+        all.extend(pieces(&mut layout, b"\x1b[2mthinking\n", None));
+        all.extend(pieces(&mut layout, b"on\x1b[0m\n", None));
         assert_eq!(
-            drain(&mut received),
+            all,
             [
                 "\x1b[1m# Pla\x1b[0m",
                 "\x1b[1mn\x1b[0m\nplain\n",
@@ -584,17 +594,22 @@ mod tests {
 
     #[test]
     fn long_lines_are_broken_before_the_terminal_would_wrap_them() {
-        let (mut writer, _received) = writer();
-        let wrapped = |writer: &mut EditorWriter, text: &str| {
-            String::from_utf8(writer.wrap(text.as_bytes(), 10)).unwrap_or_default()
-        };
-        assert_eq!(wrapped(&mut writer, "0123456789abc\n"), "0123456789\nabc\n");
+        let mut layout = Layout::default();
+        let mut wrapped =
+            |text: &str| String::from_utf8(layout.wrap(text.as_bytes(), 10)).unwrap_or_default();
+        assert_eq!(wrapped("0123456789abc\n"), "0123456789\nabc\n");
         // The column carries over from one part of a line to the next; escapes take none.
-        assert_eq!(wrapped(&mut writer, "\x1b[1m01234"), "\x1b[1m01234");
-        assert_eq!(wrapped(&mut writer, "56789\x1b[0mx"), "56789\x1b[0m\nx");
+        assert_eq!(wrapped("\x1b[1m01234"), "\x1b[1m01234");
+        assert_eq!(wrapped("56789\x1b[0mx"), "56789\x1b[0m\nx");
         // Wide characters take two columns.
-        assert_eq!(wrapped(&mut writer, "\n日本語日本"), "\n日本語日本");
-        assert_eq!(wrapped(&mut writer, "語"), "\n語");
+        assert_eq!(wrapped("\n日本語日本"), "\n日本語日本");
+        assert_eq!(wrapped("語"), "\n語");
+        // A wrapped part of a line goes as a whole line and the start of the next.
+        let mut layout = Layout::default();
+        assert_eq!(
+            pieces(&mut layout, b"0123456789abc", Some(10)),
+            ["0123456789\n", "abc"]
+        );
     }
 
     #[test]

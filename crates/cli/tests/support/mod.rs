@@ -512,3 +512,44 @@ pub fn git(repo: &Path, args: &[&str]) -> String {
     assert!(output.status.success(), "git {args:?}: {output:?}");
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// The real `claude` CLI (`AGENTHOST_CLAUDE_BIN`, else `node_modules/.bin/claude` in the CLI
+/// cache `.ci/run` fills: `$AGENTHOST_CLI_CACHE`, default `~/.cache/agenthost/clis`), or `None`
+/// after saying why — a failure when `AGENTHOST_REQUIRE_CLIS` is set.
+pub fn real_claude() -> Option<PathBuf> {
+    let found = std::env::var_os("AGENTHOST_CLAUDE_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("AGENTHOST_CLI_CACHE")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .map(|home| Path::new(&home).join(".cache/agenthost/clis"))
+                })
+                .map(|cache| cache.join("node_modules/.bin/claude"))
+        })
+        .filter(|path| path.exists());
+    if found.is_none() {
+        let why = "@anthropic-ai/claude-code@2.1.328 was not found (set AGENTHOST_CLAUDE_BIN, \
+                   or install it into ~/.cache/agenthost/clis as `.ci/run` does)";
+        assert!(
+            std::env::var_os("AGENTHOST_REQUIRE_CLIS").is_none(),
+            "AGENTHOST_REQUIRE_CLIS is set but {why}"
+        );
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
+/// What Claude Code needs to talk to the loopback mock model at `base_url` only, with `home`
+/// as its home (the child of `command` inherits it).
+pub fn claude_against_the_mock(command: &mut Command, base_url: &str, home: &Path) {
+    command
+        .env("ANTHROPIC_BASE_URL", base_url)
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("HOME", home)
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("CLAUDE_CONFIG_DIR");
+}
