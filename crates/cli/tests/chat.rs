@@ -167,6 +167,9 @@ fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
     chat.expect("usage: /rollback TURN (this chat's turns: turn-1, turn-2, turn-3)");
     chat.type_line("/help");
     chat.expect("/quit");
+    // Other commands go to the host, whose local commands answer as for every client.
+    chat.type_line("/rename The readme chat");
+    chat.expect("Renamed this chat to “The readme chat”.");
     chat.type_line("/quit");
     let (status, rest, stderr) = chat.finish();
     assert!(status.success(), "{stderr}");
@@ -179,6 +182,13 @@ fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
         !stderr.contains("WARN") && !stderr.contains("ERROR"),
         "{stderr}"
     );
+    // The title is the session's, kept in its data directory.
+    let mut command = agent_host();
+    command.args(["sessions", "--json", "--data-dir", &data]);
+    let (status, stdout, stderr) = Spawned::spawn(command).wait();
+    assert!(status.success(), "{stderr}");
+    let sessions: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(sessions[0]["title"], "The readme chat", "{stdout}");
 }
 
 #[test]
