@@ -470,6 +470,14 @@ pub async fn run<W: Write>(
         let uri = template.replace("{turnId}", turn_id);
         summarize_changeset(&client, &mut events, &uri, &cwd, out).await?;
     }
+    if !options.json && options.resume.is_none() {
+        // A new session: how to go on with it.
+        out.line(&format!(
+            "session: {session} (go on with `agent-host run --session {session} \"…\"` or \
+             `agent-host chat --session {session}`)"
+        ))
+        .map_err(io_error)?;
+    }
     drop(follow);
     client.close().await;
     Ok(outcome)

@@ -77,10 +77,28 @@ fn input(answers: &[&str]) -> (Input, mpsc::Sender<()>, mpsc::Sender<String>) {
     (Input { lines, interrupts }, interrupt_tx, line_tx)
 }
 
+/// Runs and returns what was printed — without the last line, which for a new session says
+/// how to go on with it (checked here: its id varies).
 async fn run_plain(url: &str, options: &RunOptions, input: Input) -> (Outcome, String) {
     let mut renderer = Renderer::new(Vec::new(), Style::plain());
     let outcome = run(url, options, input, &mut renderer).await.unwrap();
-    (outcome, String::from_utf8(renderer.into_inner()).unwrap())
+    let mut text = String::from_utf8(renderer.into_inner()).unwrap();
+    if options.resume.is_none() && !options.json {
+        let last = text.trim_end_matches('\n').rfind('\n').map_or(0, |i| i + 1);
+        let line = text.split_off(last);
+        let session = line
+            .strip_prefix("session: ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no session line at the end: {line:?}"));
+        assert_eq!(
+            line,
+            format!(
+                "session: {session} (go on with `agent-host run --session {session} \"…\"` or \
+                 `agent-host chat --session {session}`)\n"
+            )
+        );
+    }
+    (outcome, text)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

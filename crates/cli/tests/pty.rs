@@ -253,6 +253,16 @@ fn normalise(raw: &str) -> String {
         text.replace_range(start..end, "");
     }
     text = text.replace("\r\x1b[2K", "");
+    // Session ids vary: `scripted:/run-<seconds>-<nanoseconds>`.
+    let mut from = 0;
+    while let Some(at) = text[from..].find("scripted:/run-").map(|i| from + i) {
+        let id = at + "scripted:/run-".len();
+        let end = text[id..]
+            .find(|c: char| !(c.is_ascii_hexdigit() || c == '-'))
+            .map_or(text.len(), |i| id + i);
+        text.replace_range(id..end, "…");
+        from = id;
+    }
     text.replace('\x1b', "␛")
 }
 

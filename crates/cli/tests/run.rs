@@ -111,12 +111,36 @@ fn run(tmp: &Path, extra: &[&str], stdin: &str) -> (std::process::ExitStatus, St
     typed_into(command, stdin)
 }
 
-/// Piped, the output is plain; `--yes` approves without asking and says so.
+/// `stdout` without its last line, which for a new session says how to go on with it: checked
+/// here (its id varies).
+fn without_the_session_line(stdout: &str) -> String {
+    let last = stdout
+        .trim_end_matches('\n')
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let (text, line) = stdout.split_at(last);
+    let session = line
+        .strip_prefix("session: scripted:/run-")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no session line at the end: {stdout}"));
+    assert_eq!(
+        line,
+        format!(
+            "session: scripted:/run-{session} (go on with `agent-host run --session \
+             scripted:/run-{session} \"…\"` or `agent-host chat --session scripted:/run-{session}`)\n"
+        )
+    );
+    text.to_owned()
+}
+
+/// Piped, the output is plain; `--yes` approves without asking and says so; the last line
+/// says how to go on with the session.
 #[test]
 fn yes_approves_runs_the_tool_and_lists_the_change() {
     let tmp = tempfile::tempdir().unwrap();
     let (status, stdout, stderr) = run(tmp.path(), &["--yes"], "");
     assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let stdout = without_the_session_line(&stdout);
     assert_eq!(
         stdout,
         "> edit the readme\nI will edit the readme.\ntool: Write file\n\
@@ -144,6 +168,7 @@ fn without_a_terminal_confirmations_are_denied_saying_so() {
         let tmp = tempfile::tempdir().unwrap();
         let (status, stdout, _) = run(tmp.path(), flags, "y\n");
         assert!(status.success());
+        let stdout = without_the_session_line(&stdout);
         assert!(
             stdout.contains(&format!("Write `readme.txt`: {said}\n")),
             "{stdout}"
