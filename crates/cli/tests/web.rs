@@ -40,8 +40,10 @@ fn serve_web(place: &Place, script: Option<&Path>, args: &[&str]) -> (Spawned, S
     let url = process.line();
     let deadline = std::time::Instant::now() + WAIT;
     let page = loop {
-        if let Some(line) = process
-            .stderr()
+        // Whole lines only: the last one may still be on its way.
+        let stderr = process.stderr();
+        let written = &stderr[..stderr.rfind('\n').map_or(0, |end| end + 1)];
+        if let Some(line) = written
             .lines()
             .find_map(|line| line.strip_prefix("web page: ").map(str::to_owned))
         {
