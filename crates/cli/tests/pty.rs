@@ -225,6 +225,15 @@ impl Terminal {
     }
 }
 
+/// A test that fails leaves no terminal running: `script` is killed, and with the terminal
+/// gone the program in it is hung up.
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// `chat`'s arguments: the scripted agent (`tmp/script.json`) in `tmp/work`, data in
 /// `tmp/data`.
 fn chat_args(tmp: &Path) -> Vec<String> {
