@@ -30,12 +30,10 @@ use agenthost_client::ahp::SubscriptionEvent;
 use agenthost_protocol::StateAction;
 
 use crate::CliError;
-use crate::run::{Answers, Conversation, Follow, Resume, RunOptions, Target};
+use crate::run::{Answers, Conversation, Follow, Input, Resume, RunOptions, Target};
 use crate::term::Renderer;
 
 mod input;
-
-pub use input::{Input, Item};
 
 /// Said when the input ends (Ctrl-D) while there is still something to wait for.
 pub(crate) const INPUT_ENDED: &str =
@@ -233,8 +231,9 @@ pub async fn chat<W: Write>(
             }
             // A terminal reads on while a turn runs (a line then joins the queue); a script's
             // next line waits for the turn to end, unless a question takes it as the answer.
-            item = input.lines.recv(), if !closing && (terminal || follow.asking() || (running.is_none() && !starting)) => match item.unwrap_or(Item::End) {
-                Item::Line(line) => {
+            // A closed input (a pipe's end, Ctrl-D) is its end.
+            item = input.lines.recv(), if !closing && (terminal || follow.asking() || (running.is_none() && !starting)) => match item {
+                Some(line) => {
                     interrupted_at_prompt = false;
                     let text = line.trim();
                     let command = text.strip_prefix('/');
@@ -266,7 +265,7 @@ pub async fn chat<W: Write>(
                         follow.ask(&run_like, out)?;
                     }
                 }
-                Item::End => {
+                None => {
                     if follow.asking() {
                         // Nobody is left to answer: the question is denied.
                         follow.typed(None, &run_like, out).await?;
@@ -494,7 +493,7 @@ pub async fn command(target: Target, options: ChatOptions) -> Result<(), CliErro
     let result = if terminal {
         on_a_terminal(&url, &options, style).await
     } else {
-        let mut input = input::piped();
+        let mut input = crate::run::stdin_input();
         // A question ends its line: a script reading the output sees it whole.
         let mut renderer =
             Renderer::new(std::io::stdout(), style).with_questions_on_their_own_line();

@@ -699,14 +699,15 @@ pub async fn attach_command(
     session: &str,
     options: AttachOptions,
 ) -> Result<Option<Outcome>, CliError> {
-    let input = terminal_input();
+    let input = stdin_input();
     let style = crate::term::Style::detect(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut renderer = Renderer::new(std::io::stdout(), style);
     attach(url, session, &options, input, &mut renderer).await
 }
 
-/// Lines from stdin (read on a thread of their own) and Ctrl-C presses.
-fn terminal_input() -> Input {
+/// Lines from stdin (read on a thread of their own; the channel closes when stdin ends) and
+/// Ctrl-C presses.
+pub(crate) fn stdin_input() -> Input {
     let (line_tx, lines) = mpsc::channel(16);
     std::thread::spawn(move || {
         for line in std::io::stdin().lines() {
@@ -737,7 +738,7 @@ pub async fn command(target: Target, options: RunOptions) -> Result<Outcome, Cli
             (local.url().to_owned(), Some(local))
         }
     };
-    let input = terminal_input();
+    let input = stdin_input();
     let style = crate::term::Style::detect(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut renderer = Renderer::new(std::io::stdout(), style);
     let outcome = run(&url, &options, input, &mut renderer).await;

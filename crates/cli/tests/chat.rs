@@ -39,6 +39,23 @@ impl Chat {
         }
     }
 
+    /// `chat` with the scripted agent playing `script`, the data in the place's `data/`.
+    fn scripted(place: &Place, script: &Path, more: &[&str]) -> Self {
+        let (script, data) = (
+            script.to_string_lossy().into_owned(),
+            place.data.to_string_lossy().into_owned(),
+        );
+        let args = [
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--data-dir",
+            &data,
+        ];
+        Self::start(&place.work, &[&args[..], more].concat())
+    }
+
     fn type_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
@@ -106,24 +123,8 @@ fn conversation_script() -> Value {
 fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
     let place = Place::with_repository();
     let script = place.script(&conversation_script());
-    let (script, data, work) = (
-        script.to_string_lossy().into_owned(),
-        place.data.to_string_lossy().into_owned(),
-        place.work.to_string_lossy().into_owned(),
-    );
-    let mut chat = Chat::start(
-        &place.work,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--data-dir",
-            &data,
-            "--cwd",
-            &work,
-        ],
-    );
+    let work = place.work.to_string_lossy().into_owned();
+    let mut chat = Chat::scripted(&place, &script, &["--cwd", &work]);
     let opening = chat.expect("chat with scripted in");
     assert!(
         opening.last().unwrap().contains("(scripted:/run-"),
@@ -184,7 +185,9 @@ fn a_conversation_with_a_confirmation_a_cancel_and_the_slash_commands() {
     );
     // The title is the session's, kept in its data directory.
     let mut command = agent_host();
-    command.args(["sessions", "--json", "--data-dir", &data]);
+    command
+        .args(["sessions", "--json", "--data-dir"])
+        .arg(&place.data);
     let (status, stdout, stderr) = Spawned::spawn(command).wait();
     assert!(status.success(), "{stderr}");
     let sessions: Vec<Value> = serde_json::from_str(&stdout).unwrap();
@@ -207,21 +210,7 @@ fn a_script_piped_at_once_is_played_a_turn_at_a_time() {
             { "steps": [ { "kind": "say", "text": "two done" } ] }
         ]
     }));
-    let (script, data) = (
-        script.to_string_lossy().into_owned(),
-        place.data.to_string_lossy().into_owned(),
-    );
-    let mut chat = Chat::start(
-        &place.work,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--data-dir",
-            &data,
-        ],
-    );
+    let mut chat = Chat::scripted(&place, &script, &[]);
     // Everything at once: the `y` waits for the question, the second message for the turn's
     // end, `/quit` for the second turn's.
     for line in ["first", "y", "second", "/quit"] {
@@ -294,14 +283,7 @@ fn two_chats_over_connect_see_each_other_and_continue_after_a_restart() {
     }
 
     // The host restarts; --continue finds the session, and its agent resumes its conversation.
-    let mut process = server.process;
-    process.terminate();
-    let (exit, _, stderr) = process.wait();
-    assert!(exit.success(), "{stderr}");
-    assert!(
-        !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
-        "{stderr}"
-    );
+    server.stop_cleanly();
     let server = Server::start(&place, Some(&script));
     let mut again = Chat::start(&place.work, &["--connect", &server.url, "--continue"]);
     again.expect(&format!("({session})"));

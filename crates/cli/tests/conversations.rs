@@ -201,14 +201,7 @@ fn over_connect_a_session_is_continued_across_a_restart_and_kept_from_the_shell(
 
     // The host restarts; the session, its new title and the archive flag are kept, and its
     // agent resumes its conversation at its second turn.
-    server.process.terminate();
-    let mut process = server.process;
-    let (exit, _, stderr) = process.wait();
-    assert!(exit.success(), "{stderr}");
-    assert!(
-        !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
-        "{stderr}"
-    );
+    server.stop_cleanly();
     let server = Server::start(&place, Some(&script));
     let url = server.url.clone();
     let (status, stdout, stderr) = agent_host_in(
@@ -336,12 +329,7 @@ fn chat_continue_resumes_claudes_own_conversation_after_a_restart() {
     let conversation = || {
         mock.requests()
             .into_iter()
-            .filter(|record| {
-                record.decision != "side_text"
-                    && record.summary["tools"]
-                        .as_array()
-                        .is_some_and(|tools| !tools.is_empty())
-            })
+            .filter(agenthost_testkit::RequestRecord::is_conversation_call)
             .collect::<Vec<_>>()
     };
     let before = conversation().len();

@@ -698,14 +698,7 @@ fn two_terminals_on_one_session_see_each_other() {
     }
     let history = std::fs::read_to_string(place.base.join("client/chat-history")).unwrap();
     assert!(history.contains("hello from the first\n"), "{history}");
-    let mut process = server.process;
-    process.terminate();
-    let (exit, _, stderr) = process.wait();
-    assert!(exit.success(), "{stderr}");
-    assert!(
-        !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
-        "{stderr}"
-    );
+    server.stop_cleanly();
 }
 
 /// Log lines of the host in `chat`'s process are printed above the prompt while the editor

@@ -76,6 +76,18 @@ pub struct RequestRecord {
     pub sse_events: usize,
 }
 
+impl RequestRecord {
+    /// Whether this is a model call of the agent's conversation: it offers tools and is not
+    /// one of the requests agents make on their own (a session title, a summary), which offer
+    /// none and are answered `side_text`.
+    pub fn is_conversation_call(&self) -> bool {
+        self.decision != "side_text"
+            && self.summary["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty())
+    }
+}
+
 /// The shared log of a running mock.
 #[derive(Debug)]
 pub(crate) struct Recorder {

@@ -505,12 +505,7 @@ fn conversation_requests(place: &Place) -> Vec<agenthost_testkit::RequestRecord>
         .mock
         .requests()
         .into_iter()
-        .filter(|record| {
-            record.decision != "side_text"
-                && record.summary["tools"]
-                    .as_array()
-                    .is_some_and(|tools| !tools.is_empty())
-        })
+        .filter(agenthost_testkit::RequestRecord::is_conversation_call)
         .collect()
 }
 

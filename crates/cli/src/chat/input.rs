@@ -1,7 +1,7 @@
 //! What the user types into `chat`: lines, Ctrl-C and the end of the input.
 //!
-//! Through a pipe, lines are read as they come and Ctrl-C arrives as SIGINT ([`piped`]). On a
-//! terminal, [`Editor`] reads them with `rustyline-async`: a prompt stays at the bottom of the
+//! Through a pipe, lines are read as `run` reads its answers (`run`'s stdin input: lines as they
+//! come, Ctrl-C as SIGINT). On a terminal, [`Editor`] reads them with `rustyline-async`: a prompt stays at the bottom of the
 //! screen with line editing and history (Up/Down; kept in a file), while the conversation is
 //! printed above it as it streams — the reader and the printer run in one task, so nothing
 //! printed waits for a key and the order of the output is kept. The terminal is in raw mode
@@ -17,53 +17,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::CliError;
+use crate::run::Input;
 
 /// The line editor's prompt.
 const PROMPT: &str = "› ";
 
 /// How many lines of history are kept in the file and offered by Up.
 const HISTORY_LINES: usize = 1000;
-
-/// One line, or the end of the input.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Item {
-    /// A line (without its newline).
-    Line(String),
-    /// The input ended (Ctrl-D, or the pipe closed).
-    End,
-}
-
-/// What the user types: lines, and Ctrl-C apart (it is heard while lines wait).
-#[derive(Debug)]
-pub struct Input {
-    /// Lines as they come, then [`Item::End`].
-    pub lines: mpsc::Receiver<Item>,
-    /// Ctrl-C.
-    pub interrupts: mpsc::Receiver<()>,
-}
-
-/// Lines from stdin as a pipe delivers them, and Ctrl-C (SIGINT).
-pub fn piped() -> Input {
-    let (items, lines) = mpsc::channel(64);
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
-            if items.blocking_send(Item::Line(line)).is_err() {
-                return;
-            }
-        }
-        let _ = items.blocking_send(Item::End);
-    });
-    let (interrupt, interrupts) = mpsc::channel(4);
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            if interrupt.send(()).await.is_err() {
-                break;
-            }
-        }
-    });
-    Input { lines, interrupts }
-}
 
 /// The line editor on the terminal: the one task that reads what is typed and prints the
 /// conversation above the prompt.
@@ -106,6 +66,7 @@ impl Editor {
             readline.set_history_entries(load_history(path));
         }
         let (items, lines) = mpsc::channel(64);
+        let items = Some(items);
         let (interrupt, interrupts) = mpsc::channel(4);
         let (stop, stopped) = oneshot::channel();
         let (chunks, pending) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -120,7 +81,6 @@ impl Editor {
                 items,
                 interrupt,
                 history,
-                ended: false,
             },
             Queues {
                 pending,
@@ -303,11 +263,11 @@ struct Queues {
 
 /// What the user typed, on its way to `chat`.
 struct Typed {
-    items: mpsc::Sender<Item>,
+    /// Where lines go; `None` once the input has ended (Ctrl-D): dropping it tells `chat`, and
+    /// later lines are not read.
+    items: Option<mpsc::Sender<String>>,
     interrupt: mpsc::Sender<()>,
     history: Option<PathBuf>,
-    /// The input has ended (Ctrl-D): later lines are not read.
-    ended: bool,
 }
 
 /// The editor's task: reads keys, prints the conversation's chunks as they come, and at `stop`
@@ -365,7 +325,7 @@ impl Typed {
         screen: &mut Screen,
     ) -> bool {
         match event {
-            Ok(ReadlineEvent::Line(line)) if !self.ended => {
+            Ok(ReadlineEvent::Line(line)) if self.items.is_some() => {
                 // The line stays on the screen after the prompt it was typed at.
                 let echo = format!("{PROMPT}{line}\n");
                 if screen.print_row(echo.as_bytes()).await.is_err() {
@@ -379,8 +339,8 @@ impl Typed {
                 }
                 // `chat` reads every line it is sent; a full queue (64 lines it has not taken
                 // yet) says so rather than holding up the screen.
-                if let Err(mpsc::error::TrySendError::Full(_)) =
-                    self.items.try_send(Item::Line(line))
+                if let Some(items) = &self.items
+                    && let Err(mpsc::error::TrySendError::Full(_)) = items.try_send(line)
                 {
                     let _ = screen
                         .print(b"(too many lines are waiting: this one was not sent)\n")
@@ -395,18 +355,10 @@ impl Typed {
                 // Ctrl-C is heard however many wait; more than a few unread say nothing new.
                 let _ = self.interrupt.try_send(());
             }
-            Ok(ReadlineEvent::Eof) => {
-                if !self.ended {
-                    self.ended = true;
-                    let _ = self.items.try_send(Item::End);
-                }
-            }
+            Ok(ReadlineEvent::Eof) => self.items = None,
             Err(error) => {
                 tracing::debug!(%error, "the line editor stopped");
-                if !self.ended {
-                    self.ended = true;
-                    let _ = self.items.try_send(Item::End);
-                }
+                self.items = None;
                 return false;
             }
         }

@@ -238,6 +238,18 @@ impl Server {
     pub fn kill(mut self) {
         self.process.kill();
     }
+
+    /// `SIGTERM`, then a successful exit with no WARN or ERROR logged.
+    pub fn stop_cleanly(self) {
+        let mut process = self.process;
+        process.terminate();
+        let (exit, _, stderr) = process.wait();
+        assert!(exit.success(), "{stderr}");
+        assert!(
+            !stderr.contains(" WARN ") && !stderr.contains("ERROR"),
+            "{stderr}"
+        );
+    }
 }
 
 pub fn runtime() -> tokio::runtime::Runtime {
